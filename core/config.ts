@@ -1,0 +1,77 @@
+import { z } from 'zod';
+
+/**
+ * The one typed configuration of Quire, read from the environment and validated at start.
+ * Defaults run on a laptop: local Postgres, the Temporal dev server, blobs under `.data/`.
+ */
+const DEVELOPMENT_SECRET = 'quire-development-secret-do-not-use-in-production';
+
+const intFrom = (min: number, max: number, fallback: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
+
+const schema = z.object({
+  NODE_ENV: z.string().default('development'),
+  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/quire'),
+  DATABASE_POOL_SIZE: intFrom(1, 100, 10),
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  QUIRE_TASK_QUEUE: z.string().min(1).default('quire-transcription'),
+  QUIRE_TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
+  WORKER_CONCURRENCY: intFrom(1, 16, 2),
+  QUIRE_SHUTDOWN_GRACE_MS: intFrom(0, 3_600_000, 30_000),
+  QUIRE_HEARTBEAT_TIMEOUT_MS: intFrom(1_000, 600_000, 15_000),
+  QUIRE_HEALTH_FILE: z.string().default('.data/worker-health.json'),
+  QUIRE_HEALTH_MAX_AGE_MS: intFrom(1_000, 3_600_000, 60_000),
+  QUIRE_MAX_ATTEMPTS: intFrom(1, 100, 5),
+  QUIRE_POLISH_ATTEMPTS: intFrom(0, 100, 3),
+  QUIRE_RETRY_INITIAL_MS: intFrom(1, 3_600_000, 2_000),
+  QUIRE_RETRY_MAX_MS: intFrom(1, 86_400_000, 60_000),
+  QUIRE_RECONCILE_AFTER_MS: intFrom(1_000, 86_400_000, 60_000),
+  QUIRE_DEFAULT_PROVIDER: z.string().default('simulated'),
+  QUIRE_BLOB_DIR: z.string().default('.data/blobs'),
+  QUIRE_SECRET_KEY: z.string().min(32).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type QuireConfig = Omit<z.infer<typeof schema>, 'QUIRE_SECRET_KEY'> & {
+  /** Seals attempt tokens, signs page tokens, encrypts webhook secrets. Never logged. */
+  QUIRE_SECRET_KEY: string;
+  /** True when the built-in development secret is in use. */
+  usingDevelopmentSecret: boolean;
+};
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses configuration from an environment object; pure, so tests can pass their own. */
+export function parseConfig(env: Record<string, string | undefined>): QuireConfig {
+  const cleaned = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => value !== undefined && value !== ''),
+  );
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  const config = parsed.data;
+  if (config.QUIRE_SECRET_KEY === undefined && config.NODE_ENV === 'production') {
+    throw new ConfigError('QUIRE_SECRET_KEY must be set (32 characters or more) in production');
+  }
+  if (config.QUIRE_RETRY_MAX_MS < config.QUIRE_RETRY_INITIAL_MS) {
+    throw new ConfigError('QUIRE_RETRY_MAX_MS must not be below QUIRE_RETRY_INITIAL_MS');
+  }
+  return {
+    ...config,
+    QUIRE_SECRET_KEY: config.QUIRE_SECRET_KEY ?? DEVELOPMENT_SECRET,
+    usingDevelopmentSecret: config.QUIRE_SECRET_KEY === undefined,
+  };
+}
+
+let cached: QuireConfig | undefined;
+
+/** The process configuration, parsed once from `process.env`. */
+export function loadConfig(): QuireConfig {
+  cached ??= parseConfig(process.env);
+  return cached;
+}

@@ -1,0 +1,67 @@
+/**
+ * The one catalogue of failure classes (SPEC Q3). Activities throw `ApplicationFailure`
+ * whose `type` is the class; workflows branch on it with the helpers below.
+ */
+export const FAILURE_CLASSES = [
+  'credit',
+  'auth',
+  'outage',
+  'budget',
+  'timeout',
+  'invalid',
+  'content',
+  'image',
+  'internal',
+  'crashed',
+  'conflict',
+] as const;
+
+export type FailureClass = (typeof FAILURE_CLASSES)[number];
+
+/** Classes that pause a provider's queue: the attempt is refunded and nothing fails. */
+export const PAUSING_CLASSES: ReadonlySet<FailureClass> = new Set(['credit', 'auth', 'outage', 'budget']);
+
+/** Classes where the input can never succeed: the job fails at once. */
+export const PERMANENT_CLASSES: ReadonlySet<FailureClass> = new Set(['image', 'content', 'conflict']);
+
+/** Charged classes that a later attempt may cure: backoff, then the next attempt. */
+export const RETRYABLE_CLASSES: ReadonlySet<FailureClass> = new Set(['timeout', 'internal', 'invalid', 'crashed']);
+
+export function isFailureClass(value: unknown): value is FailureClass {
+  return typeof value === 'string' && (FAILURE_CLASSES as readonly string[]).includes(value);
+}
+
+export function isPausing(category: FailureClass): boolean {
+  return PAUSING_CLASSES.has(category);
+}
+
+export function isPermanent(category: FailureClass): boolean {
+  return PERMANENT_CLASSES.has(category);
+}
+
+/**
+ * Error types that are not failure classes of the job but facts about the attempt:
+ * `StaleAttempt` means this attempt's token is dead (lease expired, superseded, canceled),
+ * so the attempt must stop without writing anything. Never retried.
+ */
+export const STALE_ATTEMPT = 'StaleAttempt';
+/** The job left its active states (canceled or superseded) while the attempt was being claimed. */
+export const JOB_NOT_ACTIVE = 'JobNotActive';
+
+/** A classified failure raised by a provider call (Q1). */
+export class ProviderError extends Error {
+  override name = 'ProviderError';
+  constructor(
+    readonly category: FailureClass,
+    message: string,
+    /** For `outage`: the provider's Retry-After, when it gave one. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The attempt's token no longer fences a running attempt (A1). */
+export class StaleAttemptError extends Error {
+  override name = STALE_ATTEMPT;
+}

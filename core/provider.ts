@@ -1,0 +1,74 @@
+/**
+ * The provider interface (Q1): every engine, real, simulated or remote, is reached only
+ * through it. Each call returns a result with its cost, or throws a `ProviderError`
+ * carrying one failure class (core/failures.ts).
+ */
+import type { Box, Segment } from './annotation';
+
+export type CostUnit = 'line' | 'page' | 'audio_second' | 'call' | 'token';
+
+export interface CallCost {
+  units: number;
+  unit: CostUnit;
+}
+
+export interface EngineIdentity {
+  engine: string;
+  model: string;
+  version: string;
+}
+
+export interface CallContext {
+  /** Aborted when the activity is cancelled or its worker shuts down. */
+  signal: AbortSignal;
+  language: string;
+  model?: string;
+  options: Record<string, unknown>;
+  /** Distinguishes calls for deterministic fault injection; never sent to a remote engine. */
+  callKey: string;
+}
+
+/** A stored image or recording, readable from the local filesystem. */
+export interface MediaInput {
+  path: string;
+  mediaType: string;
+}
+
+export interface LineBox {
+  box: Box;
+  confidence?: number;
+}
+
+export type AudioPoll =
+  | { state: 'running'; progress?: number }
+  | { state: 'done'; segments: Segment[]; cost: CallCost };
+
+export interface TranscriptionProvider {
+  readonly name: string;
+  identity(model?: string): EngineIdentity;
+  /** Finds the lines of a page image (T2 `segment`). */
+  segmentPage(image: MediaInput, ctx: CallContext): Promise<{ lines: LineBox[]; cost: CallCost }>;
+  /** Recognizes one line of a page image (T2 `recognize`). */
+  recognizeLine(
+    image: MediaInput,
+    line: LineBox,
+    ctx: CallContext,
+  ): Promise<{ text: string; confidence?: number; cost: CallCost }>;
+  /** Hands a recording to the engine; the returned id must be saved before our copy may go. */
+  submitAudio(audio: MediaInput, ctx: CallContext): Promise<{ engineJobId: string; cost: CallCost }>;
+  pollAudio(engineJobId: string, ctx: CallContext): Promise<AudioPoll>;
+  /** Deletes the engine's copy; idempotent. */
+  deleteAudio(engineJobId: string, ctx: CallContext): Promise<void>;
+  /** Polishes raw text (T2 `polish`). */
+  polish(text: string, kind: 'image' | 'audio', ctx: CallContext): Promise<{ text: string; cost: CallCost }>;
+}
+
+/** The immutable context snapshot of a job (SPEC §3). */
+export interface JobSnapshot {
+  provider: string;
+  model: string;
+  language: string;
+  options: Record<string, unknown>;
+  /** Price per unit in micro-units of the workspace currency. */
+  price: Partial<Record<CostUnit, number>>;
+}

@@ -1,0 +1,36 @@
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+/** Anything that runs a query: the pool, or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+// bigint columns (ids, sizes) come back as numbers; Quire's ids stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export function createPool(connectionString: string, max = 10): Pool {
+  const pool = new pg.Pool({ connectionString, max, application_name: 'quire' });
+  // An idle client that loses its connection (a Postgres restart) must not crash the process;
+  // the pool drops it and the next query connects again.
+  pool.on('error', () => {});
+  return pool;
+}
+
+/**
+ * Runs `work` in one transaction: committed when it returns, rolled back when it throws.
+ * Every business fact of Quire is written through this.
+ */
+export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,147 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, openSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Connection } from '@temporalio/client';
+
+/**
+ * Finds, builds and starts the Temporal CLI's dev server (`temporal server start-dev`).
+ * No prebuilt binary can be downloaded on every machine, so when none is found the CLI is
+ * built from the Go module proxy into a cache outside the clone, once.
+ */
+export const TEMPORAL_CLI_VERSION = '1.5.1';
+
+export const SEARCH_ATTRIBUTES = {
+  QuireWorkspaceId: 'Int',
+  QuireJobId: 'Keyword',
+  QuirePageId: 'Int',
+  QuireStatus: 'Keyword',
+  QuireProvider: 'Keyword',
+} as const;
+
+export function temporalCacheDir(): string {
+  const base = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
+  return join(base, 'quire', `temporal-${TEMPORAL_CLI_VERSION}`);
+}
+
+function onPath(name: string): string | undefined {
+  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  const path = found.stdout.trim();
+  return found.status === 0 && path ? path : undefined;
+}
+
+/** The `temporal` binary: QUIRE_TEMPORAL_BIN, PATH, the cache, else built with `go install`. */
+export function findOrBuildTemporal(log: (line: string) => void = console.log): string {
+  const explicit = process.env.QUIRE_TEMPORAL_BIN;
+  if (explicit) {
+    if (!existsSync(explicit)) throw new Error(`QUIRE_TEMPORAL_BIN=${explicit} does not exist`);
+    return explicit;
+  }
+  const cached = join(temporalCacheDir(), 'temporal');
+  if (existsSync(cached)) return cached;
+  const fromPath = onPath('temporal');
+  if (fromPath) return fromPath;
+  const go = onPath('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  if (!go) {
+    throw new Error(
+      [
+        'No Temporal CLI found, and no Go toolchain to build one. Any one of these works:',
+        `  - install Go 1.23+ and run: GOBIN=${temporalCacheDir()} go install github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`,
+        '  - put a `temporal` binary on PATH, or set QUIRE_TEMPORAL_BIN to one',
+        '  - or run the whole stack with Docker: docker compose up',
+      ].join('\n'),
+    );
+  }
+  log(`building the Temporal CLI v${TEMPORAL_CLI_VERSION} with ${go} (once; a few minutes)...`);
+  mkdirSync(temporalCacheDir(), { recursive: true });
+  const build = spawnSync(go, ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`], {
+    env: { ...process.env, GOBIN: temporalCacheDir(), GOFLAGS: '-mod=mod' },
+    stdio: 'inherit',
+  });
+  if (build.status !== 0 || !existsSync(cached)) {
+    throw new Error(`building the Temporal CLI failed (exit ${build.status}); see the output above`);
+  }
+  return cached;
+}
+
+export interface DevServerOptions {
+  port: number;
+  uiPort?: number;
+  /** SQLite file; omitted means in memory. */
+  dbFile?: string;
+  logFile?: string;
+  headless?: boolean;
+}
+
+export interface DevServer {
+  address: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startDevServer(binary: string, options: DevServerOptions): Promise<DevServer> {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'warn'];
+  if (options.dbFile) {
+    mkdirSync(dirname(options.dbFile), { recursive: true });
+    args.push('--db-filename', options.dbFile);
+  }
+  if (options.headless) args.push('--headless');
+  else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
+    args.push('--search-attribute', `${name}=${type}`);
+  }
+  let stdio: Array<'ignore' | number> = ['ignore', 'ignore', 'ignore'];
+  if (options.logFile) {
+    mkdirSync(dirname(options.logFile), { recursive: true });
+    const fd = openSync(options.logFile, 'a');
+    stdio = ['ignore', fd, fd];
+  }
+  const child = spawn(binary, args, { stdio, detached: false });
+  const address = `127.0.0.1:${options.port}`;
+  let exited: number | null = null;
+  child.on('exit', (code) => {
+    exited = code ?? -1;
+  });
+  await waitForTemporal(address, 90_000, () => exited);
+  return {
+    address,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const done = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await done;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Waits until the frontend answers and Quire's search attributes are registered. */
+export async function waitForTemporal(
+  address: string,
+  timeoutMs: number,
+  exitCode: () => number | null = () => null,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    const code = exitCode();
+    if (code !== null) throw new Error(`the Temporal dev server exited with code ${code}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      try {
+        const attrs = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+        const custom = attrs.customAttributes ?? {};
+        if (Object.keys(SEARCH_ATTRIBUTES).every((name) => name in custom)) return;
+        lastError = new Error('search attributes not registered yet');
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      lastError = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`Temporal at ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
+}

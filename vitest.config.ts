@@ -1,0 +1,43 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * Three projects: `unit` (pure, fast), `integration` (real Postgres and a real Temporal dev
+ * server, started once by the global setup), `e2e` (a real browser). `chaos` tests kill
+ * processes and live beside integration tests under test/chaos.
+ */
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          pool: 'forks',
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts', 'test/chaos/**/*.test.ts'],
+          pool: 'forks',
+          globalSetup: ['test/support/globalSetup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          maxWorkers: 2,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          pool: 'forks',
+          globalSetup: ['test/support/globalSetup.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
