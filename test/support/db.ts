@@ -7,7 +7,8 @@ import { createPool, type Pool } from '../../db/pool';
  * setup prepared, so tests never see each other's rows.
  */
 export const ADMIN_URL = process.env.QUIRE_TEST_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-export const TEMPLATE_DB = process.env.QUIRE_TEST_TEMPLATE_DB ?? 'quire_test_template';
+export const TEMPLATE_DB_DEFAULT = 'quire_test_template';
+const templateDb = () => process.env.QUIRE_TEST_TEMPLATE_DB ?? TEMPLATE_DB_DEFAULT;
 
 export function databaseUrl(name: string): string {
   const url = new URL(ADMIN_URL);
@@ -27,7 +28,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB}`);
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${templateDb()}`);
   } finally {
     await admin.end();
   }

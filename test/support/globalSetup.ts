@@ -1,47 +1,68 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import pg from 'pg';
 import { migrate } from '../../db/migrate';
 import { ensurePostgres } from '../../scripts/lib/postgres';
 import { findOrBuildTemporal, startDevServer, type DevServer } from '../../scripts/lib/temporal';
-import { ADMIN_URL, databaseUrl, TEMPLATE_DB } from './db';
+import { ADMIN_URL, databaseUrl } from './db';
 
 /**
  * Once per run: Postgres up, a migrated template database that each test file clones, and
  * one real Temporal dev server (in memory, headless) that every test shares, each test on
- * its own task queue.
+ * its own task queue. Names and ports are per run, so two runs on one machine do not collide.
+ * Test files read what is set here from the environment they inherit.
  */
 let server: DevServer | undefined;
 
-export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }) {
+export default async function setup() {
   await ensurePostgres(ADMIN_URL);
+  const template = `quire_tpl_${process.pid}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   try {
-    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
+    await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${template}`);
   } finally {
     await admin.end();
   }
-  await migrate(databaseUrl(TEMPLATE_DB));
+  await migrate(databaseUrl(template));
+  process.env.QUIRE_TEST_TEMPLATE_DB = template;
 
   let address = process.env.QUIRE_TEST_TEMPORAL_ADDRESS;
   if (!address) {
     const binary = findOrBuildTemporal();
-    const port = Number(process.env.QUIRE_TEST_TEMPORAL_PORT ?? 7299);
-    server = await startDevServer(binary, { port, headless: true, logFile: '.data/test-temporal.log' });
+    mkdirSync('.data', { recursive: true });
+    server = await startDevServer(binary, {
+      port: await freePort(),
+      headless: true,
+      logFile: `.data/test-temporal-${process.pid}.log`,
+    });
     address = server.address;
+    process.env.QUIRE_TEST_TEMPORAL_ADDRESS = address;
   }
-  process.env.QUIRE_TEST_TEMPORAL_ADDRESS = address;
-  provide('temporalAddress', address);
-  writeFileSync('.data/test-temporal-address', address);
+  process.env.QUIRE_TEMPORAL_BIN_RESOLVED = findOrBuildTemporal();
+  writeFileSync(`.data/test-run-${process.pid}.json`, JSON.stringify({ address, template }));
 
   return async () => {
     await server?.stop();
+    const cleanup = new pg.Client({ connectionString: ADMIN_URL });
+    await cleanup.connect();
+    try {
+      await cleanup.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+    } finally {
+      await cleanup.end();
+    }
   };
 }
 
-declare module 'vitest' {
-  export interface ProvidedContext {
-    temporalAddress: string;
-  }
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
 }
