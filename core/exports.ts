@@ -1,0 +1,251 @@
+/**
+ * Exports of a page's segments (SPEC §7 `export?format=`): plain text for any page,
+ * ALTO XML v4 for image pages, WebVTT and SRT for audio pages. The canonical IIIF
+ * AnnotationPage is built in core/annotation.ts. Pure.
+ */
+import type { Box, Segment } from './annotation';
+
+export type ExportFormat = 'text' | 'alto' | 'vtt' | 'srt';
+
+export const EXPORT_FORMATS: readonly ExportFormat[] = ['text', 'alto', 'vtt', 'srt'];
+
+export interface ExportInput {
+  canvasUri: string;
+  kind: 'image' | 'audio';
+  segments: readonly Segment[];
+  /** Image pages: pixel size of the canvas (ALTO needs it). */
+  width?: number;
+  height?: number;
+  /** Audio pages: duration in seconds; cues are clamped to it. */
+  duration?: number;
+  /** BCP 47 or ISO 639 language of the transcript. */
+  language?: string;
+}
+
+export interface ExportResult {
+  body: string;
+  mediaType: string;
+  extension: string;
+}
+
+/** The format does not apply to this kind of page (ALTO for audio, subtitles for images). */
+export class UnsupportedExportError extends Error {
+  override name = 'UnsupportedExportError';
+}
+
+export function isExportFormat(value: unknown): value is ExportFormat {
+  return typeof value === 'string' && (EXPORT_FORMATS as readonly string[]).includes(value);
+}
+
+export function exportPage(format: ExportFormat, input: ExportInput): ExportResult {
+  switch (format) {
+    case 'text':
+      return {
+        body: toPlainText(input.segments),
+        mediaType: 'text/plain; charset=utf-8',
+        extension: 'txt',
+      };
+    case 'alto':
+      return {
+        body: toAltoXml(input),
+        mediaType: 'application/xml; charset=utf-8',
+        extension: 'xml',
+      };
+    case 'vtt':
+      return { body: toWebVtt(input), mediaType: 'text/vtt; charset=utf-8', extension: 'vtt' };
+    case 'srt':
+      return {
+        body: toSrt(input),
+        mediaType: 'application/x-subrip; charset=utf-8',
+        extension: 'srt',
+      };
+  }
+}
+
+function inReadingOrder(segments: readonly Segment[]): Segment[] {
+  return [...segments].sort((a, b) => a.index - b.index);
+}
+
+/** One line per segment in reading order; line breaks inside a segment become spaces. */
+export function toPlainText(segments: readonly Segment[]): string {
+  const lines = inReadingOrder(segments).map((s) => s.text.replace(/\s*[\r\n]+\s*/g, ' ').trim());
+  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+}
+
+// ---------------------------------------------------------------------------------------
+// ALTO
+
+const ALTO_NS = 'http://www.loc.gov/standards/alto/ns-v4#';
+const ALTO_SCHEMA = 'http://www.loc.gov/standards/alto/v4/alto-4-2.xsd';
+
+/** Characters XML 1.0 forbids even when escaped. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are exactly what must be removed
+const XML_FORBIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g;
+
+export function escapeXml(text: string): string {
+  return text
+    .replace(XML_FORBIDDEN, '')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;')
+    .replace(/\t/g, '&#9;')
+    .replace(/\n/g, '&#10;')
+    .replace(/\r/g, '&#13;');
+}
+
+function clampBox(box: Box, width: number, height: number): Box {
+  const x = Math.min(Math.max(0, Math.round(box.x)), width);
+  const y = Math.min(Math.max(0, Math.round(box.y)), height);
+  const w = Math.max(0, Math.min(Math.round(box.w), width - x));
+  const h = Math.max(0, Math.min(Math.round(box.h), height - y));
+  return { x, y, w, h };
+}
+
+function positionAttributes(box: Box): string {
+  return `HPOS="${box.x}" VPOS="${box.y}" WIDTH="${box.w}" HEIGHT="${box.h}"`;
+}
+
+/**
+ * ALTO v4: one TextBlock holding one TextLine per line segment (reading order), each line
+ * split into String elements at whitespace with SP between them. Word positions are not
+ * known (engines give line boxes), so only lines carry coordinates. Units are pixels.
+ */
+export function toAltoXml(input: ExportInput): string {
+  if (input.kind !== 'image')
+    throw new UnsupportedExportError('ALTO export applies to image pages only');
+  const width = Math.max(0, Math.round(input.width ?? 0));
+  const height = Math.max(0, Math.round(input.height ?? 0));
+  if (width <= 0 || height <= 0)
+    throw new UnsupportedExportError('ALTO export needs the page width and height');
+  const lines = inReadingOrder(input.segments).flatMap((segment) =>
+    segment.target.kind === 'xywh'
+      ? [{ segment, box: clampBox(segment.target.box, width, height) }]
+      : [],
+  );
+  const out: string[] = [];
+  out.push('<?xml version="1.0" encoding="UTF-8"?>');
+  out.push(
+    `<alto xmlns="${ALTO_NS}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="${ALTO_NS} ${ALTO_SCHEMA}">`,
+  );
+  out.push('  <Description>');
+  out.push('    <MeasurementUnit>pixel</MeasurementUnit>');
+  out.push('    <sourceImageInformation>');
+  out.push(`      <fileName>${escapeXml(input.canvasUri)}</fileName>`);
+  out.push('    </sourceImageInformation>');
+  out.push('  </Description>');
+  out.push('  <Layout>');
+  out.push(`    <Page ID="page_1" PHYSICAL_IMG_NR="1" WIDTH="${width}" HEIGHT="${height}">`);
+  out.push(`      <PrintSpace ${positionAttributes({ x: 0, y: 0, w: width, h: height })}>`);
+  if (lines.length > 0) {
+    const left = Math.min(...lines.map((l) => l.box.x));
+    const top = Math.min(...lines.map((l) => l.box.y));
+    const right = Math.max(...lines.map((l) => l.box.x + l.box.w));
+    const bottom = Math.max(...lines.map((l) => l.box.y + l.box.h));
+    const lang = input.language ? ` LANG="${escapeXml(input.language)}"` : '';
+    out.push(
+      `        <TextBlock ID="block_1" ${positionAttributes({ x: left, y: top, w: right - left, h: bottom - top })}${lang}>`,
+    );
+    for (const { segment, box } of lines) {
+      const lineId = `line_${segment.index}`;
+      out.push(`          <TextLine ID="${lineId}" ${positionAttributes(box)}>`);
+      const words = segment.text.split(/\s+/).filter((w) => w.length > 0);
+      // A TextLine must hold at least one String; an empty line keeps an empty one.
+      const strings = words.length > 0 ? words : [''];
+      const confidence =
+        segment.confidence !== undefined
+          ? ` WC="${Math.min(1, Math.max(0, segment.confidence)).toFixed(2)}"`
+          : '';
+      strings.forEach((word, i) => {
+        if (i > 0) out.push('            <SP/>');
+        out.push(
+          `            <String ID="${lineId}_w${i}" CONTENT="${escapeXml(word)}"${confidence}/>`,
+        );
+      });
+      out.push('          </TextLine>');
+    }
+    out.push('        </TextBlock>');
+  }
+  out.push('      </PrintSpace>');
+  out.push('    </Page>');
+  out.push('  </Layout>');
+  out.push('</alto>');
+  return `${out.join('\n')}\n`;
+}
+
+// ---------------------------------------------------------------------------------------
+// Subtitles
+
+interface Cue {
+  start: number;
+  end: number;
+  text: string;
+  speaker?: string;
+}
+
+function cuesOf(input: ExportInput, format: string): Cue[] {
+  if (input.kind !== 'audio')
+    throw new UnsupportedExportError(`${format} export applies to audio pages only`);
+  const limit =
+    input.duration !== undefined && input.duration > 0 ? input.duration : Number.POSITIVE_INFINITY;
+  const cues: Cue[] = [];
+  const ordered = [...input.segments].sort((a, b) => {
+    const sa = a.target.kind === 't' ? a.target.start : 0;
+    const sb = b.target.kind === 't' ? b.target.start : 0;
+    return sa - sb || a.index - b.index;
+  });
+  for (const segment of ordered) {
+    if (segment.target.kind !== 't') continue;
+    const start = Math.min(Math.max(0, segment.target.start), limit);
+    const end = Math.min(Math.max(start, segment.target.end), limit);
+    // A cue keeps its line breaks but never a blank line: a blank line ends a cue.
+    const text = segment.text
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter((l) => l.length > 0)
+      .join('\n');
+    if (text.length === 0) continue;
+    const cue: Cue = { start, end, text };
+    if (segment.speaker !== undefined) cue.speaker = segment.speaker;
+    cues.push(cue);
+  }
+  return cues;
+}
+
+/** hh:mm:ss.mmm (WebVTT) or hh:mm:ss,mmm (SRT). */
+export function formatTimestamp(seconds: number, separator: '.' | ','): string {
+  const totalMs = Math.max(0, Math.round(seconds * 1000));
+  const ms = totalMs % 1000;
+  const totalS = Math.floor(totalMs / 1000);
+  const s = totalS % 60;
+  const m = Math.floor(totalS / 60) % 60;
+  const h = Math.floor(totalS / 3600);
+  const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+  return `${pad(h)}:${pad(m)}:${pad(s)}${separator}${pad(ms, 3)}`;
+}
+
+function escapeVtt(text: string): string {
+  // "-->" cannot appear in cue text; escaping ">" also covers it.
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+export function toWebVtt(input: ExportInput): string {
+  const cues = cuesOf(input, 'WebVTT');
+  const blocks = cues.map((cue, i) => {
+    const speaker = cue.speaker ? `<v ${escapeVtt(cue.speaker).replace(/\s+/g, ' ')}>` : '';
+    return `${i + 1}\n${formatTimestamp(cue.start, '.')} --> ${formatTimestamp(cue.end, '.')}\n${speaker}${escapeVtt(cue.text)}`;
+  });
+  return `WEBVTT\n\n${blocks.map((b) => `${b}\n\n`).join('')}`;
+}
+
+export function toSrt(input: ExportInput): string {
+  const cues = cuesOf(input, 'SRT');
+  return cues
+    .map((cue, i) => {
+      const speaker = cue.speaker ? `${cue.speaker}: ` : '';
+      const text = `${speaker}${cue.text}`.replace(/-->/g, '->');
+      return `${i + 1}\n${formatTimestamp(cue.start, ',')} --> ${formatTimestamp(cue.end, ',')}\n${text}\n\n`;
+    })
+    .join('');
+}
