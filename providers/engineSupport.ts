@@ -1,0 +1,164 @@
+/**
+ * Helpers shared by the local engines (tesseract.js, pocketsphinx): language codes,
+ * cancellation, finding and running Debian programs. Messages built here never carry
+ * transcript text or file contents.
+ */
+import { spawn } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
+import path from 'node:path';
+import { ProviderError } from '../core/failures';
+
+/** ISO 639-1 -> ISO 639-2/T as tesseract names its traineddata. */
+const ISO_639_1_TO_TESSERACT: Record<string, string> = {
+  ar: 'ara',
+  cs: 'ces',
+  da: 'dan',
+  de: 'deu',
+  el: 'ell',
+  en: 'eng',
+  es: 'spa',
+  fi: 'fin',
+  fr: 'fra',
+  he: 'heb',
+  hu: 'hun',
+  it: 'ita',
+  ja: 'jpn',
+  la: 'lat',
+  nl: 'nld',
+  no: 'nor',
+  pl: 'pol',
+  pt: 'por',
+  ru: 'rus',
+  sv: 'swe',
+  tr: 'tur',
+  uk: 'ukr',
+  zh: 'chi_sim',
+};
+
+/**
+ * Maps a job's language to tesseract's language string: 'en' and 'en-GB' -> 'eng'; a
+ * tesseract code ('frk', 'deu', 'chi_sim') or a '+'-joined set ('deu+frk') passes through;
+ * empty -> 'eng'. Returns undefined when the value cannot be a language.
+ */
+export function tesseractLanguages(language: string | undefined): string[] | undefined {
+  const value = (language ?? '').trim();
+  if (value === '') return ['eng'];
+  const parts = value.split('+').map((p) => p.trim());
+  const out: string[] = [];
+  for (const part of parts) {
+    const primary = part.split(/[-_](?=[A-Za-z]{2,4}$|\d{3}$)/)[0]!.toLowerCase();
+    const mapped = ISO_639_1_TO_TESSERACT[primary];
+    if (mapped) out.push(mapped);
+    else if (/^[a-z]{3}(?:_[a-z]+)?$/.test(part)) out.push(part);
+    else return undefined;
+  }
+  return [...new Set(out)];
+}
+
+/** Throws the signal's reason when the call was cancelled before it started. */
+export function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw signal.reason ?? new Error('aborted');
+}
+
+/**
+ * Races a promise against the call's AbortSignal. The underlying work may go on (an engine
+ * cannot always be interrupted); the caller simply stops waiting for it.
+ */
+export function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason ?? new Error('aborted'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason ?? new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** The absolute path of a program on PATH (or the given absolute path), or undefined. */
+export async function findProgram(name: string): Promise<string | undefined> {
+  const candidates = path.isAbsolute(name)
+    ? [name]
+    : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin')
+        .split(path.delimiter)
+        .filter((dir) => dir.length > 0)
+        .map((dir) => path.join(dir, name));
+  for (const candidate of candidates) {
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** A program the engine needs, with the Debian package that ships it. */
+export interface RequiredProgram {
+  program: string;
+  debianPackage: string;
+}
+
+/**
+ * Finds every program or throws one ProviderError naming the Debian packages to install.
+ * The class is `outage`: the engine is unavailable on this machine until an operator
+ * installs it, so its queue pauses instead of failing jobs.
+ */
+export async function requirePrograms(
+  required: readonly RequiredProgram[],
+): Promise<Record<string, string>> {
+  const found: Record<string, string> = {};
+  const missing: RequiredProgram[] = [];
+  for (const r of required) {
+    const at = await findProgram(r.program);
+    if (at) found[r.program] = at;
+    else missing.push(r);
+  }
+  if (missing.length > 0) {
+    const names = missing.map((m) => `${m.program} (Debian package ${m.debianPackage})`).join(', ');
+    const packages = [...new Set(missing.map((m) => m.debianPackage))].join(' ');
+    throw new ProviderError('outage', `missing ${names}: install with apt-get install ${packages}`);
+  }
+  return found;
+}
+
+export interface ProcessResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program to completion (no shell), killing it when the signal aborts. */
+export function runProgram(
+  program: string,
+  args: readonly string[],
+  options: { signal?: AbortSignal; cwd?: string; maxOutput?: number } = {},
+): Promise<ProcessResult> {
+  const maxOutput = options.maxOutput ?? 1_000_000;
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, {
+      cwd: options.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal: options.signal,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (stdout.length < maxOutput) stdout += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < maxOutput) stderr += chunk.toString('utf8');
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
