@@ -1,0 +1,196 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import {
+  assertValidKey,
+  type BlobStore,
+  BlobTooLargeError,
+  STALE_TEMPORARY_AGE_MS,
+  type StoredObject,
+  TEMPORARY_PREFIX,
+  type WriteOptions,
+} from './store';
+
+/**
+ * An S3-compatible blob store behind the same interface. Deliberately small, and NOT
+ * exercised against a real bucket in this repository's tests (no S3 is reachable here).
+ * Differences from the local store: S3 has no rename, so `promote` is copy-then-delete (the
+ * canonical key still only ever names a complete object: the copy is atomic per object);
+ * a multipart upload is durable once `Upload.done()` resolves.
+ */
+export interface S3BlobStoreOptions {
+  bucket: string;
+  /** Key prefix inside the bucket, e.g. `quire/`. */
+  prefix?: string;
+  client?: S3Client;
+  clientConfig?: S3ClientConfig;
+  /** Where `localPath` downloads objects for engines that need a file. */
+  cacheDir?: string;
+}
+
+export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
+  const client = options.client ?? new S3Client({ maxAttempts: 3, ...options.clientConfig });
+  const bucket = options.bucket;
+  const prefix = options.prefix ?? '';
+  const cacheDir = options.cacheDir ?? join(tmpdir(), 'quire-blob-cache');
+  const full = (key: string) => {
+    assertValidKey(key);
+    return `${prefix}${key}`;
+  };
+  const isMissing = (error: unknown) => {
+    const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+    return (
+      e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404
+    );
+  };
+
+  async function* listAll(): AsyncIterable<{ key: string; size: number; modifiedAt: Date }> {
+    let token: string | undefined;
+    do {
+      const page = await client.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+      );
+      for (const object of page.Contents ?? []) {
+        if (!object.Key) continue;
+        yield {
+          key: object.Key.slice(prefix.length),
+          size: object.Size ?? 0,
+          modifiedAt: object.LastModified ?? new Date(0),
+        };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  const store: BlobStore = {
+    kind: 's3',
+
+    async writeTemporary(temporaryKey, source, opts: WriteOptions = {}) {
+      const body = new PassThrough();
+      const upload = new Upload({
+        client,
+        params: { Bucket: bucket, Key: full(temporaryKey), Body: body },
+      });
+      const done = upload.done();
+      const hash = createHash('sha256');
+      let size = 0;
+      try {
+        for await (const chunk of source) {
+          size += chunk.length;
+          if (opts.maxBytes !== undefined && size > opts.maxBytes)
+            throw new BlobTooLargeError(opts.maxBytes);
+          if (opts.onChunk) await opts.onChunk(chunk, size);
+          hash.update(chunk);
+          if (!body.write(chunk)) await new Promise((resolve) => body.once('drain', resolve));
+        }
+        body.end();
+        await done;
+      } catch (error) {
+        body.destroy();
+        await upload.abort().catch(() => {});
+        await done.catch(() => {});
+        await store.delete(temporaryKey).catch(() => {});
+        throw error;
+      }
+      return { sha256: hash.digest('hex'), size };
+    },
+
+    async promote(temporaryKey, key) {
+      await client.send(
+        new CopyObjectCommand({
+          Bucket: bucket,
+          Key: full(key),
+          CopySource: `${bucket}/${encodeURIComponent(full(temporaryKey)).replace(/%2F/g, '/')}`,
+        }),
+      );
+      await store.delete(temporaryKey);
+    },
+
+    async readRange(key, offset, length) {
+      if (length <= 0) return new Uint8Array();
+      try {
+        const out = await client.send(
+          new GetObjectCommand({
+            Bucket: bucket,
+            Key: full(key),
+            Range: `bytes=${offset}-${offset + length - 1}`,
+          }),
+        );
+        return (await out.Body?.transformToByteArray()) ?? new Uint8Array();
+      } catch (error) {
+        // A range past the end is a 416: nothing there.
+        if (
+          (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416
+        ) {
+          return new Uint8Array();
+        }
+        throw error;
+      }
+    },
+
+    read(key) {
+      const stream = new PassThrough();
+      client
+        .send(new GetObjectCommand({ Bucket: bucket, Key: full(key) }))
+        .then((out) => pipeline(out.Body as Readable, stream))
+        .catch((error) => stream.destroy(error));
+      return stream;
+    },
+
+    async exists(key) {
+      try {
+        await client.send(new HeadObjectCommand({ Bucket: bucket, Key: full(key) }));
+        return true;
+      } catch (error) {
+        if (isMissing(error)) return false;
+        throw error;
+      }
+    },
+
+    async delete(key) {
+      // S3 DeleteObject succeeds for a missing key, which is the idempotence U3 needs.
+      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: full(key) }));
+    },
+
+    async localPath(key) {
+      await mkdir(cacheDir, { recursive: true, mode: 0o700 });
+      const path = join(cacheDir, key.replace(/\//g, '_'));
+      await pipeline(store.read(key), createWriteStream(path, { mode: 0o600 }));
+      return path;
+    },
+
+    async *list(): AsyncIterable<StoredObject> {
+      for await (const object of listAll()) {
+        const name = object.key.slice(object.key.lastIndexOf('/') + 1);
+        if (!name.startsWith(TEMPORARY_PREFIX)) yield object;
+      }
+    },
+
+    async sweepStaleTemporaries(maxAgeMs = STALE_TEMPORARY_AGE_MS, now = new Date()) {
+      let removed = 0;
+      for await (const object of listAll()) {
+        const name = object.key.slice(object.key.lastIndexOf('/') + 1);
+        if (!name.startsWith(TEMPORARY_PREFIX)) continue;
+        if (now.getTime() - object.modifiedAt.getTime() <= maxAgeMs) continue;
+        await store.delete(object.key);
+        removed++;
+      }
+      return { removed };
+    },
+  };
+  return store;
+}

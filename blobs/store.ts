@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+
+/**
+ * The blob store (SPEC §2, U1): where uploaded bytes live. A local directory by default; an
+ * S3-compatible bucket behind the same interface. Bytes are always written under a
+ * `.quire-upload-*` temporary name first and only get their canonical key once complete and
+ * durable, so a canonical key never names a partial object.
+ */
+export interface WrittenTemporary {
+  /** Lowercase hex SHA-256 of the bytes written. */
+  sha256: string;
+  size: number;
+}
+
+export interface WriteOptions {
+  /** Stop and fail with `BlobTooLargeError` once more than this many bytes arrive. */
+  maxBytes?: number;
+  /** Sees every chunk before it is written (validation by magic bytes, progress). May throw. */
+  onChunk?: (chunk: Uint8Array, written: number) => void | Promise<void>;
+}
+
+export interface StoredObject {
+  key: string;
+  size: number;
+  modifiedAt: Date;
+}
+
+export interface BlobStore {
+  readonly kind: 'local' | 's3';
+  /** Streams `source` to a temporary key, hashing as it goes; durable (fsync) when it resolves. */
+  writeTemporary(
+    temporaryKey: string,
+    source: AsyncIterable<Uint8Array>,
+    options?: WriteOptions,
+  ): Promise<WrittenTemporary>;
+  /** Gives a complete temporary its canonical key (atomic rename on the local store). */
+  promote(temporaryKey: string, key: string): Promise<void>;
+  /** Up to `length` bytes from `offset`; fewer at the end of the object. */
+  readRange(key: string, offset: number, length: number): Promise<Uint8Array>;
+  read(key: string): Readable;
+  exists(key: string): Promise<boolean>;
+  /** Idempotent: deleting a missing key succeeds. */
+  delete(key: string): Promise<void>;
+  /** A file path with the object's bytes, for engines that need a file. */
+  localPath(key: string): Promise<string>;
+  /** Every canonical object (temporaries excluded), for the orphan sweep. */
+  list(): AsyncIterable<StoredObject>;
+  /**
+   * Removes temporaries of Quire's own prefix older than `maxAgeMs` (default one hour):
+   * never recent ones, links, directories or canonical names (U1).
+   */
+  sweepStaleTemporaries(maxAgeMs?: number, now?: Date): Promise<{ removed: number }>;
+}
+
+export const TEMPORARY_PREFIX = '.quire-upload-';
+export const STALE_TEMPORARY_AGE_MS = 60 * 60 * 1000;
+
+export class BlobTooLargeError extends Error {
+  override name = 'BlobTooLargeError';
+  readonly code = 'file_too_large';
+  constructor(readonly maxBytes: number) {
+    super(`the file is larger than ${maxBytes} bytes`);
+  }
+}
+
+export class InvalidBlobKeyError extends Error {
+  override name = 'InvalidBlobKeyError';
+  readonly code = 'invalid_blob_key';
+}
+
+/** A fresh random upload id; it ends up in both the temporary and the canonical key. */
+export function newUploadId(): string {
+  return randomUUID();
+}
+
+/** `ws/<workspaceId>/.quire-upload-<uploadId>`: in the same directory as the canonical key. */
+export function temporaryKeyFor(workspaceId: number, uploadId: string): string {
+  return `ws/${workspaceId}/${TEMPORARY_PREFIX}${uploadId}`;
+}
+
+/**
+ * U1: `ws/<workspaceId>/<sha256hex>-<uploadId>`. The random part means identical bytes never
+ * reuse an object that an older cleanup may be deleting.
+ */
+export function canonicalKeyFor(workspaceId: number, sha256hex: string, uploadId: string): string {
+  return `ws/${workspaceId}/${sha256hex}-${uploadId}`;
+}
+
+export function isTemporaryKey(key: string): boolean {
+  const name = key.slice(key.lastIndexOf('/') + 1);
+  return name.startsWith(TEMPORARY_PREFIX);
+}
+
+const SEGMENT = /^[A-Za-z0-9._-]+$/;
+
+/** Keys are relative, slash-separated, with no empty, `.` or `..` segment. */
+export function assertValidKey(key: string): void {
+  const segments = key.split('/');
+  if (
+    key.length === 0 ||
+    key.length > 512 ||
+    segments.some((s) => s === '' || s === '.' || s === '..' || !SEGMENT.test(s))
+  ) {
+    throw new InvalidBlobKeyError('invalid blob key');
+  }
+}
+
+/** Normalises Web streams, Node streams and iterables of chunks into byte chunks. */
+export async function* chunksOf(
+  source: AsyncIterable<Uint8Array | string>,
+): AsyncIterable<Uint8Array> {
+  for await (const chunk of source) {
+    yield typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+  }
+}

@@ -1,0 +1,191 @@
+import { emptyAnnotationPage } from '../core/annotation';
+import { canvasUriFor } from '../core/ids';
+import type { PoolClient, Queryable } from './pool';
+
+/**
+ * The rows one ingest writes (SPEC §7 `POST /workspaces/{ws}/batches`): the batch, its items,
+ * a page per file at revision 0 with its `initial` revision row, and the batch's page list.
+ * All of it is written by one transaction in `ingest/batch.ts`.
+ */
+
+export interface BatchResultPage {
+  pageId: number;
+  itemId: string;
+  canvasUri: string;
+  jobId?: string;
+}
+
+export interface BatchResult {
+  batchId: string;
+  pages: BatchResultPage[];
+}
+
+/** Inserts the batch; false when the idempotency key already names a batch (a retry). */
+export async function insertBatch(
+  client: PoolClient,
+  batch: { id: string; workspaceId: number; idempotencyKey: string | null },
+): Promise<boolean> {
+  const result = await client.query(
+    `INSERT INTO batches (id, workspace_id, idempotency_key) VALUES ($1, $2, $3)
+     ON CONFLICT (workspace_id, idempotency_key) DO NOTHING`,
+    [batch.id, batch.workspaceId, batch.idempotencyKey],
+  );
+  return result.rowCount === 1;
+}
+
+export async function findBatchByIdempotencyKey(
+  db: Queryable,
+  workspaceId: number,
+  idempotencyKey: string,
+): Promise<BatchResult | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM batches WHERE workspace_id = $1 AND idempotency_key = $2',
+    [workspaceId, idempotencyKey],
+  );
+  const id = rows[0]?.id;
+  return id === undefined ? undefined : loadBatchResult(db, workspaceId, id);
+}
+
+export async function loadBatchResult(
+  db: Queryable,
+  workspaceId: number,
+  batchId: string,
+): Promise<BatchResult> {
+  const { rows } = await db.query<{
+    page_id: number;
+    item_id: string;
+    canvas_uri: string;
+    job_id: string | null;
+  }>(
+    `SELECT bp.page_id, p.item_id, p.canvas_uri, bp.job_id
+       FROM batch_pages bp JOIN batches b ON b.id = bp.batch_id JOIN pages p ON p.id = bp.page_id
+      WHERE bp.batch_id = $1 AND b.workspace_id = $2
+      ORDER BY bp.ordinal`,
+    [batchId, workspaceId],
+  );
+  return {
+    batchId,
+    pages: rows.map((r) => ({
+      pageId: r.page_id,
+      itemId: r.item_id,
+      canvasUri: r.canvas_uri,
+      ...(r.job_id ? { jobId: r.job_id } : {}),
+    })),
+  };
+}
+
+/**
+ * The item pages are appended to: created when new, locked when it exists so two ingests
+ * into one item take positions one after the other. Returns the next free position.
+ */
+export async function prepareItem(
+  client: PoolClient,
+  workspaceId: number,
+  itemId: string,
+  fields: {
+    title: string | null;
+    externalReferenceId: string | null;
+    metadata: Record<string, unknown>;
+  },
+): Promise<number> {
+  await client.query(
+    `INSERT INTO items (workspace_id, id, title, external_reference_id, metadata)
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workspace_id, id) DO NOTHING`,
+    [
+      workspaceId,
+      itemId,
+      fields.title,
+      fields.externalReferenceId,
+      JSON.stringify(fields.metadata),
+    ],
+  );
+  await client.query('SELECT 1 FROM items WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [
+    workspaceId,
+    itemId,
+  ]);
+  const { rows } = await client.query<{ next: number }>(
+    'SELECT coalesce(max(position) + 1, 0)::int AS next FROM pages WHERE workspace_id = $1 AND item_id = $2',
+    [workspaceId, itemId],
+  );
+  return rows[0]?.next ?? 0;
+}
+
+export interface IngestedPageInput {
+  workspaceId: number;
+  itemId: string;
+  position: number;
+  kind: 'image' | 'audio';
+  blobKey: string;
+  mediaType: string;
+  width: number | null;
+  height: number | null;
+  durationMs: number | null;
+}
+
+/**
+ * A page at revision 0: the empty AnnotationPage of its canvas and the `initial` revision row.
+ * The caller has already locked the blob for reference (`lockBlobForReference`).
+ */
+export async function insertIngestedPage(
+  client: PoolClient,
+  page: IngestedPageInput,
+  publicBaseUrl: string,
+): Promise<{ pageId: number; canvasUri: string }> {
+  // The id comes first because the canvas URI (and so the AnnotationPage) contains it.
+  const next = await client.query<{ id: number }>(
+    `SELECT nextval(pg_get_serial_sequence('pages', 'id'))::bigint AS id`,
+  );
+  const pageId = next.rows[0]!.id;
+  const canvasUri = canvasUriFor(publicBaseUrl, page.workspaceId, page.itemId, pageId);
+  const annotationPage = JSON.stringify(emptyAnnotationPage(canvasUri));
+  await client.query(
+    `INSERT INTO pages (id, workspace_id, item_id, position, kind, canvas_uri, blob_key, media_type, width, height,
+       duration_ms, revision, annotation_page)
+     OVERRIDING SYSTEM VALUE
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12)`,
+    [
+      pageId,
+      page.workspaceId,
+      page.itemId,
+      page.position,
+      page.kind,
+      canvasUri,
+      page.blobKey,
+      page.mediaType,
+      page.width,
+      page.height,
+      page.durationMs,
+      annotationPage,
+    ],
+  );
+  await client.query(
+    `INSERT INTO page_revisions (page_id, revision, annotation_page, source) VALUES ($1, 0, $2, 'initial')`,
+    [pageId, annotationPage],
+  );
+  return { pageId, canvasUri };
+}
+
+export async function insertBatchPage(
+  client: PoolClient,
+  row: { batchId: string; ordinal: number; pageId: number },
+): Promise<void> {
+  await client.query('INSERT INTO batch_pages (batch_id, ordinal, page_id) VALUES ($1, $2, $3)', [
+    row.batchId,
+    row.ordinal,
+    row.pageId,
+  ]);
+}
+
+export async function recordBatchJobs(
+  client: PoolClient,
+  batchId: string,
+  jobs: ReadonlyArray<{ pageId: number; jobId: string }>,
+): Promise<void> {
+  for (const job of jobs) {
+    await client.query('UPDATE batch_pages SET job_id = $3 WHERE batch_id = $1 AND page_id = $2', [
+      batchId,
+      job.pageId,
+      job.jobId,
+    ]);
+  }
+}
