@@ -22,6 +22,7 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts', 'test/chaos/**/*.test.ts'],
           pool: 'forks',
           globalSetup: ['test/support/globalSetup.ts'],
+          setupFiles: ['test/support/setupFile.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
           maxWorkers: 2,

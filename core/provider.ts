@@ -26,6 +26,10 @@ export interface CallContext {
   options: Record<string, unknown>;
   /** Distinguishes calls for deterministic fault injection; never sent to a remote engine. */
   callKey: string;
+  /** The Quire attempt making the call (1-based), for fault injection and logs. */
+  attemptNumber?: number;
+  /** The segment this call is about, when it is about one. */
+  segmentIndex?: number;
 }
 
 /** A stored image or recording, readable from the local filesystem. */

@@ -154,7 +154,7 @@ CREATE TABLE transcription_jobs (
   result_revision integer,
   error_category text,
   error_detail  text,
-  superseded_by text REFERENCES transcription_jobs(id),
+  superseded_by text REFERENCES transcription_jobs(id) DEFERRABLE INITIALLY DEFERRED,
   workflow_started_at timestamptz,
   created_at    timestamptz NOT NULL DEFAULT now(),
   updated_at    timestamptz NOT NULL DEFAULT now(),

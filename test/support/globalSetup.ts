@@ -1,7 +1,9 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import pg from 'pg';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { migrate } from '../../db/migrate';
+import { WORKFLOWS_PATH } from '../../worker/createWorker';
 import { ensurePostgres } from '../../scripts/lib/postgres';
 import { findOrBuildTemporal, startDevServer, type DevServer } from '../../scripts/lib/temporal';
 import { ADMIN_URL, databaseUrl } from './db';
@@ -41,9 +43,15 @@ export default async function setup() {
     process.env.QUIRE_TEST_TEMPORAL_ADDRESS = address;
   }
   process.env.QUIRE_TEMPORAL_BIN_RESOLVED = findOrBuildTemporal();
+  // Workflows are bundled once per run; every test worker loads the same bundle.
+  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const bundlePath = `.data/workflow-bundle-${process.pid}.js`;
+  writeFileSync(bundlePath, bundle.code);
+  process.env.QUIRE_TEST_WORKFLOW_BUNDLE = bundlePath;
   writeFileSync(`.data/test-run-${process.pid}.json`, JSON.stringify({ address, template }));
 
   return async () => {
+    rmSync(bundlePath, { force: true });
     await server?.stop();
     const cleanup = new pg.Client({ connectionString: ADMIN_URL });
     await cleanup.connect();
@@ -66,3 +74,12 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+const quietLogger = {
+  log: () => {},
+  trace: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};

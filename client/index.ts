@@ -1,0 +1,207 @@
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
+import { z } from 'zod';
+import type { JobRecord, JobStore } from '../core/jobStore';
+import type { JobSnapshot } from '../core/provider';
+import {
+  DEFAULT_TASK_QUEUE,
+  type JobProgress,
+  QUERIES,
+  SEARCH_ATTRIBUTES,
+  SIGNALS,
+  TRANSCRIPTION_WORKFLOW,
+  type TranscriptionJobInput,
+} from '../core/temporal';
+
+/**
+ * The typed Temporal client of Quire, for integrators and for Quire's own web app (SPEC §8).
+ * A job is recorded first (through the job store), then its workflow is started; a crash
+ * between the two is repaired by the reconciler (J6), which calls `startRecordedJob`.
+ */
+export {
+  type JobProgress,
+  QUERIES,
+  SEARCH_ATTRIBUTES,
+  SIGNALS,
+  TRANSCRIPTION_WORKFLOW,
+  type TranscriptionJobInput,
+} from '../core/temporal';
+
+export class InvalidJobRequestError extends Error {
+  override name = 'InvalidJobRequestError';
+  readonly code = 'invalid_request';
+  constructor(readonly issues: string[]) {
+    super(`invalid job request: ${issues.join('; ')}`);
+  }
+}
+
+const jsonObject = z.record(z.string(), z.unknown());
+
+export const startJobSchema = z.object({
+  workspaceId: z.number().int().positive(),
+  pageId: z.number().int().positive(),
+  provider: z.string().min(1).max(64).optional(),
+  model: z.string().min(1).max(128).optional(),
+  language: z
+    .string()
+    .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'a BCP 47 language tag such as en or de-DE')
+    .optional(),
+  options: jsonObject.optional(),
+  idempotencyKey: z.string().min(1).max(200).optional(),
+  externalReferenceId: z.string().min(1).max(200).optional(),
+  metadata: jsonObject
+    .refine((m) => JSON.stringify(m).length <= 16_384, 'metadata must be at most 16 KiB of JSON')
+    .optional(),
+  batchId: z.string().min(1).optional(),
+});
+
+export type StartJobRequest = z.input<typeof startJobSchema>;
+
+export interface StartedJob {
+  jobId: string;
+  workflowId: string;
+  status: string;
+  /** False when an idempotency key returned an existing job. */
+  created: boolean;
+}
+
+export interface QuireClientOptions {
+  temporal: Client;
+  jobs: JobStore;
+  taskQueue?: string;
+  maxAttempts?: number;
+  polishAttempts?: number;
+  retryInitialMs?: number;
+  retryMaxMs?: number;
+  heartbeatTimeoutMs?: number;
+  defaultProvider?: string;
+  /** Known providers; a job naming another is rejected before anything is written. */
+  providers?: string[];
+  /** Builds the job's immutable context snapshot (prices come from the operator's table). */
+  snapshot: (request: z.output<typeof startJobSchema> & { provider: string }) => JobSnapshot;
+}
+
+export class QuireClient {
+  private readonly taskQueue: string;
+
+  constructor(private readonly options: QuireClientOptions) {
+    this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
+  }
+
+  /** Validates, records and starts a transcription job; returns its ids (J4, J6). */
+  async startJob(request: StartJobRequest): Promise<StartedJob> {
+    const parsed = startJobSchema.safeParse(request);
+    if (!parsed.success) {
+      throw new InvalidJobRequestError(parsed.error.issues.map((i) => `${i.path.join('.') || 'request'}: ${i.message}`));
+    }
+    const input = parsed.data;
+    const provider = input.provider ?? this.options.defaultProvider ?? 'simulated';
+    if (this.options.providers && !this.options.providers.includes(provider)) {
+      throw new InvalidJobRequestError([`provider: unknown provider ${provider}`]);
+    }
+    const { job, created, supersededWorkflowId } = await this.options.jobs.createJob({
+      workspaceId: input.workspaceId,
+      pageId: input.pageId,
+      snapshot: this.options.snapshot({ ...input, provider }),
+      batchId: input.batchId ?? null,
+      idempotencyKey: input.idempotencyKey ?? null,
+      externalReferenceId: input.externalReferenceId ?? null,
+      metadata: input.metadata ?? {},
+    });
+    if (supersededWorkflowId) await this.cancelWorkflow(supersededWorkflowId);
+    if (created || job.status === 'pending') await this.startRecordedJob(job);
+    return { jobId: job.id, workflowId: job.workflowId, status: job.status, created };
+  }
+
+  /** Starts the workflow of a recorded job; "already started" counts as success. */
+  async startRecordedJob(job: JobRecord): Promise<void> {
+    const input: TranscriptionJobInput = {
+      jobId: job.id,
+      workspaceId: job.workspaceId,
+      pageId: job.pageId,
+      kind: job.kind,
+      provider: job.provider,
+      maxAttempts: this.options.maxAttempts ?? 5,
+      polishAttempts: this.options.polishAttempts ?? 3,
+      retryInitialMs: this.options.retryInitialMs ?? 2_000,
+      retryMaxMs: this.options.retryMaxMs ?? 60_000,
+      heartbeatTimeoutMs: this.options.heartbeatTimeoutMs ?? 15_000,
+    };
+    try {
+      await this.options.temporal.workflow.start(TRANSCRIPTION_WORKFLOW, {
+        taskQueue: this.taskQueue,
+        workflowId: job.workflowId,
+        args: [input],
+        // One job, one run: a finished job's workflow id is never reused.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
+          { key: SEARCH_ATTRIBUTES.jobId, value: job.id },
+          { key: SEARCH_ATTRIBUTES.pageId, value: job.pageId },
+          { key: SEARCH_ATTRIBUTES.status, value: 'pending' },
+          { key: SEARCH_ATTRIBUTES.provider, value: job.provider },
+        ],
+        memo: { workspaceId: job.workspaceId, pageId: job.pageId, kind: job.kind, batchId: job.batchId },
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    await this.options.jobs.markWorkflowStarted(job.id);
+  }
+
+  /** Live progress of a job (workflow query). */
+  async getProgress(jobId: string, workflowId?: string): Promise<JobProgress> {
+    const handle = this.options.temporal.workflow.getHandle(workflowId ?? `transcription-job-${jobId}`);
+    return handle.query<JobProgress>(QUERIES.progress);
+  }
+
+  /** J5: the database first (tokens die), then the workflow. */
+  async cancelJob(workspaceId: number, jobId: string): Promise<{ canceled: number }> {
+    const { workflowIds } = await this.options.jobs.cancelJob(workspaceId, jobId);
+    await Promise.all(workflowIds.map((id) => this.cancelWorkflow(id)));
+    return { canceled: workflowIds.length };
+  }
+
+  /** J5: every active job of the batch in one transaction, then their workflows. */
+  async cancelBatch(workspaceId: number, batchId: string): Promise<{ canceled: number }> {
+    const { workflowIds } = await this.options.jobs.cancelBatch(workspaceId, batchId);
+    await Promise.all(workflowIds.map((id) => this.cancelWorkflow(id)));
+    return { canceled: workflowIds.length };
+  }
+
+  /** Q3: an operator's Resume; wakes every workflow waiting on the provider. */
+  async resumeProvider(provider: string): Promise<{ resumed: boolean; woken: number }> {
+    const resumed = await this.options.jobs.resumeProvider(provider);
+    const workflowIds = await this.options.jobs.activeWorkflowsForProvider(provider);
+    let woken = 0;
+    for (const id of workflowIds) {
+      try {
+        await this.options.temporal.workflow.getHandle(id).signal(SIGNALS.providerResumed, { provider });
+        woken += 1;
+      } catch (error) {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+      }
+    }
+    return { resumed, woken };
+  }
+
+  /** J6: starts the workflows of jobs recorded but never started. */
+  async reconcile(olderThanMs: number, limit = 100): Promise<{ started: number }> {
+    const jobs = await this.options.jobs.findUnstartedJobs(olderThanMs, limit);
+    for (const job of jobs) await this.startRecordedJob(job);
+    return { started: jobs.length };
+  }
+
+  private async cancelWorkflow(workflowId: string): Promise<void> {
+    try {
+      await this.options.temporal.workflow.getHandle(workflowId).cancel();
+    } catch (error) {
+      // A workflow that already finished or never started needs no cancelling: the database
+      // already says what happened, and no token of it can write again.
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
+  }
+}

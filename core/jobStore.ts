@@ -1,0 +1,38 @@
+/**
+ * The port through which the typed client records jobs before it starts their workflows.
+ * `db/jobStore.ts` implements it over PostgreSQL; the client itself holds no SQL.
+ */
+import type { JobSnapshot } from './provider';
+import type { JobStatus } from './temporal';
+
+export interface JobRecord {
+  id: string;
+  workflowId: string;
+  workspaceId: number;
+  pageId: number;
+  kind: 'image' | 'audio';
+  provider: string;
+  status: JobStatus;
+  batchId: string | null;
+}
+
+export interface NewJobRecord {
+  workspaceId: number;
+  pageId: number;
+  snapshot: JobSnapshot;
+  batchId?: string | null;
+  idempotencyKey?: string | null;
+  externalReferenceId?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface JobStore {
+  /** J4/J6: returns the existing job for a repeated idempotency key; supersedes an active one. */
+  createJob(input: NewJobRecord): Promise<{ job: JobRecord; created: boolean; supersededWorkflowId: string | null }>;
+  markWorkflowStarted(jobId: string): Promise<void>;
+  cancelJob(workspaceId: number, jobId: string): Promise<{ workflowIds: string[] }>;
+  cancelBatch(workspaceId: number, batchId: string): Promise<{ workflowIds: string[] }>;
+  resumeProvider(provider: string): Promise<boolean>;
+  activeWorkflowsForProvider(provider: string): Promise<string[]>;
+  findUnstartedJobs(olderThanMs: number, limit: number): Promise<JobRecord[]>;
+}

@@ -1,0 +1,84 @@
+/**
+ * The Temporal contract of Quire, for integrators and for Quire's own processes: workflow,
+ * signal and query names and their argument types, search attribute keys, task queue names.
+ * Safe to import inside the workflow sandbox.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { FailureClass } from './failures';
+
+export const TRANSCRIPTION_WORKFLOW = 'transcriptionJob';
+export const RECONCILER_WORKFLOW = 'reconcileJobs';
+export const DEFAULT_TASK_QUEUE = 'quire-transcription';
+
+export const SIGNALS = {
+  /** A provider this job waits on was resumed by an operator (Q3). */
+  providerResumed: 'providerResumed',
+} as const;
+
+export const QUERIES = {
+  /** Live progress of the job (stage, segments, attempt). */
+  progress: 'progress',
+} as const;
+
+export const SEARCH_ATTRIBUTES = {
+  workspaceId: defineSearchAttributeKey('QuireWorkspaceId', SearchAttributeType.INT),
+  jobId: defineSearchAttributeKey('QuireJobId', SearchAttributeType.KEYWORD),
+  pageId: defineSearchAttributeKey('QuirePageId', SearchAttributeType.INT),
+  status: defineSearchAttributeKey('QuireStatus', SearchAttributeType.KEYWORD),
+  provider: defineSearchAttributeKey('QuireProvider', SearchAttributeType.KEYWORD),
+};
+
+export type JobStatus = 'pending' | 'running' | 'completed' | 'failed' | 'canceled' | 'superseded';
+export const JOB_STATUSES: readonly JobStatus[] = [
+  'pending',
+  'running',
+  'completed',
+  'failed',
+  'canceled',
+  'superseded',
+];
+export const ACTIVE_STATUSES: readonly JobStatus[] = ['pending', 'running'];
+
+export type AttemptOutcome =
+  | 'running'
+  | 'completed'
+  | 'retryable_failed'
+  | 'failed'
+  | 'canceled'
+  | 'superseded'
+  | 'lease_expired';
+
+export type Stage = 'queued' | 'segment' | 'recognize' | 'submit' | 'polish' | 'commit' | 'paused' | 'backoff' | 'done';
+
+/** Workflow input: everything the workflow needs, since it may not read config or the database. */
+export interface TranscriptionJobInput {
+  jobId: string;
+  workspaceId: number;
+  pageId: number;
+  kind: 'image' | 'audio';
+  provider: string;
+  maxAttempts: number;
+  polishAttempts: number;
+  retryInitialMs: number;
+  retryMaxMs: number;
+  heartbeatTimeoutMs: number;
+}
+
+export interface JobProgress {
+  jobId: string;
+  status: JobStatus;
+  stage: Stage;
+  attemptNumber: number;
+  completedSegments: number;
+  failedSegments: number;
+  totalSegments: number | null;
+  pausedReason: FailureClass | null;
+  errorCategory: FailureClass | null;
+}
+
+export interface TranscriptionJobResult {
+  status: JobStatus;
+  resultRevision: number | null;
+  attempts: number;
+  errorCategory: FailureClass | null;
+}

@@ -1,0 +1,515 @@
+import { type AnnotationPage, buildAnnotationPage, plainText, type Segment } from '../core/annotation';
+import { type FailureClass, StaleAttemptError } from '../core/failures';
+import type { EngineIdentity, JobSnapshot } from '../core/provider';
+import { appendEvent } from './events';
+import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
+import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+
+/**
+ * Attempts (A1, A2), checkpoints (T2) and the commit (J1). Every write of a running attempt
+ * is fenced: it locks the attempt row `WHERE token_hash = $hash AND outcome = 'running'` in
+ * the same transaction, and a miss is a `StaleAttemptError`. The lock also orders the write
+ * against a concurrent claim, cancel or supersede: whichever commits first wins, and the
+ * loser sees the attempt closed.
+ */
+export interface AttemptFence {
+  jobId: string;
+  attemptNumber: number;
+  tokenHash: Buffer;
+}
+
+export type ClaimResult =
+  | {
+      state: 'claimed';
+      attemptNumber: number;
+      workspaceId: number;
+      pageId: number;
+      kind: 'image' | 'audio';
+      snapshot: JobSnapshot;
+      inputRevision: number;
+      /** Charged attempts so far, this one included. */
+      chargedAttempts: number;
+    }
+  | { state: 'inactive'; status: string }
+  | { state: 'paused'; reason: FailureClass; resumeAt: Date | null }
+  | { state: 'exhausted'; category: FailureClass };
+
+/**
+ * A1: claims the next attempt of a job in one transaction. A previous attempt still
+ * `running` belonged to a worker that stopped heartbeating: it is closed `lease_expired`
+ * (category `crashed`, charged). A paused provider claims nothing. Exhausted attempts fail
+ * the job with the last attempt's category (J3).
+ */
+export async function claimAttempt(
+  pool: Pool,
+  args: { jobId: string; owner: string; tokenHash: Buffer; maxAttempts: number; now?: Date },
+): Promise<ClaimResult> {
+  return withTransaction(pool, async (client) => {
+    const jobs = await client.query(
+      `SELECT j.id, j.status, j.workspace_id, j.page_id, j.provider, j.snapshot, j.input_revision, j.last_attempt_number,
+              p.kind
+         FROM transcription_jobs j JOIN pages p ON p.id = j.page_id WHERE j.id = $1 FOR UPDATE OF j`,
+      [args.jobId],
+    );
+    const job = jobs.rows[0];
+    if (!job) return { state: 'inactive', status: 'missing' };
+    if (job.status !== 'pending' && job.status !== 'running') return { state: 'inactive', status: job.status };
+
+    const now = args.now ?? new Date();
+    const paused = await client.query(
+      `SELECT reason, resume_at FROM provider_state WHERE provider = $1 AND status = 'paused'`,
+      [job.provider],
+    );
+    if (paused.rows[0]) {
+      const resumeAt: Date | null = paused.rows[0].resume_at;
+      if (resumeAt === null || resumeAt > now) {
+        return { state: 'paused', reason: paused.rows[0].reason, resumeAt };
+      }
+      // The pause ran its course (outage backoff, budget midnight): the queue opens again.
+      await resumeProviderIn(client, job.provider, 'timer');
+    }
+
+    await client.query(
+      `UPDATE transcription_job_attempts SET outcome = 'lease_expired', error_category = 'crashed',
+              error_detail = 'worker stopped heartbeating', ended_at = now()
+        WHERE job_id = $1 AND outcome = 'running'`,
+      [args.jobId],
+    );
+    const charged = await chargedAttempts(client, args.jobId);
+    if (charged >= args.maxAttempts) {
+      const last = await client.query(
+        `SELECT error_category FROM transcription_job_attempts WHERE job_id = $1 AND NOT refunded
+          ORDER BY attempt_number DESC LIMIT 1`,
+        [args.jobId],
+      );
+      const category: FailureClass = last.rows[0]?.error_category ?? 'internal';
+      await failJobIn(client, args.jobId, category, `attempts exhausted (${charged} of ${args.maxAttempts})`, null);
+      return { state: 'exhausted', category };
+    }
+
+    const attemptNumber = job.last_attempt_number + 1;
+    await client.query(
+      `INSERT INTO transcription_job_attempts (job_id, attempt_number, snapshot, input_revision, owner, token_hash)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [args.jobId, attemptNumber, JSON.stringify(job.snapshot), job.input_revision, args.owner, args.tokenHash],
+    );
+    await client.query(
+      `UPDATE transcription_jobs SET status = 'running', last_attempt_number = $2, updated_at = now() WHERE id = $1`,
+      [args.jobId, attemptNumber],
+    );
+    return {
+      state: 'claimed',
+      attemptNumber,
+      workspaceId: job.workspace_id,
+      pageId: job.page_id,
+      kind: job.kind,
+      snapshot: job.snapshot,
+      inputRevision: job.input_revision,
+      chargedAttempts: charged + 1,
+    };
+  });
+}
+
+async function chargedAttempts(db: Queryable, jobId: string): Promise<number> {
+  const { rows } = await db.query(
+    `SELECT count(*)::int AS n FROM transcription_job_attempts WHERE job_id = $1 AND NOT refunded`,
+    [jobId],
+  );
+  return rows[0].n;
+}
+
+/** Locks the running attempt named by the fence, or throws `StaleAttemptError`. */
+export async function lockRunningAttempt(client: PoolClient, fence: AttemptFence, mode: 'SHARE' | 'UPDATE') {
+  const { rows } = await client.query(
+    `SELECT a.attempt_number, a.input_revision, a.snapshot, j.workspace_id, j.page_id
+       FROM transcription_job_attempts a JOIN transcription_jobs j ON j.id = a.job_id
+      WHERE a.job_id = $1 AND a.attempt_number = $2 AND a.token_hash = $3 AND a.outcome = 'running'
+        FOR ${mode} OF a`,
+    [fence.jobId, fence.attemptNumber, fence.tokenHash],
+  );
+  const row = rows[0];
+  if (!row) {
+    throw new StaleAttemptError(`attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`);
+  }
+  return row as {
+    attempt_number: number;
+    input_revision: number;
+    snapshot: JobSnapshot;
+    workspace_id: number;
+    page_id: number;
+  };
+}
+
+export type CheckpointStage = 'segment' | 'recognize' | 'submit' | 'polish';
+
+export interface Checkpoint {
+  stage: CheckpointStage;
+  seq: number;
+  attemptNumber: number;
+  payload: unknown;
+}
+
+/**
+ * T2: saves a stage's output. Idempotent per (stage, seq): a retried call finds the row.
+ * Also records the job's current stage for the console.
+ */
+export async function saveCheckpoint(
+  pool: Pool,
+  fence: AttemptFence,
+  stage: CheckpointStage,
+  seq: number,
+  payload: unknown,
+  /** Runs in the same transaction, told whether the row is new (false on a replayed save). */
+  alsoWrite?: (client: PoolClient, inserted: boolean) => Promise<void>,
+): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'SHARE');
+    const inserted = await client.query(
+      `INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (job_id, stage, seq) DO NOTHING`,
+      [fence.jobId, stage, seq, fence.attemptNumber, JSON.stringify(payload)],
+    );
+    await alsoWrite?.(client, inserted.rowCount === 1);
+  });
+}
+
+export async function loadCheckpoints(db: Queryable, jobId: string, stage?: CheckpointStage): Promise<Checkpoint[]> {
+  const { rows } = await db.query(
+    `SELECT stage, seq, attempt_number, payload FROM job_checkpoints
+      WHERE job_id = $1 AND ($2::text IS NULL OR stage = $2) ORDER BY stage, seq`,
+    [jobId, stage ?? null],
+  );
+  return rows.map((r) => ({ stage: r.stage, seq: r.seq, attemptNumber: r.attempt_number, payload: r.payload }));
+}
+
+/** Records the stage and live counts of a running attempt (fenced). */
+export async function recordProgress(
+  pool: Pool,
+  fence: AttemptFence,
+  progress: { stage: string; completed?: number; failed?: number; total?: number | null },
+): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'SHARE');
+    await client.query(
+      `UPDATE transcription_jobs SET stage = $2, completed_segments = coalesce($3, completed_segments),
+              failed_segments = coalesce($4, failed_segments), total_segments = coalesce($5, total_segments),
+              updated_at = now()
+        WHERE id = $1 AND status = 'running'`,
+      [fence.jobId, progress.stage, progress.completed ?? null, progress.failed ?? null, progress.total ?? null],
+    );
+  });
+}
+
+export interface AttemptClose {
+  outcome: 'retryable_failed' | 'failed' | 'canceled';
+  category: FailureClass | null;
+  detail: string | null;
+  refunded?: boolean;
+  counts?: { completed: number; failed: number; total: number | null };
+}
+
+/**
+ * Closes a running attempt without a commit. `failed` also fails the job; a charged
+ * `retryable_failed` that used the last allowed attempt fails the job too (J3). Returns the
+ * job's status afterwards.
+ */
+export async function closeAttempt(
+  pool: Pool,
+  fence: AttemptFence,
+  close: AttemptClose,
+  maxAttempts: number,
+): Promise<{ jobStatus: string }> {
+  return withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'UPDATE');
+    await closeAttemptIn(client, fence, close);
+    if (close.outcome === 'failed') {
+      await failJobIn(client, fence.jobId, close.category ?? 'internal', close.detail ?? '', fence.attemptNumber);
+    } else if (close.outcome === 'retryable_failed' && !close.refunded) {
+      const charged = await chargedAttempts(client, fence.jobId);
+      if (charged >= maxAttempts) {
+        await failJobIn(
+          client,
+          fence.jobId,
+          close.category ?? 'internal',
+          `attempts exhausted (${charged} of ${maxAttempts})`,
+          fence.attemptNumber,
+        );
+      }
+    } else if (close.outcome === 'canceled') {
+      await client.query(
+        `UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), updated_at = now(), stage = 'done'
+          WHERE id = $1 AND status IN ('pending', 'running')`,
+        [fence.jobId],
+      );
+    }
+    const { rows } = await client.query('SELECT status FROM transcription_jobs WHERE id = $1', [fence.jobId]);
+    return { jobStatus: rows[0].status };
+  });
+}
+
+async function closeAttemptIn(client: PoolClient, fence: AttemptFence, close: AttemptClose) {
+  const updated = await client.query(
+    `UPDATE transcription_job_attempts
+        SET outcome = $4, error_category = $5, error_detail = $6, refunded = $7, ended_at = now(),
+            completed_segments = $8, failed_segments = $9, total_segments = $10
+      WHERE job_id = $1 AND attempt_number = $2 AND token_hash = $3 AND outcome = 'running'`,
+    [
+      fence.jobId,
+      fence.attemptNumber,
+      fence.tokenHash,
+      close.outcome,
+      close.category,
+      close.detail,
+      close.refunded ?? false,
+      close.counts?.completed ?? 0,
+      close.counts?.failed ?? 0,
+      close.counts?.total ?? null,
+    ],
+  );
+  if (updated.rowCount !== 1) {
+    throw new StaleAttemptError(`attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`);
+  }
+}
+
+export interface CommitInput {
+  segments: Segment[];
+  completed: number;
+  failed: number;
+  total: number;
+  engine: EngineIdentity;
+}
+
+export type CommitResult =
+  | { state: 'committed'; revision: number; eventId: number }
+  | { state: 'conflict'; currentRevision: number };
+
+/**
+ * J1: the one commit of a job, in one transaction: page CAS on the attempt's input revision,
+ * the new revision with its provenance, the attempt `completed`, the job `completed` with its
+ * counts, the derived full-text index, and the completion event. A CAS miss writes nothing
+ * here; the caller fails the job with `conflict` in a transaction of its own.
+ * Idempotent: a retry after a lost reply finds its own completed attempt and returns it.
+ */
+export async function commitPageRevision(pool: Pool, fence: AttemptFence, input: CommitInput): Promise<CommitResult> {
+  return withTransaction(pool, async (client) => {
+    const previous = await client.query(
+      `SELECT outcome, result_revision FROM transcription_job_attempts
+        WHERE job_id = $1 AND attempt_number = $2 AND token_hash = $3`,
+      [fence.jobId, fence.attemptNumber, fence.tokenHash],
+    );
+    if (previous.rows[0]?.outcome === 'completed') {
+      const event = await client.query(
+        `SELECT id FROM event_outbox WHERE type = $1 AND data->>'jobId' = $2 ORDER BY id LIMIT 1`,
+        [EVENT_TYPES.completed, fence.jobId],
+      );
+      return { state: 'committed', revision: previous.rows[0].result_revision, eventId: event.rows[0]?.id ?? 0 };
+    }
+    const attempt = await lockRunningAttempt(client, fence, 'UPDATE');
+    const page = await client.query(`SELECT canvas_uri, revision FROM pages WHERE id = $1 FOR UPDATE`, [
+      attempt.page_id,
+    ]);
+    const current = page.rows[0];
+    if (current.revision !== attempt.input_revision) {
+      return { state: 'conflict', currentRevision: current.revision };
+    }
+    const revision = attempt.input_revision + 1;
+    const annotationPage: AnnotationPage = buildAnnotationPage(
+      current.canvas_uri,
+      revision,
+      input.segments,
+      attempt.snapshot.language,
+    );
+    const cas = await client.query(
+      `UPDATE pages SET revision = $3, annotation_page = $4, search_text = $5, updated_at = now()
+        WHERE id = $1 AND revision = $2`,
+      [attempt.page_id, attempt.input_revision, revision, JSON.stringify(annotationPage), plainText(input.segments)],
+    );
+    if (cas.rowCount !== 1) return { state: 'conflict', currentRevision: current.revision };
+    await client.query(
+      `INSERT INTO page_revisions (page_id, revision, annotation_page, source, engine, model, model_version, job_id,
+         attempt_number)
+       VALUES ($1, $2, $3, 'engine', $4, $5, $6, $7, $8)`,
+      [
+        attempt.page_id,
+        revision,
+        JSON.stringify(annotationPage),
+        input.engine.engine,
+        input.engine.model,
+        input.engine.version,
+        fence.jobId,
+        fence.attemptNumber,
+      ],
+    );
+    await client.query(
+      `UPDATE transcription_job_attempts
+          SET outcome = 'completed', result_revision = $4, ended_at = now(),
+              completed_segments = $5, failed_segments = $6, total_segments = $7
+        WHERE job_id = $1 AND attempt_number = $2 AND token_hash = $3 AND outcome = 'running'`,
+      [fence.jobId, fence.attemptNumber, fence.tokenHash, revision, input.completed, input.failed, input.total],
+    );
+    await client.query(
+      `UPDATE transcription_jobs
+          SET status = 'completed', result_revision = $2, completed_segments = $3, failed_segments = $4,
+              total_segments = $5, stage = 'done', ended_at = now(), updated_at = now(),
+              error_category = NULL, error_detail = NULL
+        WHERE id = $1`,
+      [fence.jobId, revision, input.completed, input.failed, input.total],
+    );
+    await client.query(`UPDATE provider_state SET outage_step = 0 WHERE provider = $1 AND outage_step > 0`, [
+      attempt.snapshot.provider,
+    ]);
+    const { workspaceId, data } = await jobEventData(client, fence.jobId, {
+      attemptNumber: fence.attemptNumber,
+      completedSegments: input.completed,
+      failedSegments: input.failed,
+      totalSegments: input.total,
+    });
+    const eventId = await appendEvent(client, {
+      workspaceId,
+      type: EVENT_TYPES.completed,
+      subject: `transcription-jobs/${fence.jobId}`,
+      data,
+    });
+    return { state: 'committed', revision, eventId };
+  });
+}
+
+/** J1: a CAS miss fails the job with `conflict`; nothing of the attempt's work is written. */
+export async function failOnConflict(pool: Pool, fence: AttemptFence, currentRevision: number): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'UPDATE');
+    const detail = `page changed since the input revision (now at ${currentRevision})`;
+    await closeAttemptIn(client, fence, { outcome: 'failed', category: 'conflict', detail });
+    await failJobIn(client, fence.jobId, 'conflict', detail, fence.attemptNumber);
+  });
+}
+
+/**
+ * Q3: a pausing failure. In one transaction: the attempt closes `retryable_failed`, refunded
+ * (it does not count), and the provider's queue pauses; an already paused provider keeps its
+ * episode. Returns when the queue may open again (null: only an operator's Resume).
+ */
+export async function pauseProvider(
+  pool: Pool,
+  fence: AttemptFence,
+  args: {
+    provider: string;
+    reason: 'credit' | 'auth' | 'outage' | 'budget';
+    detail: string;
+    retryAfterMs?: number;
+    counts?: { completed: number; failed: number; total: number | null };
+    now?: Date;
+  },
+): Promise<{ resumeAt: Date | null; episode: number; newEpisode: boolean }> {
+  return withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'UPDATE');
+    await closeAttemptIn(client, fence, {
+      outcome: 'retryable_failed',
+      category: args.reason,
+      detail: args.detail,
+      refunded: true,
+      counts: args.counts,
+    });
+    await client.query(
+      `UPDATE transcription_jobs SET status = 'pending', stage = 'paused', updated_at = now()
+        WHERE id = $1 AND status = 'running'`,
+      [fence.jobId],
+    );
+    return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, args.now ?? new Date());
+  });
+}
+
+const OUTAGE_MAX_MS = 60 * 60_000;
+
+export function nextUtcMidnight(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+}
+
+async function pauseProviderIn(
+  client: PoolClient,
+  provider: string,
+  reason: 'credit' | 'auth' | 'outage' | 'budget',
+  retryAfterMs: number | undefined,
+  now: Date,
+) {
+  await client.query(`INSERT INTO provider_state (provider) VALUES ($1) ON CONFLICT (provider) DO NOTHING`, [provider]);
+  const { rows } = await client.query(
+    `SELECT status, reason, resume_at, episode, outage_step FROM provider_state WHERE provider = $1 FOR UPDATE`,
+    [provider],
+  );
+  const state = rows[0];
+  if (state.status === 'paused') {
+    return { resumeAt: state.resume_at as Date | null, episode: state.episode as number, newEpisode: false };
+  }
+  let resumeAt: Date | null = null;
+  let outageStep = state.outage_step as number;
+  if (reason === 'outage') {
+    // 1, 2, 4 ... 60 minutes, or the provider's own Retry-After.
+    const backoff = Math.min(OUTAGE_MAX_MS, 60_000 * 2 ** outageStep);
+    resumeAt = new Date(now.getTime() + (retryAfterMs ?? backoff));
+    outageStep += 1;
+  } else if (reason === 'budget') {
+    resumeAt = nextUtcMidnight(now);
+  }
+  const episode = (state.episode as number) + 1;
+  await client.query(
+    `UPDATE provider_state SET status = 'paused', reason = $2, paused_at = $3, resume_at = $4, episode = $5,
+            outage_step = $6, updated_at = now()
+      WHERE provider = $1`,
+    [provider, reason, now, resumeAt, episode, outageStep],
+  );
+  await appendEvent(client, {
+    workspaceId: null,
+    type: EVENT_TYPES.providerPaused,
+    subject: `providers/${provider}`,
+    data: { provider, reason, resumeAt: resumeAt?.toISOString() ?? null, episode },
+  });
+  return { resumeAt, episode, newEpisode: true };
+}
+
+async function resumeProviderIn(client: PoolClient, provider: string, by: 'operator' | 'timer'): Promise<boolean> {
+  const updated = await client.query(
+    `UPDATE provider_state SET status = 'active', reason = NULL, resume_at = NULL, updated_at = now()
+      WHERE provider = $1 AND status = 'paused' RETURNING episode`,
+    [provider],
+  );
+  if (updated.rowCount === 0) return false;
+  await appendEvent(client, {
+    workspaceId: null,
+    type: EVENT_TYPES.providerResumed,
+    subject: `providers/${provider}`,
+    data: { provider, episode: updated.rows[0].episode, by },
+  });
+  return true;
+}
+
+/** Q3: an operator's Resume. Returns false when the provider was not paused. */
+export async function resumeProvider(pool: Pool, provider: string): Promise<boolean> {
+  return withTransaction(pool, (client) => resumeProviderIn(client, provider, 'operator'));
+}
+
+/**
+ * Marks the first pause of an episode as notified; true only for the one caller that should
+ * send the notification (Q4: once per episode).
+ */
+export async function claimPauseNotification(pool: Pool, provider: string, episode: number): Promise<boolean> {
+  const { rowCount } = await pool.query(
+    `UPDATE provider_state SET notified_episode = $2 WHERE provider = $1 AND notified_episode < $2`,
+    [provider, episode],
+  );
+  return rowCount === 1;
+}
+
+export async function getProviderStates(db: Queryable) {
+  const { rows } = await db.query(
+    `SELECT provider, status, reason, paused_at, resume_at, episode FROM provider_state ORDER BY provider`,
+  );
+  return rows as Array<{
+    provider: string;
+    status: 'active' | 'paused';
+    reason: string | null;
+    paused_at: Date | null;
+    resume_at: Date | null;
+    episode: number;
+  }>;
+}

@@ -1,0 +1,48 @@
+import type { JobRecord, JobStore } from '../core/jobStore';
+import { resumeProvider } from './attempts';
+import {
+  activeWorkflowsForProvider,
+  cancelBatch,
+  cancelJob,
+  createJob,
+  findUnstartedJobs,
+  type JobRow,
+  markWorkflowStarted,
+} from './jobs';
+import type { Pool } from './pool';
+
+function record(job: JobRow, kind: 'image' | 'audio'): JobRecord {
+  return {
+    id: job.id,
+    workflowId: job.workflowId,
+    workspaceId: job.workspaceId,
+    pageId: job.pageId,
+    kind,
+    provider: job.provider,
+    status: job.status,
+    batchId: job.batchId,
+  };
+}
+
+/** The PostgreSQL implementation of the client's job store port. */
+export function createJobStore(pool: Pool): JobStore {
+  return {
+    async createJob(input) {
+      const created = await createJob(pool, input);
+      return {
+        job: record(created.job, created.kind),
+        created: created.created,
+        supersededWorkflowId: created.superseded?.workflowId ?? null,
+      };
+    },
+    markWorkflowStarted: (jobId) => markWorkflowStarted(pool, jobId),
+    cancelJob: (workspaceId, jobId) => cancelJob(pool, workspaceId, jobId),
+    cancelBatch: (workspaceId, batchId) => cancelBatch(pool, workspaceId, batchId),
+    resumeProvider: (provider) => resumeProvider(pool, provider),
+    activeWorkflowsForProvider: (provider) => activeWorkflowsForProvider(pool, provider),
+    async findUnstartedJobs(olderThanMs, limit) {
+      const rows = await findUnstartedJobs(pool, olderThanMs, limit);
+      return rows.map((r) => record(r.job, r.kind));
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import type { CallCost, JobSnapshot } from '../core/provider';
+import type { Queryable } from './pool';
+
+/** B1: every provider call is written to a ledger; spend is summed from it. */
+export async function recordProviderCall(
+  db: Queryable,
+  call: {
+    workspaceId: number;
+    jobId: string;
+    attemptNumber: number;
+    snapshot: JobSnapshot;
+    operation: string;
+    cost: CallCost | null;
+    outcome: string;
+  },
+): Promise<void> {
+  const price = call.cost ? (call.snapshot.price[call.cost.unit] ?? 0) : 0;
+  const costMicros = call.cost ? Math.round(call.cost.units * price) : 0;
+  await db.query(
+    `INSERT INTO provider_calls (workspace_id, job_id, attempt_number, provider, operation, units, unit, cost_micros, outcome)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      call.workspaceId,
+      call.jobId,
+      call.attemptNumber,
+      call.snapshot.provider,
+      call.operation,
+      call.cost?.units ?? 0,
+      call.cost?.unit ?? 'call',
+      costMicros,
+      call.outcome,
+    ],
+  );
+}
+
+/** Spend of the current UTC day, for one workspace or (null) for all. */
+export async function spendToday(db: Queryable, workspaceId: number | null, now = new Date()): Promise<number> {
+  const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  const { rows } = await db.query(
+    `SELECT coalesce(sum(cost_micros), 0)::bigint AS spent FROM provider_calls
+      WHERE occurred_at >= $1 AND ($2::bigint IS NULL OR workspace_id = $2)`,
+    [dayStart, workspaceId],
+  );
+  return Number(rows[0].spent);
+}

@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { QuireClient } from '../../client';
+import { parseConfig, type QuireConfig } from '../../core/config';
+import { ensureItem, insertPage } from '../../db/pages';
+import { withTransaction } from '../../db/pool';
+import { createProviderRegistry, type ProviderRegistry } from '../../providers/registry';
+import { SimulatedProvider } from '../../providers/simulated';
+import { createQuireClient, createQuireWorker } from '../../worker/createWorker';
+import { createTestDatabase, type TestDatabase } from './db';
+
+/**
+ * A Quire under test: its own database, its own task queue on the shared real Temporal dev
+ * server, a real worker (not yet running) and the typed client.
+ */
+export interface TestQuire {
+  db: TestDatabase;
+  config: QuireConfig;
+  temporal: Client;
+  client: QuireClient;
+  providers: ProviderRegistry;
+  connection: NativeConnection;
+  newWorker(identity?: string): Promise<Worker>;
+  workspace(name?: string): Promise<number>;
+  page(workspaceId: number, kind?: 'image' | 'audio'): Promise<number>;
+  close(): Promise<void>;
+}
+
+export const silentLogger = { info() {}, warn() {}, error() {} };
+
+export function testConfig(overrides: Record<string, string> = {}): QuireConfig {
+  return parseConfig({
+    QUIRE_TASK_QUEUE: `test-${randomBytes(5).toString('hex')}`,
+    QUIRE_SECRET_KEY: randomBytes(32).toString('hex'),
+    QUIRE_HEARTBEAT_TIMEOUT_MS: '3000',
+    QUIRE_RETRY_INITIAL_MS: '50',
+    QUIRE_RETRY_MAX_MS: '200',
+    QUIRE_SHUTDOWN_GRACE_MS: '5000',
+    WORKER_CONCURRENCY: '4',
+    LOG_LEVEL: 'silent',
+    ...overrides,
+  });
+}
+
+export function temporalAddress(): string {
+  const address = process.env.QUIRE_TEST_TEMPORAL_ADDRESS;
+  if (!address) throw new Error('no Temporal dev server: run tests through the integration project');
+  return address;
+}
+
+export async function createTestQuire(
+  overrides: Record<string, string> = {},
+  providers: ProviderRegistry = createProviderRegistry([new SimulatedProvider()]),
+): Promise<TestQuire> {
+  const db = await createTestDatabase();
+  const config = { ...testConfig(overrides), DATABASE_URL: db.url };
+  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const clientConnection = await Connection.connect({ address: temporalAddress() });
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  const client = createQuireClient(config, temporal, db.pool, providers.names());
+  let pageCounter = 0;
+  return {
+    db,
+    config,
+    temporal,
+    client,
+    providers,
+    connection,
+    newWorker: (identity) =>
+      createQuireWorker({
+        config,
+        pool: db.pool,
+        providers,
+        logger: silentLogger,
+        connection,
+        client,
+        identity,
+        resolveMedia: async (key) => key,
+        workflowBundle: process.env.QUIRE_TEST_WORKFLOW_BUNDLE
+          ? { codePath: process.env.QUIRE_TEST_WORKFLOW_BUNDLE }
+          : undefined,
+        audioPollMs: 50,
+      }),
+    async workspace(name = 'Test archive') {
+      const { rows } = await db.pool.query('INSERT INTO workspaces (name) VALUES ($1) RETURNING id', [name]);
+      return rows[0].id as number;
+    },
+    async page(workspaceId, kind = 'image') {
+      pageCounter += 1;
+      return withTransaction(db.pool, async (tx) => {
+        await ensureItem(tx, workspaceId, 'item-1');
+        const page = await insertPage(
+          tx,
+          { workspaceId, itemId: 'item-1', position: pageCounter, kind },
+          'http://quire.test',
+        );
+        return page.id;
+      });
+    },
+    async close() {
+      await clientConnection.close();
+      await connection.close();
+      await db.drop();
+    },
+  };
+}
+
+/** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+  throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+}

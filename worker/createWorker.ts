@@ -1,0 +1,88 @@
+import { hostname } from 'node:os';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createMaintenanceActivities } from '../activities/maintenance';
+import { createTranscriptionActivities, type Logger } from '../activities/transcription';
+import { QuireClient } from '../client';
+import type { QuireConfig } from '../core/config';
+import { createJobStore } from '../db/jobStore';
+import type { Pool } from '../db/pool';
+import { buildSnapshot, type ProviderRegistry } from '../providers/registry';
+
+/**
+ * Builds a Quire worker over injected dependencies, for the worker process and for tests.
+ * Workflows come from a prebuilt bundle when given (tests bundle once per run).
+ */
+export const WORKFLOWS_PATH = new URL('../workflows/index.ts', import.meta.url).pathname;
+
+export function workerIdentity(): string {
+  return `quire-worker@${hostname()}:${process.pid}`;
+}
+
+export interface QuireWorkerDeps {
+  config: QuireConfig;
+  pool: Pool;
+  providers: ProviderRegistry;
+  logger: Logger;
+  connection: NativeConnection;
+  client: QuireClient;
+  resolveMedia: (blobKey: string) => Promise<string>;
+  identity?: string;
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  audioPollMs?: number;
+}
+
+export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> {
+  const identity = deps.identity ?? workerIdentity();
+  const transcription = createTranscriptionActivities({
+    pool: deps.pool,
+    providers: deps.providers,
+    secretKey: deps.config.QUIRE_SECRET_KEY,
+    owner: identity,
+    resolveMedia: deps.resolveMedia,
+    logger: deps.logger,
+    heartbeatEveryMs: Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3)),
+    audioPollMs: deps.audioPollMs,
+  });
+  const maintenance = createMaintenanceActivities({ client: deps.client });
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.config.TEMPORAL_NAMESPACE,
+    taskQueue: deps.config.QUIRE_TASK_QUEUE,
+    identity,
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: { ...transcription, ...maintenance },
+    maxConcurrentActivityTaskExecutions: deps.config.WORKER_CONCURRENCY,
+    shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
+    // Heartbeats must reach the server well inside the heartbeat timeout.
+    maxHeartbeatThrottleInterval: Math.max(100, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4)),
+  });
+}
+
+/** The typed client as Quire's own processes build it from configuration. */
+export function createQuireClient(config: QuireConfig, temporal: Client, pool: Pool, providers: string[]): QuireClient {
+  return new QuireClient({
+    temporal,
+    jobs: createJobStore(pool),
+    taskQueue: config.QUIRE_TASK_QUEUE,
+    maxAttempts: config.QUIRE_MAX_ATTEMPTS,
+    polishAttempts: config.QUIRE_POLISH_ATTEMPTS,
+    retryInitialMs: config.QUIRE_RETRY_INITIAL_MS,
+    retryMaxMs: config.QUIRE_RETRY_MAX_MS,
+    heartbeatTimeoutMs: config.QUIRE_HEARTBEAT_TIMEOUT_MS,
+    defaultProvider: config.QUIRE_DEFAULT_PROVIDER,
+    providers,
+    snapshot: (request) =>
+      buildSnapshot({
+        provider: request.provider,
+        model: request.model,
+        language: request.language,
+        options: request.options,
+      }),
+  });
+}
+
+export async function connectTemporalClient(config: QuireConfig): Promise<Client> {
+  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+}

@@ -1,0 +1,42 @@
+import pino from 'pino';
+
+/**
+ * Structured JSON logs (O2): job ids, types, sanitized status and error class. Known secret
+ * fields are censored wherever they appear; transcript text and provider payloads are
+ * never passed to the logger in the first place.
+ */
+export type QuireLogger = pino.Logger;
+
+export const REDACTED_PATHS = [
+  'apiKey',
+  'secret',
+  'token',
+  'sealedToken',
+  'password',
+  'authorization',
+  '*.apiKey',
+  '*.secret',
+  '*.token',
+  '*.sealedToken',
+  '*.password',
+  '*.authorization',
+  'headers.authorization',
+  'req.headers.authorization',
+];
+
+export function createLogger(
+  name: string,
+  level: string = process.env.LOG_LEVEL ?? 'info',
+  destination?: pino.DestinationStream,
+): QuireLogger {
+  return pino(
+    {
+      name,
+      level,
+      base: { service: name, pid: process.pid },
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination,
+  );
+}

@@ -1,0 +1,87 @@
+import { join, resolve } from 'node:path';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { loadConfig } from '../core/config';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { createProviderRegistry } from '../providers/registry';
+import { SimulatedProvider } from '../providers/simulated';
+import { connectTemporalClient, createQuireClient, createQuireWorker, workerIdentity } from './createWorker';
+import { checkAndRecordHealth, readHealth } from './health';
+import { createLogger } from './logger';
+import { ensureSchedules } from './schedules';
+
+/**
+ * The worker process: Temporal workflows and activities, schedules, and the health
+ * heartbeat. No HTTP server. SIGTERM stops polling and drains running activities within
+ * QUIRE_SHUTDOWN_GRACE_MS; work cut off resumes from its checkpoint on another worker.
+ */
+async function main(): Promise<number> {
+  const config = loadConfig();
+  if (process.argv[2] === 'health') {
+    const health = await readHealth(config.QUIRE_HEALTH_FILE, config.QUIRE_HEALTH_MAX_AGE_MS);
+    process.stdout.write(`${JSON.stringify(health)}\n`);
+    return health.healthy ? 0 : 1;
+  }
+
+  const logger = createLogger('quire-worker', config.LOG_LEVEL);
+  if (config.usingDevelopmentSecret) {
+    logger.warn({}, 'QUIRE_SECRET_KEY is not set: using the development secret (never in production)');
+  }
+  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'] });
+
+  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  await migrate(config.DATABASE_URL);
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const temporal = await connectTemporalClient(config);
+  const providers = createProviderRegistry([new SimulatedProvider()]);
+  const client = createQuireClient(config, temporal, pool, providers.names());
+  const identity = workerIdentity();
+  const blobDir = resolve(config.QUIRE_BLOB_DIR);
+
+  const worker = await createQuireWorker({
+    config,
+    pool,
+    providers,
+    logger,
+    connection,
+    client,
+    identity,
+    resolveMedia: async (key) => join(blobDir, key),
+  });
+  await ensureSchedules(temporal, config);
+
+  const beat = () =>
+    checkAndRecordHealth({
+      pool,
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.QUIRE_TASK_QUEUE,
+      identity,
+      file: config.QUIRE_HEALTH_FILE,
+    });
+  const healthTimer = setInterval(beat, 5_000);
+  setTimeout(beat, 1_000);
+
+  logger.info(
+    { identity, taskQueue: config.QUIRE_TASK_QUEUE, concurrency: config.WORKER_CONCURRENCY },
+    'worker started',
+  );
+  try {
+    await worker.run();
+  } finally {
+    clearInterval(healthTimer);
+    logger.info({ identity }, 'worker stopped');
+    await temporal.connection.close().catch(() => {});
+    await connection.close().catch(() => {});
+    await pool.end().catch(() => {});
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: 'worker failed', error: String(error) })}\n`);
+    process.exit(1);
+  },
+);

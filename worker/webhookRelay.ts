@@ -1,0 +1,343 @@
+import pg from 'pg';
+import { cloudEventBody } from '../core/cloudevents';
+import { redactError } from '../core/redact';
+import { DEFAULT_RETRY_SCHEDULE, type RetrySchedule } from '../core/webhookSchedule';
+import type { Pool } from '../db/pool';
+import {
+  type AttemptResult,
+  type ClaimedDelivery,
+  claimDueDeliveries,
+  DEFAULT_RELAY_CURSOR,
+  fanOutEvents,
+  nextDueAt,
+  openDeliverySecret,
+  recordDeliveryAttempt,
+} from '../db/webhooks';
+import { type AllowList, type LookupAll, parseAllowHosts } from '../net/ssrf';
+import {
+  DEFAULT_TIMEOUT_MS,
+  type SendWebhookOptions,
+  sendWebhook,
+  type WebhookRequest,
+} from '../net/webhookSender';
+
+/**
+ * W2 dispatch, inside the worker process. Woken by LISTEN on the outbox channel (a dedicated
+ * connection that reconnects after a Postgres restart) and by a polling timer as a fallback,
+ * each pass:
+ *   1. fans new outbox events out into delivery rows, advancing a cursor kept in Postgres in
+ *      the same transaction, so a SIGKILL at any point neither skips nor half-applies events;
+ *   2. claims due deliveries (SKIP LOCKED, leased) up to the free concurrency and sends them.
+ * A delivery whose sender died is sent again when its lease runs out: at-least-once, always
+ * with the same event id. Logs carry ids, status codes, latency and redacted errors: never a
+ * secret, a URL path or a body.
+ */
+
+export interface RelayLogger {
+  debug(object: Record<string, unknown>, message?: string): void;
+  info(object: Record<string, unknown>, message?: string): void;
+  warn(object: Record<string, unknown>, message?: string): void;
+  error(object: Record<string, unknown>, message?: string): void;
+}
+
+export type SendFunction = (
+  request: WebhookRequest,
+  options: SendWebhookOptions,
+) => ReturnType<typeof sendWebhook>;
+
+export interface WebhookRelayOptions {
+  pool: Pool;
+  /** QUIRE_SECRET_KEY: opens the sealed subscription secrets. */
+  secretKey: string;
+  logger: RelayLogger;
+  /** For the LISTEN connection; defaults to the pool's connection string. */
+  databaseUrl?: string;
+  /** Sends in flight at once (default 8). */
+  concurrency?: number;
+  /** Fallback polling period (default 1000 ms). */
+  pollIntervalMs?: number;
+  fanOutBatchSize?: number;
+  /** How long a claimed delivery is held before another relay may send it again. */
+  leaseMs?: number;
+  /** Per-request timeout (default 15 s). */
+  requestTimeoutMs?: number;
+  schedule?: RetrySchedule;
+  /** Defaults to QUIRE_WEBHOOK_ALLOW_HOSTS. */
+  allowHosts?: AllowList | string;
+  /** Extra trust anchors (tests, local receivers). */
+  ca?: string | Buffer;
+  lookup?: LookupAll;
+  cursorName?: string;
+  /** Delay before reconnecting the LISTEN connection (doubles up to 10 s). */
+  listenReconnectMs?: number;
+  /** Default grace for `stop()` (default 10 s). */
+  shutdownGraceMs?: number;
+  send?: SendFunction;
+  /** Test seam: runs after a delivery is claimed and before it is sent. */
+  onBeforeSend?: (delivery: { deliveryId: number; eventId: number }) => Promise<void> | void;
+}
+
+export interface WebhookRelayStats {
+  passes: number;
+  eventsFannedOut: number;
+  attempts: number;
+  succeeded: number;
+  failed: number;
+  listening: boolean;
+}
+
+export interface WebhookRelay {
+  start(): Promise<void>;
+  /** Stops claiming, waits up to `graceMs` for sends in flight, then aborts the rest. */
+  stop(options?: { graceMs?: number }): Promise<void>;
+  /** Runs a pass now (also what a NOTIFY does). */
+  wake(): void;
+  stats(): WebhookRelayStats;
+}
+
+export const NOTIFY_CHANNELS = ['quire_events', 'quire_webhook_deliveries'] as const;
+
+export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
+  const { pool, secretKey, logger } = options;
+  const concurrency = Math.max(1, options.concurrency ?? 8);
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const batchSize = options.fanOutBatchSize ?? 500;
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const leaseMs = options.leaseMs ?? requestTimeoutMs + 30_000;
+  const schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE;
+  const cursorName = options.cursorName ?? DEFAULT_RELAY_CURSOR;
+  const allowHosts =
+    typeof options.allowHosts === 'object'
+      ? options.allowHosts
+      : parseAllowHosts(options.allowHosts ?? process.env.QUIRE_WEBHOOK_ALLOW_HOSTS);
+  const send = options.send ?? sendWebhook;
+  const databaseUrl = options.databaseUrl ?? pool.options.connectionString;
+  const baseReconnectMs = options.listenReconnectMs ?? 1000;
+
+  const stats: WebhookRelayStats = {
+    passes: 0,
+    eventsFannedOut: 0,
+    attempts: 0,
+    succeeded: 0,
+    failed: 0,
+    listening: false,
+  };
+  const inFlight = new Set<Promise<void>>();
+  const abort = new AbortController();
+  let started = false;
+  let stopping = false;
+  let loopDone: Promise<void> | undefined;
+  let pendingWake = false;
+  let wakeWaiter: (() => void) | undefined;
+  let listener: pg.Client | undefined;
+  let reconnectTimer: NodeJS.Timeout | undefined;
+  let reconnectMs = baseReconnectMs;
+
+  function wake() {
+    pendingWake = true;
+    wakeWaiter?.();
+  }
+
+  async function sleep(ms: number) {
+    if (pendingWake || stopping) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, ms));
+      wakeWaiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    wakeWaiter = undefined;
+  }
+
+  async function connectListener() {
+    if (stopping || !databaseUrl) return;
+    const client = new pg.Client({
+      connectionString: databaseUrl,
+      application_name: 'quire-webhook-relay-listen',
+    });
+    const lost = (why: string) => {
+      if (listener !== client) return;
+      listener = undefined;
+      stats.listening = false;
+      client.end().catch(() => {});
+      if (stopping) return;
+      logger.warn(
+        { component: 'webhook-relay', reason: why, retryInMs: reconnectMs },
+        'relay lost its LISTEN connection',
+      );
+      scheduleReconnect();
+    };
+    client.on('error', (error) => lost(redactError(error)));
+    client.on('end', () => lost('connection ended'));
+    client.on('notification', () => wake());
+    listener = client;
+    try {
+      await client.connect();
+      for (const channel of NOTIFY_CHANNELS) await client.query(`LISTEN ${channel}`);
+      if (stopping) {
+        await client.end().catch(() => {});
+        return;
+      }
+      stats.listening = true;
+      reconnectMs = baseReconnectMs;
+      // Anything committed while we were not listening is found by this pass.
+      wake();
+    } catch (error) {
+      lost(redactError(error));
+    }
+  }
+
+  function scheduleReconnect() {
+    if (reconnectTimer || stopping) return;
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = undefined;
+      void connectListener();
+    }, reconnectMs);
+    reconnectMs = Math.min(reconnectMs * 2, 10_000);
+  }
+
+  async function deliver(claimed: ClaimedDelivery) {
+    const eventId = claimed.event.id;
+    let result: AttemptResult;
+    try {
+      await options.onBeforeSend?.({ deliveryId: claimed.deliveryId, eventId });
+      const secret = openDeliverySecret(secretKey, claimed);
+      result = await send(
+        { url: claimed.url, secret, eventId: String(eventId), body: cloudEventBody(claimed.event) },
+        {
+          timeoutMs: requestTimeoutMs,
+          allowHosts,
+          lookup: options.lookup,
+          ca: options.ca,
+          signal: abort.signal,
+        },
+      );
+    } catch (error) {
+      result = { ok: false, latencyMs: 0, error: redactError(error) };
+    }
+    stats.attempts += 1;
+    if (result.ok) stats.succeeded += 1;
+    else stats.failed += 1;
+    try {
+      const recorded = await recordDeliveryAttempt(pool, claimed.deliveryId, result, { schedule });
+      const log = {
+        component: 'webhook-relay',
+        deliveryId: claimed.deliveryId,
+        eventId,
+        subscriptionId: claimed.subscriptionId,
+        workspaceId: claimed.workspaceId,
+        attempt: claimed.attemptCount + 1,
+        statusCode: result.statusCode,
+        latencyMs: result.latencyMs,
+        outcome: recorded.outcome,
+        nextAttemptAt: recorded.nextAttemptAt?.toISOString(),
+        error: result.error,
+      };
+      if (result.ok) logger.info(log, 'webhook delivered');
+      else logger.warn(log, 'webhook delivery attempt failed');
+    } catch (error) {
+      // Not recorded: the lease runs out and the delivery is sent again (at-least-once).
+      logger.error(
+        {
+          component: 'webhook-relay',
+          deliveryId: claimed.deliveryId,
+          eventId,
+          error: redactError(error),
+        },
+        'could not record a webhook attempt',
+      );
+    }
+  }
+
+  function launch(claimed: ClaimedDelivery) {
+    const task = deliver(claimed).finally(() => {
+      inFlight.delete(task);
+      wake();
+    });
+    inFlight.add(task);
+  }
+
+  async function pass(): Promise<number | undefined> {
+    stats.passes += 1;
+    for (;;) {
+      const fanned = await fanOutEvents(pool, { cursorName, batchSize });
+      stats.eventsFannedOut += fanned.events;
+      if (fanned.events < batchSize || stopping) break;
+    }
+    const capacity = concurrency - inFlight.size;
+    if (capacity <= 0 || stopping) return undefined;
+    const claimed = await claimDueDeliveries(pool, { limit: capacity, leaseMs });
+    for (const delivery of claimed) launch(delivery);
+    if (claimed.length === capacity) return 0;
+    const due = await nextDueAt(pool);
+    return due === null ? undefined : due.getTime() - Date.now();
+  }
+
+  async function loop() {
+    let failures = 0;
+    while (!stopping) {
+      pendingWake = false;
+      let waitMs = pollIntervalMs;
+      try {
+        const dueInMs = await pass();
+        failures = 0;
+        if (dueInMs !== undefined) waitMs = Math.min(waitMs, Math.max(dueInMs, 5));
+      } catch (error) {
+        failures += 1;
+        waitMs = Math.min(pollIntervalMs * 2 ** Math.min(failures, 5), 30_000);
+        logger.warn(
+          { component: 'webhook-relay', error: redactError(error), retryInMs: waitMs },
+          'webhook relay pass failed',
+        );
+      }
+      await sleep(waitMs);
+    }
+  }
+
+  return {
+    async start() {
+      if (started) throw new Error('webhook relay already started');
+      started = true;
+      await connectListener();
+      loopDone = loop();
+      logger.info(
+        { component: 'webhook-relay', concurrency, pollIntervalMs },
+        'webhook relay started',
+      );
+    },
+
+    async stop(stopOptions = {}) {
+      if (!started || stopping) {
+        await loopDone;
+        return;
+      }
+      stopping = true;
+      wake();
+      if (reconnectTimer) clearTimeout(reconnectTimer);
+      const closing = listener;
+      listener = undefined;
+      stats.listening = false;
+      await closing?.end().catch(() => {});
+      await loopDone;
+      const graceMs = stopOptions.graceMs ?? options.shutdownGraceMs ?? 10_000;
+      const drained = Promise.allSettled([...inFlight]).then(() => true);
+      const inTime = await Promise.race([
+        drained,
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), graceMs).unref()),
+      ]);
+      if (!inTime) {
+        // Cut-off sends are recorded as failed attempts and retried on schedule.
+        abort.abort();
+        await Promise.allSettled([...inFlight]);
+      }
+      logger.info({ component: 'webhook-relay', drained: inTime }, 'webhook relay stopped');
+    },
+
+    wake,
+
+    stats() {
+      return { ...stats };
+    },
+  };
+}

@@ -1,0 +1,289 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  defineQuery,
+  defineSignal,
+  log,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { ClaimOutcome, RecognizeOutcome, TranscriptionActivities } from '../activities/transcription';
+import type { AttemptRef, SegmentFailure } from '../activities/transcription';
+import { type FailureClass, isFailureClass, isPausing, isPermanent, STALE_ATTEMPT } from '../core/failures';
+import {
+  type JobProgress,
+  type JobStatus,
+  QUERIES,
+  SEARCH_ATTRIBUTES,
+  SIGNALS,
+  type Stage,
+  type TranscriptionJobInput,
+  type TranscriptionJobResult,
+} from '../core/temporal';
+
+/**
+ * One workflow per transcription job (T1). Temporal decides what runs next: which stage,
+ * when to retry, how long to wait for a paused provider. Every fact is written by an
+ * activity, fenced by the attempt's token, so this code never touches the database.
+ */
+export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
+export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
+
+// Database writes are short and idempotent: Temporal retries them through transient errors
+// (a Postgres restart). A dead token is final, so `StaleAttempt` is never retried.
+const db = proxyActivities<TranscriptionActivities>({
+  startToCloseTimeout: '30s',
+  scheduleToCloseTimeout: '10m',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: [STALE_ATTEMPT] },
+});
+
+// Cleanup after cancellation runs outside the cancelled scope and must not give up early.
+const cleanup = proxyActivities<TranscriptionActivities>({
+  startToCloseTimeout: '1m',
+  scheduleToCloseTimeout: '30m',
+  retry: { initialInterval: '1s', maximumInterval: '1m' },
+});
+
+const RECOGNIZE_CHUNK = 10;
+const PAUSE_RECHECK_MS = 10 * 60_000;
+
+type AttemptEnd = { kind: 'final'; result: TranscriptionJobResult } | { kind: 'again' };
+
+export async function transcriptionJob(input: TranscriptionJobInput): Promise<TranscriptionJobResult> {
+  // Engine calls run for long and heartbeat: the heartbeat timeout replaces a lease (T3).
+  // They are not retried by Temporal: a failed or abandoned run ends the attempt, and the
+  // next attempt is claimed (closing this one `lease_expired`) and resumes from checkpoints.
+  const engine = proxyActivities<TranscriptionActivities>({
+    startToCloseTimeout: '2h',
+    heartbeatTimeout: input.heartbeatTimeoutMs,
+    retry: { maximumAttempts: 1 },
+  });
+
+  const state: JobProgress = {
+    jobId: input.jobId,
+    status: 'pending',
+    stage: 'queued',
+    attemptNumber: 0,
+    completedSegments: 0,
+    failedSegments: 0,
+    totalSegments: null,
+    pausedReason: null,
+    errorCategory: null,
+  };
+  let resumeSignals = 0;
+  let attemptsRun = 0;
+  let current: AttemptRef | null = null;
+
+  setHandler(progressQuery, () => state);
+  setHandler(providerResumedSignal, () => {
+    resumeSignals += 1;
+  });
+
+  const setStatus = (status: JobStatus) => {
+    if (state.status === status) return;
+    state.status = status;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.status, value: status }]);
+  };
+  const setStage = (stage: Stage) => {
+    state.stage = stage;
+  };
+  const finish = (status: JobStatus, revision: number | null, category: FailureClass | null): TranscriptionJobResult => {
+    setStatus(status);
+    setStage('done');
+    state.errorCategory = category;
+    return { status, resultRevision: revision, attempts: attemptsRun, errorCategory: category };
+  };
+  const final = (status: JobStatus, revision: number | null, category: FailureClass | null): AttemptEnd => ({
+    kind: 'final',
+    result: finish(status, revision, category),
+  });
+
+  /** Waits for an operator's Resume or the pause's own end, whichever comes first. */
+  const waitForResume = async (seenSignals: number, resumeAtMs: number | null) => {
+    setStatus('pending');
+    setStage('paused');
+    const untilResume = resumeAtMs === null ? PAUSE_RECHECK_MS : Math.max(1_000, resumeAtMs - Date.now());
+    await condition(() => resumeSignals > seenSignals, Math.min(untilResume, PAUSE_RECHECK_MS));
+    state.pausedReason = null;
+  };
+
+  const pause = async (
+    ref: AttemptRef,
+    reason: 'credit' | 'auth' | 'outage' | 'budget',
+    retryAfterMs: number | null,
+  ): Promise<AttemptEnd> => {
+    const seen = resumeSignals;
+    state.pausedReason = reason;
+    const paused = await db.pauseProvider(ref, {
+      reason,
+      retryAfterMs,
+      counts: { completed: state.completedSegments, failed: state.failedSegments, total: state.totalSegments },
+    });
+    await waitForResume(seen, paused.resumeAtMs);
+    return { kind: 'again' };
+  };
+
+  /** J2/J3: an attempt in which no segment succeeded. */
+  const noneSucceeded = async (
+    ref: AttemptRef,
+    category: FailureClass,
+    detail: string,
+    charged: number,
+  ): Promise<AttemptEnd> => {
+    const counts = { completed: 0, failed: state.failedSegments, total: state.totalSegments };
+    if (isPermanent(category)) {
+      await db.closeAttempt(ref, { outcome: 'failed', category, detail, counts, maxAttempts: input.maxAttempts });
+      return final('failed', null, category);
+    }
+    const closed = await db.closeAttempt(ref, {
+      outcome: 'retryable_failed',
+      category,
+      detail,
+      counts,
+      maxAttempts: input.maxAttempts,
+    });
+    if (closed.jobStatus === 'failed') return final('failed', null, category);
+    setStage('backoff');
+    await sleep(backoffMs(charged, input.retryInitialMs, input.retryMaxMs));
+    return { kind: 'again' };
+  };
+
+  const runAttempt = async (claim: Extract<ClaimOutcome, { state: 'claimed' }>): Promise<AttemptEnd> => {
+    const ref = claim.ref;
+    state.failedSegments = 0;
+    try {
+      let outcome: RecognizeOutcome;
+      if (claim.kind === 'image') {
+        setStage('segment');
+        const { total } = await engine.segmentPage(ref);
+        state.totalSegments = total;
+        setStage('recognize');
+        const failures: SegmentFailure[] = [];
+        for (;;) {
+          const chunk = await engine.recognizeSegments(ref, {
+            maxSegments: RECOGNIZE_CHUNK,
+            skip: failures.map((f) => f.index),
+          });
+          failures.push(...chunk.failures);
+          state.completedSegments = chunk.completed;
+          state.failedSegments = failures.length;
+          if (chunk.pause) return await pause(ref, chunk.pause.reason, chunk.pause.retryAfterMs);
+          if (chunk.remaining <= 0) {
+            outcome = { ...chunk, failures };
+            break;
+          }
+        }
+      } else {
+        setStage('submit');
+        await engine.submitAudio(ref);
+        setStage('recognize');
+        outcome = await engine.awaitAudio(ref);
+        if (outcome.pause) return await pause(ref, outcome.pause.reason, outcome.pause.retryAfterMs);
+        state.totalSegments = outcome.total;
+        state.completedSegments = outcome.completed;
+      }
+
+      if (outcome.completed === 0 && outcome.total > 0) {
+        const category = attemptCategory(outcome.failures);
+        return await noneSucceeded(ref, category, `no segment succeeded (${category})`, claim.chargedAttempts);
+      }
+
+      // J3: from attempt polishAttempts + 1 on, the raw text is committed.
+      let usePolish = claim.chargedAttempts <= input.polishAttempts;
+      if (usePolish) {
+        setStage('polish');
+        try {
+          usePolish = (await engine.polishSegments(ref)).polished;
+        } catch (error) {
+          const type = failureType(error);
+          if (type === STALE_ATTEMPT || !isFailureClass(type)) throw error;
+          if (isPausing(type)) return await pause(ref, type as 'credit', retryAfterOf(error));
+          // Polish degrades: a charged polish failure commits the raw text instead.
+          log.warn('polish failed; committing raw text', { jobId: input.jobId, errorClass: type });
+          usePolish = false;
+        }
+      }
+
+      setStage('commit');
+      const committed = await db.commitTranscript(ref, { usePolish });
+      if (committed.state === 'conflict') return final('failed', null, 'conflict');
+      return final('completed', committed.revision, null);
+    } catch (error) {
+      if (CancellationScope.current().consideredCancelled) throw error;
+      const type = failureType(error);
+      if (type === STALE_ATTEMPT) return { kind: 'again' };
+      if (type !== undefined && isFailureClass(type)) {
+        if (isPausing(type)) return await pause(ref, type as 'credit', retryAfterOf(error));
+        return await noneSucceeded(ref, type, `stage ${state.stage} failed (${type})`, claim.chargedAttempts);
+      }
+      // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
+      // next claim closes it `lease_expired` and resumes from the checkpoints.
+      log.warn('attempt interrupted', { jobId: input.jobId, attempt: ref.attemptNumber, stage: state.stage });
+      return { kind: 'again' };
+    }
+  };
+
+  try {
+    for (;;) {
+      const seen = resumeSignals;
+      const claim = await db.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
+      if (claim.state === 'inactive') {
+        const status = (['completed', 'failed', 'canceled', 'superseded'] as const).find((s) => s === claim.status);
+        return finish(status ?? 'failed', null, null);
+      }
+      if (claim.state === 'exhausted') return finish('failed', null, claim.category);
+      if (claim.state === 'paused') {
+        state.pausedReason = claim.reason;
+        await waitForResume(seen, claim.resumeAtMs);
+        continue;
+      }
+      current = claim.ref;
+      attemptsRun += 1;
+      state.attemptNumber = claim.ref.attemptNumber;
+      setStatus('running');
+      const end = await runAttempt(claim);
+      if (end.kind === 'final') return end.result;
+      current = null;
+    }
+  } catch (error) {
+    if (CancellationScope.current().consideredCancelled) {
+      // J5: the database was told first (tokens are dead); still, a cancel that came straight
+      // from the Temporal UI is recorded here, and the engine's copy of a recording is removed.
+      const ref = current;
+      const status = await CancellationScope.nonCancellable(() =>
+        cleanup.cancelCleanup({ jobId: input.jobId, attemptNumber: ref?.attemptNumber ?? null }),
+      );
+      finish(status.jobStatus as JobStatus, null, null);
+    }
+    throw error;
+  }
+}
+
+function failureType(error: unknown): string | undefined {
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) return error.cause.type ?? undefined;
+  return undefined;
+}
+
+function retryAfterOf(error: unknown): number | null {
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) {
+    const details = error.cause.details?.[0] as { retryAfterMs?: number | null } | undefined;
+    return details?.retryAfterMs ?? null;
+  }
+  return null;
+}
+
+/** The category of an attempt where nothing succeeded: permanent only if every failure was. */
+function attemptCategory(failures: SegmentFailure[]): FailureClass {
+  const retryable = failures.find((f) => !isPermanent(f.category));
+  return (retryable ?? failures[0])?.category ?? 'internal';
+}
+
+/** Bounded exponential backoff with jitter (J2), from the workflow's deterministic random. */
+export function backoffMs(charged: number, initialMs: number, maxMs: number): number {
+  const ceiling = Math.min(maxMs, initialMs * 2 ** Math.max(0, charged - 1));
+  return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+}
