@@ -1,0 +1,592 @@
+import { uuidv7 } from '../core/ids';
+import { openSecret, sealSecret } from '../core/secretBox';
+import { DEFAULT_RETRY_SCHEDULE, nextAttemptAt, type RetrySchedule } from '../core/webhookSchedule';
+import {
+  assertSubscriptionCapacity,
+  validateEventTypes,
+  validateWebhookSecret,
+  validateWebhookUrl,
+} from '../core/webhookValidation';
+import type { OutboxEvent } from './events';
+import { type Pool, type Queryable, withTransaction } from './pool';
+
+/**
+ * W1/W2: webhook subscriptions, their deliveries and the attempt log. Every read and write
+ * that an API caller can reach is scoped by workspace. Secrets are sealed with the process
+ * secret (bound to the subscription id) and never leave this module except to the relay,
+ * which needs the clear secret to sign.
+ */
+
+export class WebhookNotFoundError extends Error {
+  override name = 'WebhookNotFoundError';
+  constructor(
+    readonly code: 'webhook_not_found' | 'delivery_not_found' | 'workspace_not_found',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class DeliveryStateError extends Error {
+  override name = 'DeliveryStateError';
+  constructor(
+    readonly code: 'delivery_not_replayable' | 'subscription_disabled',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What the API may show of a subscription: never the secret. */
+export interface WebhookSubscription {
+  id: string;
+  workspaceId: number;
+  url: string;
+  eventTypes: string[] | null;
+  createdAt: Date;
+  disabledAt: Date | null;
+  disabledReason: string | null;
+}
+
+interface SubscriptionRow {
+  id: string;
+  workspace_id: number;
+  url: string;
+  event_types: string[] | null;
+  created_at: Date;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+}
+
+const SUBSCRIPTION_COLUMNS =
+  'id, workspace_id, url, event_types, created_at, disabled_at, disabled_reason';
+
+function toSubscription(r: SubscriptionRow): WebhookSubscription {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    url: r.url,
+    eventTypes: r.event_types,
+    createdAt: r.created_at,
+    disabledAt: r.disabled_at,
+    disabledReason: r.disabled_reason,
+  };
+}
+
+export interface CreateSubscriptionInput {
+  workspaceId: number;
+  url: string;
+  secret: string;
+  eventTypes?: string[] | null;
+}
+
+/**
+ * W1: validates shape (the DNS/SSRF check is the caller's, in net/ssrf.ts, before this), then
+ * in one transaction locks the workspace, enforces the limit of 100 and inserts. The new
+ * subscription receives events committed after it.
+ */
+export async function createSubscription(
+  pool: Pool,
+  secretKey: string,
+  input: CreateSubscriptionInput,
+): Promise<WebhookSubscription> {
+  const url = validateWebhookUrl(input.url);
+  const secret = validateWebhookSecret(input.secret);
+  const eventTypes = validateEventTypes(input.eventTypes);
+  const id = uuidv7();
+  const sealed = sealSecret(secretKey, secret, id);
+  return withTransaction(pool, async (client) => {
+    const workspace = await client.query('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [
+      input.workspaceId,
+    ]);
+    if (workspace.rowCount === 0) {
+      throw new WebhookNotFoundError('workspace_not_found', 'workspace not found');
+    }
+    const { rows: counted } = await client.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM webhook_subscriptions WHERE workspace_id = $1',
+      [input.workspaceId],
+    );
+    assertSubscriptionCapacity(counted[0]?.n ?? 0);
+    const { rows } = await client.query<SubscriptionRow>(
+      `INSERT INTO webhook_subscriptions (id, workspace_id, url, secret_ciphertext, event_types, after_event_id)
+       VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(id), 0) FROM event_outbox))
+       RETURNING ${SUBSCRIPTION_COLUMNS}`,
+      [id, input.workspaceId, url.toString(), sealed, eventTypes],
+    );
+    return toSubscription(rows[0]!);
+  });
+}
+
+export async function listSubscriptions(
+  db: Queryable,
+  workspaceId: number,
+): Promise<WebhookSubscription[]> {
+  const { rows } = await db.query<SubscriptionRow>(
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE workspace_id = $1 ORDER BY id`,
+    [workspaceId],
+  );
+  return rows.map(toSubscription);
+}
+
+export async function getSubscription(
+  db: Queryable,
+  workspaceId: number,
+  subscriptionId: string,
+): Promise<WebhookSubscription | undefined> {
+  const { rows } = await db.query<SubscriptionRow>(
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE workspace_id = $1 AND id = $2`,
+    [workspaceId, subscriptionId],
+  );
+  return rows[0] ? toSubscription(rows[0]) : undefined;
+}
+
+/**
+ * W2: deletes a subscription's deliveries (and with them their attempts) first, then the
+ * subscription, in one transaction. The row lock taken first makes a concurrent fan-out wait,
+ * so no delivery can be added between the two deletes. False when the workspace has no such
+ * subscription (the API answers 404).
+ */
+export async function deleteSubscription(
+  pool: Pool,
+  workspaceId: number,
+  subscriptionId: string,
+): Promise<boolean> {
+  return withTransaction(pool, async (client) => {
+    const found = await client.query(
+      'SELECT id FROM webhook_subscriptions WHERE workspace_id = $1 AND id = $2 FOR UPDATE',
+      [workspaceId, subscriptionId],
+    );
+    if (found.rowCount === 0) return false;
+    await client.query('DELETE FROM webhook_deliveries WHERE subscription_id = $1', [
+      subscriptionId,
+    ]);
+    const deleted = await client.query(
+      'DELETE FROM webhook_subscriptions WHERE workspace_id = $1 AND id = $2',
+      [workspaceId, subscriptionId],
+    );
+    if (deleted.rowCount !== 1) throw new Error('subscription vanished while locked');
+    return true;
+  });
+}
+
+export const DEFAULT_RELAY_CURSOR = 'webhooks';
+
+export interface FanOutResult {
+  /** The cursor after this batch. */
+  cursor: number;
+  events: number;
+  deliveries: number;
+}
+
+/**
+ * W2: turns outbox events after the relay cursor into delivery rows for the active, matching
+ * subscriptions of each event's own workspace, and advances the cursor, in one transaction.
+ * A crash before commit leaves both untouched; after commit the deliveries are durable rows
+ * that any relay will send. Idempotent per (subscription, event).
+ */
+export async function fanOutEvents(
+  pool: Pool,
+  options: { cursorName?: string; batchSize?: number } = {},
+): Promise<FanOutResult> {
+  const name = options.cursorName ?? DEFAULT_RELAY_CURSOR;
+  const batchSize = options.batchSize ?? 500;
+  return withTransaction(pool, async (client) => {
+    await client.query(
+      'INSERT INTO relay_cursors (name) VALUES ($1) ON CONFLICT (name) DO NOTHING',
+      [name],
+    );
+    // The row lock serialises relays: two never fan out the same batch at once.
+    const { rows: cursorRows } = await client.query<{ last_event_id: number }>(
+      'SELECT last_event_id FROM relay_cursors WHERE name = $1 FOR UPDATE',
+      [name],
+    );
+    const after = cursorRows[0]?.last_event_id ?? 0;
+    const { rows } = await client.query<{
+      last_id: number | null;
+      events: number;
+      deliveries: number;
+    }>(
+      `WITH ev AS (
+         SELECT id, workspace_id, type FROM event_outbox WHERE id > $1 ORDER BY id LIMIT $2
+       ), ins AS (
+         INSERT INTO webhook_deliveries (subscription_id, workspace_id, event_id, next_attempt_at, retry_origin_at)
+         SELECT s.id, ev.workspace_id, ev.id, now(), now()
+           FROM ev JOIN webhook_subscriptions s ON s.workspace_id = ev.workspace_id
+          WHERE s.disabled_at IS NULL AND s.after_event_id < ev.id
+            AND (s.event_types IS NULL OR ev.type = ANY (s.event_types))
+         ORDER BY ev.id, s.id
+         ON CONFLICT (subscription_id, event_id) DO NOTHING
+         RETURNING 1
+       )
+       SELECT (SELECT max(id) FROM ev) AS last_id,
+              (SELECT count(*)::int FROM ev) AS events,
+              (SELECT count(*)::int FROM ins) AS deliveries`,
+      [after, batchSize],
+    );
+    const result = rows[0]!;
+    const cursor = result.last_id ?? after;
+    if (cursor !== after) {
+      await client.query(
+        'UPDATE relay_cursors SET last_event_id = $2, updated_at = now() WHERE name = $1',
+        [name, cursor],
+      );
+    }
+    return { cursor, events: result.events, deliveries: result.deliveries };
+  });
+}
+
+export async function relayCursor(
+  db: Queryable,
+  cursorName: string = DEFAULT_RELAY_CURSOR,
+): Promise<number> {
+  const { rows } = await db.query<{ last_event_id: number }>(
+    'SELECT last_event_id FROM relay_cursors WHERE name = $1',
+    [cursorName],
+  );
+  return rows[0]?.last_event_id ?? 0;
+}
+
+/** A delivery claimed for one send; holds the sealed secret, opened only by the sender. */
+export interface ClaimedDelivery {
+  deliveryId: number;
+  subscriptionId: string;
+  workspaceId: number;
+  url: string;
+  sealedSecret: Buffer;
+  attemptCount: number;
+  retryOriginAt: Date;
+  event: OutboxEvent;
+}
+
+/**
+ * Claims due deliveries with `FOR UPDATE SKIP LOCKED` and leases them by pushing
+ * `next_attempt_at` ahead by `leaseMs`, committed at once. A relay that dies mid-send leaves
+ * the lease to expire and the delivery is sent again (at-least-once, same event id).
+ */
+export async function claimDueDeliveries(
+  pool: Queryable,
+  options: { limit: number; leaseMs: number },
+): Promise<ClaimedDelivery[]> {
+  if (options.limit <= 0) return [];
+  const { rows } = await pool.query<{
+    id: number;
+    subscription_id: string;
+    workspace_id: number;
+    url: string;
+    secret_ciphertext: Buffer;
+    attempt_count: number;
+    retry_origin_at: Date;
+    event_id: number;
+    event_workspace_id: number | null;
+    type: string;
+    subject: string | null;
+    data: Record<string, unknown>;
+    event_created_at: Date;
+  }>(
+    `WITH due AS (
+       SELECT d.id FROM webhook_deliveries d
+         JOIN webhook_subscriptions s ON s.id = d.subscription_id
+        WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND s.disabled_at IS NULL
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT $1
+        FOR UPDATE OF d SKIP LOCKED
+     )
+     UPDATE webhook_deliveries d
+        SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000),
+            updated_at = now()
+       FROM due, webhook_subscriptions s, event_outbox e
+      WHERE d.id = due.id AND s.id = d.subscription_id AND e.id = d.event_id
+        AND s.workspace_id = d.workspace_id AND e.workspace_id = d.workspace_id
+     RETURNING d.id, d.subscription_id, d.workspace_id, s.url, s.secret_ciphertext, d.attempt_count,
+               d.retry_origin_at, e.id AS event_id, e.workspace_id AS event_workspace_id, e.type,
+               e.subject, e.data, e.created_at AS event_created_at`,
+    [options.limit, options.leaseMs],
+  );
+  return rows.map((r) => ({
+    deliveryId: r.id,
+    subscriptionId: r.subscription_id,
+    workspaceId: r.workspace_id,
+    url: r.url,
+    sealedSecret: r.secret_ciphertext,
+    attemptCount: r.attempt_count,
+    retryOriginAt: r.retry_origin_at,
+    event: {
+      id: r.event_id,
+      workspaceId: r.event_workspace_id,
+      type: r.type,
+      subject: r.subject,
+      data: r.data,
+      createdAt: r.event_created_at,
+    },
+  }));
+}
+
+/** The clear secret of a claimed delivery, for signing only. */
+export function openDeliverySecret(secretKey: string, claimed: ClaimedDelivery): string {
+  return openSecret(secretKey, claimed.sealedSecret, claimed.subscriptionId);
+}
+
+export interface AttemptResult {
+  ok: boolean;
+  statusCode?: number;
+  latencyMs: number;
+  retryAfterMs?: number;
+  /** Already redacted by the sender. */
+  error?: string;
+}
+
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'dead' | 'disabled' | 'stale' | 'gone';
+
+/**
+ * Records one attempt (the visible log) and moves the delivery on: succeeded, scheduled again,
+ * dead after the schedule's window, or, on 410, failed with its subscription disabled. Only a
+ * `pending` delivery moves, so a late result from an expired lease never undoes a success.
+ */
+export async function recordDeliveryAttempt(
+  pool: Pool,
+  deliveryId: number,
+  result: AttemptResult,
+  options: { schedule?: RetrySchedule; now?: Date } = {},
+): Promise<{ outcome: AttemptOutcome; nextAttemptAt?: Date }> {
+  const schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE;
+  const now = options.now ?? new Date();
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{
+      status: string;
+      attempt_count: number;
+      retry_origin_at: Date;
+      subscription_id: string;
+    }>(
+      `SELECT status, attempt_count, retry_origin_at, subscription_id
+         FROM webhook_deliveries WHERE id = $1 FOR UPDATE`,
+      [deliveryId],
+    );
+    const delivery = rows[0];
+    // Deleted with its subscription while the request was in flight.
+    if (!delivery) return { outcome: 'gone' as const };
+    await client.query(
+      `INSERT INTO webhook_delivery_attempts (delivery_id, attempted_at, status_code, latency_ms, error)
+       VALUES ($1, $2, $3, $4, $5)`,
+      [
+        deliveryId,
+        now,
+        result.statusCode ?? null,
+        Math.round(result.latencyMs),
+        result.error ?? null,
+      ],
+    );
+    if (delivery.status !== 'pending') return { outcome: 'stale' as const };
+    const attempts = delivery.attempt_count + 1;
+    const update = (status: string, next: Date | null, error: string | null) =>
+      client.query(
+        `UPDATE webhook_deliveries
+            SET status = $2, attempt_count = $3, next_attempt_at = coalesce($4, next_attempt_at),
+                last_status_code = $5, last_error = $6, updated_at = now()
+          WHERE id = $1`,
+        [deliveryId, status, attempts, next, result.statusCode ?? null, error],
+      );
+    if (result.ok) {
+      await update('succeeded', null, null);
+      return { outcome: 'succeeded' as const };
+    }
+    if (result.statusCode === 410) {
+      await update('failed', null, result.error ?? 'receiver answered 410');
+      await client.query(
+        `UPDATE webhook_subscriptions SET disabled_at = now(), disabled_reason = 'receiver answered 410 Gone'
+          WHERE id = $1 AND disabled_at IS NULL`,
+        [delivery.subscription_id],
+      );
+      // The receiver said it is gone for good: nothing else of this subscription is sent.
+      await client.query(
+        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'subscription disabled (410)', updated_at = now()
+          WHERE subscription_id = $1 AND status = 'pending'`,
+        [delivery.subscription_id],
+      );
+      return { outcome: 'disabled' as const };
+    }
+    const next = nextAttemptAt(
+      attempts,
+      delivery.retry_origin_at,
+      now,
+      result.retryAfterMs,
+      schedule,
+    );
+    if (next === 'dead') {
+      await update('dead', null, result.error ?? null);
+      return { outcome: 'dead' as const };
+    }
+    await update('pending', next, result.error ?? null);
+    return { outcome: 'retrying' as const, nextAttemptAt: next };
+  });
+}
+
+/** When the next pending delivery falls due, so the relay can sleep until then. */
+export async function nextDueAt(db: Queryable): Promise<Date | null> {
+  const { rows } = await db.query<{ due: Date | null }>(
+    `SELECT min(next_attempt_at) AS due FROM webhook_deliveries WHERE status = 'pending'`,
+  );
+  return rows[0]?.due ?? null;
+}
+
+export interface DeliveryAttemptView {
+  attemptedAt: Date;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+}
+
+export interface DeliveryView {
+  id: number;
+  subscriptionId: string;
+  eventId: number;
+  eventType: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'dead';
+  attemptCount: number;
+  nextAttemptAt: Date | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  attempts: DeliveryAttemptView[];
+}
+
+interface DeliveryRow {
+  id: number;
+  subscription_id: string;
+  event_id: number;
+  type: string;
+  status: DeliveryView['status'];
+  attempt_count: number;
+  next_attempt_at: Date;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+async function attachAttempts(db: Queryable, rows: DeliveryRow[]): Promise<DeliveryView[]> {
+  const ids = rows.map((r) => r.id);
+  const byDelivery = new Map<number, DeliveryAttemptView[]>();
+  if (ids.length > 0) {
+    const { rows: attempts } = await db.query<{
+      delivery_id: number;
+      attempted_at: Date;
+      status_code: number | null;
+      latency_ms: number | null;
+      error: string | null;
+    }>(
+      `SELECT delivery_id, attempted_at, status_code, latency_ms, error FROM webhook_delivery_attempts
+        WHERE delivery_id = ANY ($1::bigint[]) ORDER BY delivery_id, id`,
+      [ids],
+    );
+    for (const a of attempts) {
+      const list = byDelivery.get(a.delivery_id) ?? [];
+      list.push({
+        attemptedAt: a.attempted_at,
+        statusCode: a.status_code,
+        latencyMs: a.latency_ms,
+        error: a.error,
+      });
+      byDelivery.set(a.delivery_id, list);
+    }
+  }
+  return rows.map((r) => ({
+    id: r.id,
+    subscriptionId: r.subscription_id,
+    eventId: r.event_id,
+    eventType: r.type,
+    status: r.status,
+    attemptCount: r.attempt_count,
+    nextAttemptAt: r.status === 'pending' ? r.next_attempt_at : null,
+    lastStatusCode: r.last_status_code,
+    lastError: r.last_error,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    attempts: byDelivery.get(r.id) ?? [],
+  }));
+}
+
+const DELIVERY_COLUMNS = `d.id, d.subscription_id, d.event_id, e.type, d.status, d.attempt_count, d.next_attempt_at,
+  d.last_status_code, d.last_error, d.created_at, d.updated_at`;
+
+/**
+ * W2 delivery log of one subscription, newest first, each with its attempts oldest first.
+ * Throws `WebhookNotFoundError` when the workspace has no such subscription.
+ */
+export async function listDeliveries(
+  db: Queryable,
+  workspaceId: number,
+  subscriptionId: string,
+  options: { limit?: number; beforeId?: number; status?: DeliveryView['status'] } = {},
+): Promise<DeliveryView[]> {
+  const subscription = await getSubscription(db, workspaceId, subscriptionId);
+  if (!subscription) throw new WebhookNotFoundError('webhook_not_found', 'webhook not found');
+  const limit = Math.min(Math.max(options.limit ?? 50, 1), 100);
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS}
+       FROM webhook_deliveries d JOIN event_outbox e ON e.id = d.event_id
+      WHERE d.workspace_id = $1 AND d.subscription_id = $2
+        AND ($3::bigint IS NULL OR d.id < $3) AND ($4::text IS NULL OR d.status = $4)
+      ORDER BY d.id DESC LIMIT $5`,
+    [workspaceId, subscriptionId, options.beforeId ?? null, options.status ?? null, limit],
+  );
+  return attachAttempts(db, rows);
+}
+
+export async function getDelivery(
+  db: Queryable,
+  workspaceId: number,
+  deliveryId: number,
+): Promise<DeliveryView | undefined> {
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS}
+       FROM webhook_deliveries d JOIN event_outbox e ON e.id = d.event_id
+      WHERE d.workspace_id = $1 AND d.id = $2`,
+    [workspaceId, deliveryId],
+  );
+  const views = await attachAttempts(db, rows);
+  return views[0];
+}
+
+/**
+ * W2 admin replay: a `failed` or `dead` delivery goes back to `pending`, due now, with a fresh
+ * retry schedule. Its earlier attempts stay in the log.
+ */
+export async function replayDelivery(
+  pool: Pool,
+  workspaceId: number,
+  deliveryId: number,
+): Promise<DeliveryView> {
+  await withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ status: string; disabled_at: Date | null }>(
+      `SELECT d.status, s.disabled_at FROM webhook_deliveries d
+         JOIN webhook_subscriptions s ON s.id = d.subscription_id
+        WHERE d.workspace_id = $1 AND d.id = $2 FOR UPDATE OF d`,
+      [workspaceId, deliveryId],
+    );
+    const row = rows[0];
+    if (!row) throw new WebhookNotFoundError('delivery_not_found', 'delivery not found');
+    if (row.status !== 'failed' && row.status !== 'dead') {
+      throw new DeliveryStateError(
+        'delivery_not_replayable',
+        `a ${row.status} delivery cannot be replayed`,
+      );
+    }
+    if (row.disabled_at !== null) {
+      throw new DeliveryStateError('subscription_disabled', 'the subscription is disabled');
+    }
+    const updated = await client.query(
+      `UPDATE webhook_deliveries
+          SET status = 'pending', attempt_count = 0, next_attempt_at = now(), retry_origin_at = now(),
+              updated_at = now()
+        WHERE id = $1 AND workspace_id = $2 AND status IN ('failed', 'dead')`,
+      [deliveryId, workspaceId],
+    );
+    if (updated.rowCount !== 1) throw new Error('delivery changed while locked');
+    // Wakes the relays at commit rather than at their next poll.
+    await client.query(`SELECT pg_notify('quire_webhook_deliveries', $1)`, [String(deliveryId)]);
+  });
+  const view = await getDelivery(pool, workspaceId, deliveryId);
+  if (!view) throw new WebhookNotFoundError('delivery_not_found', 'delivery not found');
+  return view;
+}
