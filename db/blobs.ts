@@ -117,6 +117,43 @@ export async function globalQuotaBytes(
   return fallback ?? null;
 }
 
+export interface QuotaLimit {
+  scope: 'workspace' | 'global';
+  limitBytes: number;
+  usedBytes: number;
+}
+
+/** The tightest quota with the bytes still free under it, or undefined when unlimited. */
+async function tightestQuota(
+  client: PoolClient,
+  workspaceId: number,
+  globalFallback?: number | null,
+): Promise<QuotaLimit | undefined> {
+  const ws = await client.query<{ quota_bytes: number | null }>(
+    'SELECT quota_bytes FROM workspaces WHERE id = $1',
+    [workspaceId],
+  );
+  if (ws.rowCount === 0) throw new Error(`workspace ${workspaceId} does not exist`);
+  const limits: QuotaLimit[] = [];
+  const workspaceLimit = ws.rows[0]?.quota_bytes ?? null;
+  if (workspaceLimit !== null) {
+    limits.push({
+      scope: 'workspace',
+      limitBytes: workspaceLimit,
+      usedBytes: await workspaceUsageBytes(client, workspaceId),
+    });
+  }
+  const globalLimit = await globalQuotaBytes(client, globalFallback);
+  if (globalLimit !== null) {
+    limits.push({
+      scope: 'global',
+      limitBytes: globalLimit,
+      usedBytes: await totalUsageBytes(client),
+    });
+  }
+  return limits.sort((a, b) => a.limitBytes - a.usedBytes - (b.limitBytes - b.usedBytes))[0];
+}
+
 /** Checks that `extraBytes` more fit both quotas. Call with the quota guards held. */
 async function assertQuota(
   client: PoolClient,
@@ -124,23 +161,14 @@ async function assertQuota(
   extraBytes: number,
   globalFallback?: number | null,
 ): Promise<void> {
-  const ws = await client.query<{ quota_bytes: number | null }>(
-    'SELECT quota_bytes FROM workspaces WHERE id = $1',
-    [workspaceId],
-  );
-  if (ws.rowCount === 0) throw new Error(`workspace ${workspaceId} does not exist`);
-  const workspaceLimit = ws.rows[0]?.quota_bytes ?? null;
-  if (workspaceLimit !== null) {
-    const used = await workspaceUsageBytes(client, workspaceId);
-    if (used + extraBytes > workspaceLimit) {
-      throw new QuotaExceededError('workspace', workspaceLimit, used, extraBytes);
-    }
-  }
-  const globalLimit = await globalQuotaBytes(client, globalFallback);
-  if (globalLimit !== null) {
-    const used = await totalUsageBytes(client);
-    if (used + extraBytes > globalLimit)
-      throw new QuotaExceededError('global', globalLimit, used, extraBytes);
+  const tightest = await tightestQuota(client, workspaceId, globalFallback);
+  if (tightest && tightest.usedBytes + extraBytes > tightest.limitBytes) {
+    throw new QuotaExceededError(
+      tightest.scope,
+      tightest.limitBytes,
+      tightest.usedBytes,
+      extraBytes,
+    );
   }
 }
 
@@ -154,6 +182,18 @@ export interface StageInput {
   sizeBytes: number;
   reserveUntil: Date;
   globalQuotaBytes?: number | null;
+  /**
+   * When `sizeBytes` is only an upper bound: reserve what the quotas leave (at least one byte)
+   * instead of refusing; the writer must then stop at `reservedBytes`.
+   */
+  fitToQuota?: boolean;
+}
+
+export interface Staged {
+  cleanupId: number;
+  reservedBytes: number;
+  /** The quota that cut the reservation short, when one did. */
+  limitedBy?: QuotaLimit;
 }
 
 /**
@@ -161,19 +201,31 @@ export interface StageInput {
  * transaction, BEFORE any byte is written. Throws `QuotaExceededError` and stages nothing
  * when the bytes do not fit.
  */
-export async function stageBlobCleanup(
-  pool: Pool,
-  input: StageInput,
-): Promise<{ cleanupId: number }> {
+export async function stageBlobCleanup(pool: Pool, input: StageInput): Promise<Staged> {
   return withTransaction(pool, async (client) => {
     await takeQuotaGuards(client, input.workspaceId);
-    await assertQuota(client, input.workspaceId, input.sizeBytes, input.globalQuotaBytes);
+    const tightest = await tightestQuota(client, input.workspaceId, input.globalQuotaBytes);
+    let reservedBytes = input.sizeBytes;
+    let limitedBy: QuotaLimit | undefined;
+    if (tightest && tightest.usedBytes + input.sizeBytes > tightest.limitBytes) {
+      const free = tightest.limitBytes - tightest.usedBytes;
+      if (!input.fitToQuota || free < 1) {
+        throw new QuotaExceededError(
+          tightest.scope,
+          tightest.limitBytes,
+          tightest.usedBytes,
+          input.sizeBytes,
+        );
+      }
+      reservedBytes = free;
+      limitedBy = tightest;
+    }
     const { rows } = await client.query<{ id: number }>(
       `INSERT INTO blob_cleanups (blob_key, temp_key, workspace_id, size_bytes, status, reserve_until, reason)
        VALUES ($1, $2, $3, $4, 'staged', $5, 'ingest') RETURNING id`,
-      [input.objectKey, input.temporaryKey, input.workspaceId, input.sizeBytes, input.reserveUntil],
+      [input.objectKey, input.temporaryKey, input.workspaceId, reservedBytes, input.reserveUntil],
     );
-    return { cleanupId: rows[0]!.id };
+    return { cleanupId: rows[0]!.id, reservedBytes, ...(limitedBy ? { limitedBy } : {}) };
   });
 }
 

@@ -246,7 +246,7 @@ export async function ingestBatch(
     source.unpipe(parser);
     source.destroy();
     // The file being written ends with an error, so its temporary is removed and the chain settles.
-    currentStream?.destroy(new Error('upload aborted'));
+    currentStream?.destroy();
     failed(error);
   };
 
@@ -281,6 +281,9 @@ export async function ingestBatch(
     }
   });
   parser.on('file', (name, stream, info) => {
+    // A truncated body errors the part's stream, possibly before this part is consumed; the
+    // error reaches the writer through its iterator or the parser's own 'error' event.
+    stream.on('error', () => {});
     const index = fileCount++;
     chain = chain.then(async () => {
       if (failure !== undefined) {
@@ -342,13 +345,14 @@ export async function ingestBatch(
       ? Math.max(0, declaredLength - received) + HEAD_BYTES
       : Infinity;
     const reservation = Math.min(limits.maxFileBytes, remaining);
-    const { cleanupId } = await stageBlobCleanup(deps.pool, {
+    const { cleanupId, reservedBytes, limitedBy } = await stageBlobCleanup(deps.pool, {
       workspaceId,
       objectKey: temporaryKey,
       temporaryKey,
       sizeBytes: reservation,
       reserveUntil: new Date(now().getTime() + (deps.reservationMs ?? 60 * 60 * 1000)),
       globalQuotaBytes: deps.globalQuotaBytes ?? null,
+      fitToQuota: true,
     });
     staged.push(cleanupId);
     await step('after_staging');
@@ -359,7 +363,7 @@ export async function ingestBatch(
     let written: { sha256: string; size: number };
     try {
       written = await deps.blobStore.writeTemporary(temporaryKey, stream, {
-        maxBytes: limits.maxFileBytes,
+        maxBytes: reservedBytes,
         onChunk: (chunk) => {
           if (headLength < HEAD_BYTES) {
             const take = Math.min(chunk.length, HEAD_BYTES - headLength);
@@ -375,6 +379,14 @@ export async function ingestBatch(
         },
       });
     } catch (error) {
+      if (error instanceof BlobTooLargeError && limitedBy) {
+        throw new QuotaExceededError(
+          limitedBy.scope,
+          limitedBy.limitBytes,
+          limitedBy.usedBytes,
+          error.maxBytes + 1,
+        );
+      }
       if (error instanceof BlobTooLargeError) {
         throw new IngestError(
           'file_too_large',
@@ -451,7 +463,7 @@ export async function ingestBatch(
     );
   } catch (error) {
     source.destroy();
-    currentStream?.destroy(new Error('upload aborted'));
+    currentStream?.destroy();
     // Every file task has settled (its stream is ended), so `staged` is complete.
     await chain;
     const settled = error instanceof Replay ? error : failure instanceof Replay ? failure : error;
