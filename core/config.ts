@@ -30,6 +30,8 @@ const schema = z.object({
   QUIRE_DEFAULT_PROVIDER: z.string().default('simulated'),
   QUIRE_BLOB_DIR: z.string().default('.data/blobs'),
   QUIRE_SECRET_KEY: z.string().min(32).optional(),
+  /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */
+  QUIRE_SIMULATED_CALL_LOG: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

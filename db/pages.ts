@@ -1,4 +1,4 @@
-import { type AnnotationPage, emptyAnnotationPage } from '../core/annotation';
+import { type AnnotationPage, buildAnnotationPage, emptyAnnotationPage, plainText, type Segment } from '../core/annotation';
 import { canvasUriFor } from '../core/ids';
 import type { PoolClient, Queryable } from './pool';
 
@@ -114,4 +114,41 @@ export async function insertPage(client: PoolClient, page: NewPage, publicBaseUr
     [id, JSON.stringify(annotationPage)],
   );
   return toPage(updated.rows[0]);
+}
+
+export interface PageEditResult {
+  state: 'saved' | 'stale' | 'missing';
+  revision: number;
+}
+
+/**
+ * A human edit by compare-and-set on the revision the editor read (If-Match). A stale
+ * revision changes nothing and reports the current one.
+ */
+export async function savePageEdit(
+  client: PoolClient,
+  args: {
+    workspaceId: number;
+    pageId: number;
+    expectedRevision: number;
+    segments: Segment[];
+    language?: string;
+    editedBy: string;
+  },
+): Promise<PageEditResult> {
+  const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
+  if (!page) return { state: 'missing', revision: -1 };
+  if (page.revision !== args.expectedRevision) return { state: 'stale', revision: page.revision };
+  const revision = page.revision + 1;
+  const annotationPage = buildAnnotationPage(page.canvasUri, revision, args.segments, args.language);
+  await client.query(
+    `UPDATE pages SET revision = $2, annotation_page = $3, search_text = $4, updated_at = now()
+      WHERE id = $1 AND revision = $5`,
+    [page.id, revision, JSON.stringify(annotationPage), plainText(args.segments), page.revision],
+  );
+  await client.query(
+    `INSERT INTO page_revisions (page_id, revision, annotation_page, source, edited_by) VALUES ($1, $2, $3, 'human', $4)`,
+    [page.id, revision, JSON.stringify(annotationPage), args.editedBy],
+  );
+  return { state: 'saved', revision };
 }

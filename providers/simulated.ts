@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import type { Segment } from '../core/annotation';
 import { type FailureClass, isFailureClass, ProviderError } from '../core/failures';
 import type {
@@ -41,6 +42,8 @@ export interface SimulatedOptions {
   latencyMs?: number;
   audioLatencyMs?: number;
   faults?: SimulatedFault[];
+  /** A file to append one line per call to (`op attempt segment`), for chaos tests. */
+  callLog?: string;
 }
 
 export class SimulatedProvider implements TranscriptionProvider {
@@ -129,6 +132,9 @@ export class SimulatedProvider implements TranscriptionProvider {
   }
 
   private async call(op: SimulatedOp, ctx: CallContext, options: SimulatedOptions): Promise<void> {
+    if (this.defaults.callLog) {
+      appendFileSync(this.defaults.callLog, `${op} ${ctx.callKey.split(':')[0]} ${ctx.attemptNumber ?? 0} ${ctx.segmentIndex ?? -1}\n`);
+    }
     if (options.latencyMs) await sleep(options.latencyMs, ctx.signal);
     if (ctx.signal.aborted) throw new ProviderError('timeout', 'call aborted');
     for (const fault of options.faults ?? []) {

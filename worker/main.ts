@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../core/config';
+import { redactError } from '../core/redact';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createProviderRegistry } from '../providers/registry';
@@ -33,7 +34,7 @@ async function main(): Promise<number> {
   await migrate(config.DATABASE_URL);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const temporal = await connectTemporalClient(config);
-  const providers = createProviderRegistry([new SimulatedProvider()]);
+  const providers = createProviderRegistry([new SimulatedProvider({ callLog: config.QUIRE_SIMULATED_CALL_LOG })]);
   const client = createQuireClient(config, temporal, pool, providers.names());
   const identity = workerIdentity();
   const blobDir = resolve(config.QUIRE_BLOB_DIR);
@@ -81,7 +82,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error) => {
-    process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: 'worker failed', error: String(error) })}\n`);
+    process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: 'worker failed', error: redactError(error) })}\n`);
     process.exit(1);
   },
 );

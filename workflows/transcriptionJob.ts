@@ -2,6 +2,7 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   condition,
   defineQuery,
   defineSignal,
@@ -258,6 +259,8 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
         cleanup.cancelCleanup({ jobId: input.jobId, attemptNumber: ref?.attemptNumber ?? null }),
       );
       finish(status.jobStatus as JobStatus, null, null);
+      // Report the run as cancelled in Temporal, whatever activity failure carried the news.
+      throw error instanceof CancelledFailure ? error : new CancelledFailure('transcription job canceled');
     }
     throw error;
   }

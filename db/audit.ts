@@ -1,0 +1,113 @@
+import type { Queryable } from './pool';
+
+/**
+ * The invariant auditor: checks over the whole database that the rules of SPEC §3-§4 hold.
+ * Every integration and chaos test ends by running it; operators can run it too
+ * (`npm run admin -- audit`). Returns the violations found, empty when all is well.
+ */
+const CHECKS: Array<{ name: string; sql: string }> = [
+  {
+    name: 'A1 at most one running attempt per job',
+    sql: `SELECT job_id AS subject FROM transcription_job_attempts WHERE outcome = 'running'
+           GROUP BY job_id HAVING count(*) > 1`,
+  },
+  {
+    name: 'A1 a running attempt belongs to a running job',
+    sql: `SELECT a.job_id || '/' || a.attempt_number AS subject FROM transcription_job_attempts a
+           JOIN transcription_jobs j ON j.id = a.job_id WHERE a.outcome = 'running' AND j.status <> 'running'`,
+  },
+  {
+    name: 'A2 attempt outcomes agree with their end time and result',
+    sql: `SELECT job_id || '/' || attempt_number AS subject FROM transcription_job_attempts
+           WHERE (outcome = 'running') <> (ended_at IS NULL)
+              OR (outcome = 'completed') <> (result_revision IS NOT NULL)
+              OR (refunded AND outcome <> 'retryable_failed')`,
+  },
+  {
+    name: 'A2 attempt numbers are contiguous from 1',
+    sql: `SELECT job_id AS subject FROM transcription_job_attempts GROUP BY job_id
+           HAVING max(attempt_number) <> count(*) OR min(attempt_number) <> 1`,
+  },
+  {
+    name: 'J1 a completed job has exactly one completed attempt with its result revision',
+    sql: `SELECT j.id AS subject FROM transcription_jobs j WHERE j.status = 'completed' AND 1 <> (
+            SELECT count(*) FROM transcription_job_attempts a
+             WHERE a.job_id = j.id AND a.outcome = 'completed' AND a.result_revision = j.result_revision)`,
+  },
+  {
+    name: 'J1 only a completed job has a completed attempt',
+    sql: `SELECT a.job_id AS subject FROM transcription_job_attempts a JOIN transcription_jobs j ON j.id = a.job_id
+           WHERE a.outcome = 'completed' AND j.status <> 'completed'`,
+  },
+  {
+    name: 'J1 a completed job has exactly one engine revision, and no other job state has any',
+    sql: `SELECT j.id AS subject FROM transcription_jobs j
+           WHERE (SELECT count(*) FROM page_revisions r WHERE r.job_id = j.id)
+                 <> CASE WHEN j.status = 'completed' THEN 1 ELSE 0 END
+              OR (j.status = 'completed' AND NOT EXISTS (
+                   SELECT 1 FROM page_revisions r WHERE r.job_id = j.id AND r.page_id = j.page_id
+                      AND r.revision = j.result_revision AND r.revision = j.input_revision + 1))`,
+  },
+  {
+    name: 'E1 a completed job has exactly one completion event',
+    sql: `SELECT j.id AS subject FROM transcription_jobs j WHERE j.status = 'completed' AND 1 <> (
+            SELECT count(*) FROM event_outbox e
+             WHERE e.type = 'dev.quire.transcription.completed' AND e.data->>'jobId' = j.id)`,
+  },
+  {
+    name: 'E1 only completed jobs have completion events',
+    sql: `SELECT e.data->>'jobId' AS subject FROM event_outbox e
+           LEFT JOIN transcription_jobs j ON j.id = e.data->>'jobId'
+           WHERE e.type = 'dev.quire.transcription.completed' AND (j.id IS NULL OR j.status <> 'completed')`,
+  },
+  {
+    name: 'J1 every page revision chain is contiguous from 0 to the current revision',
+    sql: `SELECT p.id::text AS subject FROM pages p
+           WHERE (SELECT count(*) FROM page_revisions r WHERE r.page_id = p.id) <> p.revision + 1
+              OR (SELECT max(revision) FROM page_revisions r WHERE r.page_id = p.id) <> p.revision
+              OR NOT EXISTS (SELECT 1 FROM page_revisions r WHERE r.page_id = p.id AND r.revision = 0)`,
+  },
+  {
+    name: 'J1 the page holds the AnnotationPage of its current revision',
+    sql: `SELECT p.id::text AS subject FROM pages p JOIN page_revisions r ON r.page_id = p.id AND r.revision = p.revision
+           WHERE r.annotation_page <> p.annotation_page`,
+  },
+  {
+    name: 'J2 counts add up on completed jobs and attempts',
+    sql: `SELECT id AS subject FROM transcription_jobs
+           WHERE status = 'completed' AND completed_segments + failed_segments <> total_segments
+          UNION ALL
+          SELECT job_id || '/' || attempt_number FROM transcription_job_attempts
+           WHERE outcome = 'completed' AND completed_segments + failed_segments <> total_segments`,
+  },
+  {
+    name: 'J2 a completed job committed at least one segment (or the page had none)',
+    sql: `SELECT id AS subject FROM transcription_jobs
+           WHERE status = 'completed' AND completed_segments = 0 AND total_segments > 0`,
+  },
+  {
+    name: 'J4 at most one active job per page',
+    sql: `SELECT page_id::text AS subject FROM transcription_jobs WHERE status IN ('pending', 'running')
+           GROUP BY page_id HAVING count(*) > 1`,
+  },
+  {
+    name: 'J3 no job used more charged attempts than it is allowed',
+    sql: `SELECT job_id AS subject FROM transcription_job_attempts WHERE NOT refunded
+           GROUP BY job_id HAVING count(*) > $1`,
+  },
+];
+
+export interface Violation {
+  check: string;
+  subjects: string[];
+}
+
+export async function auditInvariants(db: Queryable, options: { maxAttempts?: number } = {}): Promise<Violation[]> {
+  const violations: Violation[] = [];
+  for (const check of CHECKS) {
+    const params = check.sql.includes('$1') ? [options.maxAttempts ?? 5] : [];
+    const { rows } = await db.query<{ subject: string }>(check.sql, params);
+    if (rows.length > 0) violations.push({ check: check.name, subjects: rows.map((r) => r.subject) });
+  }
+  return violations;
+}

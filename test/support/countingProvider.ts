@@ -1,0 +1,52 @@
+import type { CallContext, LineBox, MediaInput, TranscriptionProvider } from '../../core/provider';
+
+/** Wraps a provider and counts calls per operation and segment, for resume assertions. */
+export class CountingProvider implements TranscriptionProvider {
+  readonly calls: Array<{ op: string; jobId: string; attempt: number; segment: number }> = [];
+  readonly name: string;
+
+  constructor(private readonly inner: TranscriptionProvider) {
+    this.name = inner.name;
+  }
+
+  private note(op: string, ctx: CallContext) {
+    this.calls.push({
+      op,
+      jobId: ctx.callKey.split(':')[0] ?? '',
+      attempt: ctx.attemptNumber ?? 0,
+      segment: ctx.segmentIndex ?? -1,
+    });
+  }
+
+  recognizedCount(jobId: string, segment: number): number {
+    return this.calls.filter((c) => c.op === 'recognize' && c.jobId === jobId && c.segment === segment).length;
+  }
+
+  identity(model?: string) {
+    return this.inner.identity(model);
+  }
+  segmentPage(image: MediaInput, ctx: CallContext) {
+    this.note('segment', ctx);
+    return this.inner.segmentPage(image, ctx);
+  }
+  recognizeLine(image: MediaInput, line: LineBox, ctx: CallContext) {
+    this.note('recognize', ctx);
+    return this.inner.recognizeLine(image, line, ctx);
+  }
+  submitAudio(audio: MediaInput, ctx: CallContext) {
+    this.note('submit', ctx);
+    return this.inner.submitAudio(audio, ctx);
+  }
+  pollAudio(id: string, ctx: CallContext) {
+    this.note('poll', ctx);
+    return this.inner.pollAudio(id, ctx);
+  }
+  deleteAudio(id: string, ctx: CallContext) {
+    this.note('delete', ctx);
+    return this.inner.deleteAudio(id, ctx);
+  }
+  polish(text: string, kind: 'image' | 'audio', ctx: CallContext) {
+    this.note('polish', ctx);
+    return this.inner.polish(text, kind, ctx);
+  }
+}
