@@ -118,8 +118,24 @@ async function chargedAttempts(db: Queryable, jobId: string): Promise<number> {
   return rows[0].n;
 }
 
-/** Locks the running attempt named by the fence, or throws `StaleAttemptError`. */
-export async function lockRunningAttempt(client: PoolClient, fence: AttemptFence, mode: 'SHARE' | 'UPDATE') {
+/**
+ * Locks the running attempt named by the fence, or throws `StaleAttemptError`.
+ * Lock order, everywhere: page, then job, then attempt. Supersede (page, job, attempt),
+ * cancel (job, attempt) and commit (page, job, attempt) therefore never deadlock.
+ */
+export async function lockRunningAttempt(
+  client: PoolClient,
+  fence: AttemptFence,
+  mode: 'SHARE' | 'UPDATE',
+  options: { lockPage?: boolean } = {},
+) {
+  if (options.lockPage) {
+    await client.query(
+      `SELECT 1 FROM pages WHERE id = (SELECT page_id FROM transcription_jobs WHERE id = $1) FOR UPDATE`,
+      [fence.jobId],
+    );
+  }
+  await client.query('SELECT 1 FROM transcription_jobs WHERE id = $1 FOR UPDATE', [fence.jobId]);
   const { rows } = await client.query(
     `SELECT a.attempt_number, a.input_revision, a.snapshot, j.workspace_id, j.page_id
        FROM transcription_job_attempts a JOIN transcription_jobs j ON j.id = a.job_id
@@ -304,8 +320,8 @@ export async function commitPageRevision(pool: Pool, fence: AttemptFence, input:
       );
       return { state: 'committed', revision: previous.rows[0].result_revision, eventId: event.rows[0]?.id ?? 0 };
     }
-    const attempt = await lockRunningAttempt(client, fence, 'UPDATE');
-    const page = await client.query(`SELECT canvas_uri, revision FROM pages WHERE id = $1 FOR UPDATE`, [
+    const attempt = await lockRunningAttempt(client, fence, 'UPDATE', { lockPage: true });
+    const page = await client.query(`SELECT canvas_uri, revision FROM pages WHERE id = $1`, [
       attempt.page_id,
     ]);
     const current = page.rows[0];
