@@ -20,6 +20,10 @@ const schema = z.object({
   WORKER_CONCURRENCY: intFrom(1, 16, 2),
   QUIRE_SHUTDOWN_GRACE_MS: intFrom(0, 3_600_000, 30_000),
   QUIRE_HEARTBEAT_TIMEOUT_MS: intFrom(1_000, 600_000, 15_000),
+  /** Prebuilt workflow bundle (tests, container images); bundled at start when unset. */
+  QUIRE_WORKFLOW_BUNDLE: z.string().optional(),
+  /** How long a cached workflow waits for its own worker before any worker may take it. */
+  QUIRE_STICKY_TIMEOUT_MS: intFrom(1_000, 600_000, 3_000),
   QUIRE_HEALTH_FILE: z.string().default('.data/worker-health.json'),
   QUIRE_HEALTH_MAX_AGE_MS: intFrom(1_000, 3_600_000, 60_000),
   QUIRE_MAX_ATTEMPTS: intFrom(1, 100, 5),

@@ -54,6 +54,8 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     activities: { ...transcription, ...maintenance },
     maxConcurrentActivityTaskExecutions: deps.config.WORKER_CONCURRENCY,
     shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
+    // A SIGKILLed worker's cached workflows move to a live worker after this (T3 recovery).
+    stickyQueueScheduleToStartTimeout: deps.config.QUIRE_STICKY_TIMEOUT_MS,
     // Heartbeats must reach the server well inside the heartbeat timeout.
     maxHeartbeatThrottleInterval: Math.max(100, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4)),
   });

@@ -48,6 +48,7 @@ async function main(): Promise<number> {
     client,
     identity,
     resolveMedia: async (key) => join(blobDir, key),
+    workflowBundle: config.QUIRE_WORKFLOW_BUNDLE ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) } : undefined,
   });
   await ensureSchedules(temporal, config);
 

@@ -1,0 +1,110 @@
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditInvariants } from '../../db/audit';
+import { getJob, listAttempts } from '../../db/jobs';
+import { createTestQuire, eventually, type TestQuire } from '../support/quire';
+import { readCallLog, spawnWorker, waitHealthy, type WorkerProcess } from '../support/workerProcess';
+
+let quire: TestQuire;
+let ws: number;
+const workers: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  quire = await createTestQuire({ QUIRE_HEARTBEAT_TIMEOUT_MS: '3000' });
+  ws = await quire.workspace();
+});
+afterAll(async () => {
+  for (const w of workers) w.child.kill('SIGKILL');
+  await quire?.close();
+});
+
+describe('worker processes die and drain (T3)', () => {
+  it('T3 a worker SIGKILLed mid-recognition: another worker finishes from the checkpoint, one revision', async () => {
+    const callLog = join(tmpdir(), `quire-calls-${process.pid}-kill.log`);
+    rmSync(callLog, { force: true });
+    const a = spawnWorker(quire, 'a', { QUIRE_SIMULATED_CALL_LOG: callLog });
+    workers.push(a);
+    await waitHealthy(a);
+    const pageId = await quire.page(ws);
+    const job = await quire.client.startJob({ workspaceId: ws, pageId, options: { simulated: { lines: 30, latencyMs: 100 } } });
+    await eventually(async () => ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 8 || undefined);
+    a.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    await a.exited;
+    const b = spawnWorker(quire, 'b', { QUIRE_SIMULATED_CALL_LOG: callLog });
+    workers.push(b);
+    const done = await eventually(
+      async () => {
+        const row = await getJob(quire.db.pool, ws, job.jobId);
+        return row?.status === 'completed' ? row : undefined;
+      },
+      90_000,
+      200,
+    );
+    const recoverySeconds = (Date.now() - killedAt) / 1000;
+    expect(recoverySeconds).toBeLessThan(60);
+    expect([done.completedSegments, done.failedSegments, done.totalSegments, done.resultRevision]).toEqual([30, 0, 30, 1]);
+    const attempts = await listAttempts(quire.db.pool, job.jobId);
+    expect(attempts.map((x) => [x.outcome, x.errorCategory])).toEqual([
+      ['lease_expired', 'crashed'],
+      ['completed', null],
+    ]);
+    const revisions = await quire.db.pool.query('SELECT revision FROM page_revisions WHERE page_id = $1 AND source = $2', [
+      pageId,
+      'engine',
+    ]);
+    expect(revisions.rows).toEqual([{ revision: 1 }]);
+    // No line recognized twice, except the one in flight when the worker died.
+    const counts = new Map<number, number>();
+    for (const call of readCallLog(callLog).filter((c) => c.op === 'recognize' && c.jobId === job.jobId)) {
+      counts.set(call.segment, (counts.get(call.segment) ?? 0) + 1);
+    }
+    expect(counts.size).toBe(30);
+    const twice = [...counts.values()].filter((n) => n > 1);
+    expect(twice.length).toBeLessThanOrEqual(1);
+    expect(Math.max(...counts.values())).toBeLessThanOrEqual(2);
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+    b.child.kill('SIGTERM');
+    await b.exited;
+  });
+
+  it('O1 T3 SIGTERM drains the running activity within the grace period and exits 0', async () => {
+    const a = spawnWorker(quire, 'drain', { QUIRE_SHUTDOWN_GRACE_MS: '15000' });
+    workers.push(a);
+    await waitHealthy(a);
+    const pageId = await quire.page(ws);
+    const job = await quire.client.startJob({ workspaceId: ws, pageId, options: { simulated: { lines: 14, latencyMs: 250 } } });
+    await eventually(async () => ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 2 || undefined);
+    const signalled = Date.now();
+    a.child.kill('SIGTERM');
+    const exit = await a.exited;
+    const drainSeconds = (Date.now() - signalled) / 1000;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(drainSeconds).toBeLessThan(15);
+    // The activity in flight (the first ten lines) finished before the process left.
+    const saved = await quire.db.pool.query(
+      `SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1 AND stage = 'recognize'`,
+      [job.jobId],
+    );
+    expect(saved.rows[0].n).toBeGreaterThanOrEqual(10);
+    expect(a.output()).toContain('worker stopped');
+    const b = spawnWorker(quire, 'after-drain');
+    workers.push(b);
+    const done = await eventually(
+      async () => {
+        const row = await getJob(quire.db.pool, ws, job.jobId);
+        return row?.status === 'completed' ? row : undefined;
+      },
+      90_000,
+      200,
+    );
+    expect(done.completedSegments).toBe(14);
+    // Drained work was not cut off: the same attempt carried on, nothing was charged as a crash.
+    expect((await listAttempts(quire.db.pool, job.jobId)).map((x) => x.outcome)).toEqual(['completed']);
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+    b.child.kill('SIGTERM');
+    await b.exited;
+  });
+});
