@@ -341,8 +341,12 @@ export async function ingestBatch(
     // The exact size is unknown until the part ends; the reservation is the most this part can
     // be (the per-file limit, or what remains of a declared body) and is settled to the exact
     // size before the object gets its canonical name.
+    // When the quotas leave less room than that, the reservation is the room left and the
+    // write stops there with `quota_exceeded`: the reservation always covers every byte written.
+    // (Bytes read from the socket run ahead of the parser, so only finished files are subtracted.)
+    const priorFiles = stored.reduce((sum, f) => sum + f.size, 0);
     const remaining = Number.isFinite(declaredLength)
-      ? Math.max(0, declaredLength - received) + HEAD_BYTES
+      ? Math.max(1, declaredLength - priorFiles)
       : Infinity;
     const reservation = Math.min(limits.maxFileBytes, remaining);
     const { cleanupId, reservedBytes, limitedBy } = await stageBlobCleanup(deps.pool, {
