@@ -80,6 +80,8 @@ interface Engine {
   /** Rejects when the worker thread dies, so calls in flight fail instead of hanging. */
   died: Promise<never>;
   dead: boolean;
+  /** Marks the engine dead and fails the calls waiting on it. */
+  stop: (reason: string) => void;
 }
 
 /** A decoded image: the bytes tesseract reads, and its size. */
@@ -309,7 +311,7 @@ export class TesseractProvider implements TranscriptionProvider {
     this.engines.clear();
     await Promise.all(
       engines.map(async (engine) => {
-        engine.dead = true;
+        engine.stop('tesseract engine closed');
         try {
           const worker = await engine.worker;
           await worker.terminate();
@@ -364,13 +366,14 @@ export class TesseractProvider implements TranscriptionProvider {
       died,
       dead: false,
       worker: Promise.resolve() as never,
+      stop: (reason) => {
+        if (engine.dead) return;
+        engine.dead = true;
+        if (this.engines.get(source.key) === engine) this.engines.delete(source.key);
+        markDead(new ProviderError('internal', reason));
+      },
     };
-    const onDeath = () => {
-      if (engine.dead) return;
-      engine.dead = true;
-      if (this.engines.get(source.key) === engine) this.engines.delete(source.key);
-      markDead(new ProviderError('internal', 'tesseract engine worker stopped'));
-    };
+    const onDeath = () => engine.stop('tesseract engine worker stopped');
     const starting = createWorker(languages, OEM.LSTM_ONLY, {
       langPath: source.langPath,
       gzip: source.gzip,

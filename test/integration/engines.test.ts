@@ -267,7 +267,14 @@ describe('Q2 tesseract.js OCR engine', () => {
       ctx('en'),
     );
     expect(text).toBe('one worker for many calls');
+    // A call in flight when the engine closes fails instead of hanging.
+    const inFlight = provider.segmentPage(
+      { path: MANIFESTO_PAGE, mediaType: 'image/png' },
+      ctx('en'),
+    );
+    await new Promise((r) => setTimeout(r, 100));
     await provider.close();
+    await expectProviderError(inFlight, 'internal', /closed/);
   });
 
   it('Q2 tesseract works without any network and writes nothing into the working directory', async () => {
