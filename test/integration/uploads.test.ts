@@ -188,6 +188,39 @@ describe('§7 ingest', () => {
     expect(rows.map((r) => r.id)).toEqual([first.pages[0]!.pageId, second.pages[0]!.pageId]);
   });
 
+  it.each([
+    ['small chunks', 8192],
+    ['one chunk read far ahead of the parser', 1 << 30],
+  ])(
+    'U2 reservations cover every file of a multi-file body streamed in %s',
+    async (_label, chunkSize) => {
+      const files = [wav(20_000), wav(15_000), png(300, 200), wav(18_000)];
+      const whole = new Uint8Array(await uploadRequest(files.map((f) => file(f))).arrayBuffer());
+      let offset = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (offset >= whole.length) return controller.close();
+          controller.enqueue(whole.slice(offset, offset + chunkSize));
+          offset += chunkSize;
+        },
+      });
+      const request = new Request('http://x/', {
+        method: 'POST',
+        headers: {
+          'content-type': 'multipart/form-data; boundary=----quire-test-boundary-7c1d',
+          'content-length': String(whole.length),
+        },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      const result = await ingestBatch(deps, ws, request);
+      expect(result.pages).toHaveLength(4);
+      const { rows } = await db.pool.query('SELECT size_bytes FROM blobs');
+      expect(rows.map((r) => r.size_bytes).sort()).toEqual(files.map((f) => f.length).sort());
+      expect(await workspaceUsageBytes(db.pool, ws)).toBe(files.reduce((s, f) => s + f.length, 0));
+    },
+  );
+
   it('§7 the caller creates jobs in the same transaction; their ids are returned', async () => {
     const result = await ingestBatch(
       {

@@ -1,0 +1,106 @@
+import { S3Client } from '@aws-sdk/client-s3';
+import { describe, expect, it } from 'vitest';
+import { canonicalKeyFor, newUploadId, temporaryKeyFor } from '../../blobs';
+import { createS3BlobStore } from '../../blobs/s3';
+
+/**
+ * The S3-compatible store cannot reach a real bucket here. This test drives it against an
+ * in-memory stand-in for `S3Client.send`, which checks the calls it makes (keys, prefix,
+ * copy-then-delete promotion, ranged reads, idempotent deletes), not S3 itself.
+ */
+function fakeS3() {
+  const objects = new Map<string, { body: Buffer; modified: Date }>();
+  const client = new S3Client({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+  });
+  const calls: string[] = [];
+  // biome-ignore lint/suspicious/noExplicitAny: the stand-in accepts every command type
+  (client as any).send = async (command: any) => {
+    const name = command.constructor.name as string;
+    const input = command.input;
+    calls.push(`${name} ${input.Key ?? input.Prefix ?? ''}`);
+    switch (name) {
+      case 'PutObjectCommand': {
+        const chunks: Buffer[] = [];
+        const body = input.Body;
+        if (Buffer.isBuffer(body) || body instanceof Uint8Array) chunks.push(Buffer.from(body));
+        else for await (const c of body) chunks.push(Buffer.from(c));
+        objects.set(input.Key, { body: Buffer.concat(chunks), modified: new Date() });
+        return { ETag: '"x"' };
+      }
+      case 'CopyObjectCommand': {
+        const source = decodeURIComponent(input.CopySource.slice(input.Bucket.length + 1));
+        const object = objects.get(source);
+        if (!object) throw Object.assign(new Error('NoSuchKey'), { name: 'NoSuchKey' });
+        objects.set(input.Key, { ...object });
+        return {};
+      }
+      case 'DeleteObjectCommand':
+        objects.delete(input.Key);
+        return {};
+      case 'HeadObjectCommand':
+        if (!objects.has(input.Key))
+          throw Object.assign(new Error('NotFound'), { name: 'NotFound' });
+        return {};
+      case 'GetObjectCommand': {
+        const object = objects.get(input.Key);
+        if (!object) throw Object.assign(new Error('NoSuchKey'), { name: 'NoSuchKey' });
+        const [from, to] = (/bytes=(\d+)-(\d+)/.exec(input.Range ?? '') ?? []).slice(1).map(Number);
+        const bytes = from === undefined ? object.body : object.body.subarray(from, (to ?? 0) + 1);
+        return { Body: { transformToByteArray: async () => new Uint8Array(bytes) } };
+      }
+      case 'ListObjectsV2Command':
+        return {
+          Contents: [...objects.entries()]
+            .filter(([k]) => k.startsWith(input.Prefix ?? ''))
+            .map(([Key, o]) => ({ Key, Size: o.body.length, LastModified: o.modified })),
+          IsTruncated: false,
+        };
+      default:
+        throw new Error(`unexpected command ${name}`);
+    }
+  };
+  return { client, objects, calls };
+}
+
+async function* chunks(...parts: string[]) {
+  for (const p of parts) yield Buffer.from(p);
+}
+
+describe('U1 S3-compatible blob store (against an in-memory stand-in)', () => {
+  it('U1 writes a temporary, promotes it by copy then delete, reads ranges, deletes idempotently', async () => {
+    const { client, objects, calls } = fakeS3();
+    const store = createS3BlobStore({ bucket: 'quire', prefix: 'p/', client });
+    const uploadId = newUploadId();
+    const temp = temporaryKeyFor(4, uploadId);
+    const written = await store.writeTemporary(temp, chunks('hello ', 'world'));
+    expect(written.size).toBe(11);
+    expect([...objects.keys()]).toEqual([`p/${temp}`]);
+    const key = canonicalKeyFor(4, written.sha256, uploadId);
+    await store.promote(temp, key);
+    expect([...objects.keys()]).toEqual([`p/${key}`]);
+    expect(Buffer.from(await store.readRange(key, 6, 5)).toString()).toBe('world');
+    expect(await store.exists(key)).toBe(true);
+    const listed = [];
+    for await (const o of store.list()) listed.push(o.key);
+    expect(listed).toEqual([key]);
+    await store.delete(key);
+    await store.delete(key);
+    expect(await store.exists(key)).toBe(false);
+    expect(calls.some((c) => c.startsWith('CopyObjectCommand'))).toBe(true);
+  });
+
+  it('U1 sweeps only stale temporaries of its own prefix', async () => {
+    const { client, objects } = fakeS3();
+    const store = createS3BlobStore({ bucket: 'quire', client });
+    const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    objects.set('ws/1/.quire-upload-old', { body: Buffer.from('x'), modified: old });
+    objects.set('ws/1/.quire-upload-new', { body: Buffer.from('x'), modified: new Date() });
+    objects.set(`ws/1/${'a'.repeat(64)}-id`, { body: Buffer.from('x'), modified: old });
+    expect(await store.sweepStaleTemporaries()).toEqual({ removed: 1 });
+    expect([...objects.keys()].sort()).toEqual(
+      [`ws/1/${'a'.repeat(64)}-id`, 'ws/1/.quire-upload-new'].sort(),
+    );
+  });
+});
