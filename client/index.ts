@@ -4,7 +4,9 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { z } from 'zod';
+import type { QuireConfig } from '../core/config';
 import type { JobRecord, JobStore } from '../core/jobStore';
+import { buildSnapshot, KNOWN_PROVIDERS } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
 import {
   DEFAULT_TASK_QUEUE,
@@ -86,6 +88,24 @@ export interface QuireClientOptions {
 
 export class QuireClient {
   private readonly taskQueue: string;
+
+  /** The client as Quire's own processes build it from configuration. */
+  static fromConfig(config: QuireConfig, temporal: Client, jobs: JobStore, providers = KNOWN_PROVIDERS): QuireClient {
+    return new QuireClient({
+      temporal,
+      jobs,
+      taskQueue: config.QUIRE_TASK_QUEUE,
+      maxAttempts: config.QUIRE_MAX_ATTEMPTS,
+      polishAttempts: config.QUIRE_POLISH_ATTEMPTS,
+      retryInitialMs: config.QUIRE_RETRY_INITIAL_MS,
+      retryMaxMs: config.QUIRE_RETRY_MAX_MS,
+      heartbeatTimeoutMs: config.QUIRE_HEARTBEAT_TIMEOUT_MS,
+      defaultProvider: config.QUIRE_DEFAULT_PROVIDER,
+      providers,
+      snapshot: (request) =>
+        buildSnapshot({ provider: request.provider, model: request.model, language: request.language, options: request.options }),
+    });
+  }
 
   constructor(private readonly options: QuireClientOptions) {
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;

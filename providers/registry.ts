@@ -1,11 +1,9 @@
-import type { CostUnit, JobSnapshot, TranscriptionProvider } from '../core/provider';
+import type { TranscriptionProvider } from '../core/provider';
 
 /**
  * The providers a worker can reach, by name, and how a job's immutable snapshot is made
  * (provider, model, language, options, price) when the job is created.
  */
-export type PriceTable = Partial<Record<CostUnit, number>>;
-
 export interface ProviderRegistry {
   get(name: string): TranscriptionProvider;
   names(): string[];
@@ -23,26 +21,4 @@ export function createProviderRegistry(providers: TranscriptionProvider[]): Prov
   };
 }
 
-/** Default prices in micro-units per unit (B1); an operator may override them per provider. */
-export const DEFAULT_PRICES: Record<string, PriceTable> = {
-  simulated: { line: 100, page: 500, audio_second: 200, call: 0 },
-  tesseract: { line: 0, page: 0, call: 0 },
-  pocketsphinx: { audio_second: 0, call: 0 },
-};
-
-export function buildSnapshot(args: {
-  provider: string;
-  model?: string;
-  language?: string;
-  options?: Record<string, unknown>;
-  prices?: Record<string, PriceTable>;
-}): JobSnapshot {
-  const prices = args.prices ?? DEFAULT_PRICES;
-  return {
-    provider: args.provider,
-    model: args.model ?? 'default',
-    language: args.language ?? 'en',
-    options: args.options ?? {},
-    price: prices[args.provider] ?? {},
-  };
-}
+export { buildSnapshot, DEFAULT_PRICES, type PriceTable } from '../core/pricing';

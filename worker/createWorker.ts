@@ -7,7 +7,7 @@ import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
-import { buildSnapshot, type ProviderRegistry } from '../providers/registry';
+import type { ProviderRegistry } from '../providers/registry';
 
 /**
  * Builds a Quire worker over injected dependencies, for the worker process and for tests.
@@ -63,25 +63,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
 
 /** The typed client as Quire's own processes build it from configuration. */
 export function createQuireClient(config: QuireConfig, temporal: Client, pool: Pool, providers: string[]): QuireClient {
-  return new QuireClient({
-    temporal,
-    jobs: createJobStore(pool),
-    taskQueue: config.QUIRE_TASK_QUEUE,
-    maxAttempts: config.QUIRE_MAX_ATTEMPTS,
-    polishAttempts: config.QUIRE_POLISH_ATTEMPTS,
-    retryInitialMs: config.QUIRE_RETRY_INITIAL_MS,
-    retryMaxMs: config.QUIRE_RETRY_MAX_MS,
-    heartbeatTimeoutMs: config.QUIRE_HEARTBEAT_TIMEOUT_MS,
-    defaultProvider: config.QUIRE_DEFAULT_PROVIDER,
-    providers,
-    snapshot: (request) =>
-      buildSnapshot({
-        provider: request.provider,
-        model: request.model,
-        language: request.language,
-        options: request.options,
-      }),
-  });
+  return QuireClient.fromConfig(config, temporal, createJobStore(pool), providers);
 }
 
 export async function connectTemporalClient(config: QuireConfig): Promise<Client> {

@@ -1,0 +1,48 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../core/config';
+import { auditInvariants } from '../db/audit';
+import { ensureDatabase, migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { createWorkspace } from '../db/workspaces';
+
+/**
+ * `quire admin <command>`:
+ *   create-workspace --name N   prints {"workspaceId":..,"apiKey":".."} as one JSON line
+ *   audit                       runs the invariant auditor; exit 1 when anything is wrong
+ */
+const USAGE = 'usage: quire admin create-workspace --name NAME | quire admin audit';
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const config = loadConfig();
+  await ensureDatabase(config.DATABASE_URL);
+  await migrate(config.DATABASE_URL);
+  const pool = createPool(config.DATABASE_URL, 2);
+  try {
+    switch (command) {
+      case 'create-workspace': {
+        const { values } = parseArgs({ args: rest, options: { name: { type: 'string' } } });
+        const name = values.name?.trim();
+        if (!name || name.length > 200) {
+          process.stderr.write(`--name is required (1-200 characters)\n${USAGE}\n`);
+          return 2;
+        }
+        const { workspace, apiKey } = await createWorkspace(pool, name);
+        process.stdout.write(`${JSON.stringify({ workspaceId: workspace.id, apiKey })}\n`);
+        return 0;
+      }
+      case 'audit': {
+        const violations = await auditInvariants(pool, { maxAttempts: config.QUIRE_MAX_ATTEMPTS });
+        process.stdout.write(`${JSON.stringify({ violations })}\n`);
+        return violations.length === 0 ? 0 : 1;
+      }
+      default:
+        process.stderr.write(`${USAGE}\n`);
+        return 2;
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,25 @@
+'use server';
+import { cookies, headers } from 'next/headers';
+import { redirect } from 'next/navigation';
+import { authenticateApiKey } from '../../../db/workspaces';
+import { pool } from '../../lib/server';
+import { SESSION_COOKIE, sessionCookieOptions, sessionValue } from '../../lib/session';
+
+export interface SignInState {
+  error: string | null;
+}
+
+export async function signIn(_previous: SignInState, form: FormData): Promise<SignInState> {
+  const key = String(form.get('apiKey') ?? '').trim();
+  if (!key) return { error: 'Enter the API key of your workspace.' };
+  const principal = await authenticateApiKey(pool(), key);
+  if (!principal) return { error: 'That API key is not valid.' };
+  const proto = (await headers()).get('x-forwarded-proto');
+  (await cookies()).set(SESSION_COOKIE, sessionValue(principal), sessionCookieOptions(proto === 'https'));
+  redirect('/jobs');
+}
+
+export async function signOut(): Promise<void> {
+  (await cookies()).delete(SESSION_COOKIE);
+  redirect('/signin');
+}

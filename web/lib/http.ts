@@ -1,0 +1,37 @@
+import 'server-only';
+import { NextResponse } from 'next/server';
+import { bearerKey } from '../../core/apiKeys';
+import { authenticateApiKey, type Principal } from '../../db/workspaces';
+import { pool } from './server';
+
+/** JSON errors with a stable code (SPEC §7). */
+export function apiError(status: number, code: string, message: string, headers?: HeadersInit): NextResponse {
+  return NextResponse.json({ error: { code, message } }, { status, headers });
+}
+
+/**
+ * Authenticates the bearer key and scopes the call to the workspace in the path. Another
+ * workspace's id is a 404, not a 403: a key learns nothing about other workspaces.
+ */
+export async function authorize(
+  request: Request,
+  workspaceParam: string,
+): Promise<{ principal: Principal } | { response: NextResponse }> {
+  const key = bearerKey(request.headers.get('authorization'));
+  if (!key) {
+    return {
+      response: apiError(401, 'unauthenticated', 'an API key is required: Authorization: Bearer <key>', {
+        'WWW-Authenticate': 'Bearer',
+      }),
+    };
+  }
+  const principal = await authenticateApiKey(pool(), key);
+  if (!principal) {
+    return { response: apiError(401, 'unauthenticated', 'the API key is not valid', { 'WWW-Authenticate': 'Bearer' }) };
+  }
+  const workspaceId = Number(workspaceParam);
+  if (!Number.isSafeInteger(workspaceId) || workspaceId <= 0 || workspaceId !== principal.workspaceId) {
+    return { response: apiError(404, 'workspace_not_found', 'workspace not found') };
+  }
+  return { principal };
+}

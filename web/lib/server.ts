@@ -1,0 +1,43 @@
+import 'server-only';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../../core/config';
+import { createPool, type Pool } from '../../db/pool';
+import { createJobStore } from '../../db/jobStore';
+import { QuireClient } from '../../client';
+
+/**
+ * Process-wide handles of the web app: one Postgres pool and one Temporal client per
+ * process, created lazily. Web replicas are stateless; everything durable is in Postgres.
+ */
+const globals = globalThis as unknown as {
+  quirePool?: Pool;
+  quireTemporal?: Promise<Client>;
+  quireClient?: Promise<QuireClient>;
+};
+
+export const config = () => loadConfig();
+
+export function pool(): Pool {
+  globals.quirePool ??= createPool(config().DATABASE_URL, config().DATABASE_POOL_SIZE);
+  return globals.quirePool;
+}
+
+export function temporal(): Promise<Client> {
+  globals.quireTemporal ??= Connection.connect({ address: config().TEMPORAL_ADDRESS, connectTimeout: 5_000 })
+    .then((connection) => new Client({ connection, namespace: config().TEMPORAL_NAMESPACE }))
+    .catch((error) => {
+      globals.quireTemporal = undefined;
+      throw error;
+    });
+  return globals.quireTemporal;
+}
+
+export function quireClient(): Promise<QuireClient> {
+  globals.quireClient ??= temporal()
+    .then((t) => QuireClient.fromConfig(config(), t, createJobStore(pool())))
+    .catch((error) => {
+      globals.quireClient = undefined;
+      throw error;
+    });
+  return globals.quireClient;
+}

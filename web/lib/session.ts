@@ -1,0 +1,59 @@
+import 'server-only';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { cookies } from 'next/headers';
+import { redirect } from 'next/navigation';
+import { activeApiKey, type Principal } from '../../db/workspaces';
+import { config, pool } from './server';
+
+/**
+ * Console sessions: an httpOnly, same-site cookie naming the API key the editor signed in
+ * with (by id, never the key itself), signed with the server secret and checked on every
+ * page and action against the key still being active.
+ */
+export const SESSION_COOKIE = 'quire_session';
+const SESSION_DAYS = 7;
+
+function sign(payload: string): string {
+  return createHmac('sha256', `${config().QUIRE_SECRET_KEY}:console-session`).update(payload).digest('base64url');
+}
+
+export function sessionValue(principal: Principal, now = Date.now()): string {
+  const payload = Buffer.from(
+    JSON.stringify({ k: principal.apiKeyId, w: principal.workspaceId, e: now + SESSION_DAYS * 86_400_000 }),
+  ).toString('base64url');
+  return `${payload}.${sign(payload)}`;
+}
+
+function readSession(value: string | undefined): { k: number; w: number; e: number } | undefined {
+  if (!value) return undefined;
+  const [payload, mac] = value.split('.');
+  if (!payload || !mac) return undefined;
+  const expected = Buffer.from(sign(payload));
+  const given = Buffer.from(mac);
+  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+  try {
+    const session = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    return typeof session.e === 'number' && session.e > Date.now() ? session : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function currentPrincipal(): Promise<Principal | undefined> {
+  const store = await cookies();
+  const session = readSession(store.get(SESSION_COOKIE)?.value);
+  if (!session) return undefined;
+  const principal = await activeApiKey(pool(), session.k);
+  return principal && principal.workspaceId === session.w ? principal : undefined;
+}
+
+/** For pages and server actions: the signed-in principal, or a redirect to sign-in. */
+export async function requirePrincipal(): Promise<Principal> {
+  const principal = await currentPrincipal();
+  if (!principal) redirect('/signin');
+  return principal;
+}
+
+export function sessionCookieOptions(secure: boolean) {
+  return { httpOnly: true, sameSite: 'strict' as const, secure, path: '/', maxAge: SESSION_DAYS * 86_400 };
+}

@@ -1,0 +1,19 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { NextConfig } from 'next';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+
+const config: NextConfig = {
+  // The console imports core/, db/ and client/ from the repository root.
+  turbopack: { root },
+  outputFileTracingRoot: root,
+  // Native and gRPC packages run as plain Node modules, never bundled.
+  serverExternalPackages: ['@temporalio/client', '@temporalio/common', '@temporalio/proto', 'pg', 'pino'],
+  poweredByHeader: false,
+  reactStrictMode: true,
+  output: 'standalone',
+};
+
+export default config;
