@@ -1,0 +1,148 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseConfig } from '../core/config';
+import { ensureDatabase, migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { authenticateApiKey, createWorkspace } from '../db/workspaces';
+import { ensurePostgres } from './lib/postgres';
+import { type DevServer, findOrBuildTemporal, startDevServer, waitForTemporal } from './lib/temporal';
+
+/**
+ * `npm start`: the whole stack on embedded defaults. PostgreSQL (local, started if down),
+ * the Temporal dev server (SQLite file under .data/, UI on :8233), the worker, the web
+ * console on :3000, and a development workspace whose API key is printed. Ctrl-C stops
+ * everything this started.
+ */
+const DATA = resolve('.data');
+mkdirSync(DATA, { recursive: true });
+const log = (line: string) => process.stdout.write(`quire: ${line}\n`);
+
+function devSecret(): string {
+  const file = join(DATA, 'dev-secret');
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
+}
+
+const webPort = Number(process.env.PORT ?? 3000);
+const env: Record<string, string | undefined> = {
+  ...process.env,
+  QUIRE_SECRET_KEY: process.env.QUIRE_SECRET_KEY ?? devSecret(),
+  TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+  QUIRE_TEMPORAL_UI_URL: process.env.QUIRE_TEMPORAL_UI_URL ?? 'http://localhost:8233',
+  QUIRE_PUBLIC_URL: process.env.QUIRE_PUBLIC_URL ?? `http://localhost:${webPort}`,
+  QUIRE_HEALTH_FILE: process.env.QUIRE_HEALTH_FILE ?? join(DATA, 'worker-health.json'),
+  QUIRE_BLOB_DIR: process.env.QUIRE_BLOB_DIR ?? join(DATA, 'blobs'),
+};
+const config = parseConfig(env);
+
+const children: ChildProcess[] = [];
+let temporal: DevServer | undefined;
+let stopping = false;
+
+async function stopAll(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    log('stopping...');
+    for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise((done) => {
+            if (child.exitCode !== null) return done(undefined);
+            const timer = setTimeout(() => child.kill('SIGKILL'), config.QUIRE_SHUTDOWN_GRACE_MS + 5_000);
+            child.once('exit', () => {
+              clearTimeout(timer);
+              done(undefined);
+            });
+          }),
+      ),
+    );
+    await temporal?.stop();
+  }
+  process.exit(code);
+}
+process.on('SIGINT', () => void stopAll(0));
+process.on('SIGTERM', () => void stopAll(0));
+
+function start(name: string, args: string[]): ChildProcess {
+  const out = openSync(join(DATA, `${name}.log`), 'a');
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', out, out] });
+  child.once('exit', (code, signal) => {
+    if (!stopping) {
+      log(`${name} exited (${signal ?? code}); see .data/${name}.log`);
+      void stopAll(1);
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+async function waitReady(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(url);
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${url} did not answer 200 within ${timeoutMs / 1000} s`);
+}
+
+const began = Date.now();
+await ensurePostgres(config.DATABASE_URL, log);
+await ensureDatabase(config.DATABASE_URL);
+await migrate(config.DATABASE_URL);
+
+try {
+  await waitForTemporal(config.TEMPORAL_ADDRESS, 1_500);
+  log(`using the Temporal server already at ${config.TEMPORAL_ADDRESS}`);
+} catch {
+  const binary = findOrBuildTemporal(log);
+  const port = Number(config.TEMPORAL_ADDRESS.split(':').at(-1));
+  log(`starting the Temporal dev server on :${port} (UI :8233, history in .data/temporal.db)...`);
+  temporal = await startDevServer(binary, {
+    port,
+    uiPort: 8233,
+    dbFile: join(DATA, 'temporal.db'),
+    logFile: join(DATA, 'temporal.log'),
+  });
+}
+
+const pool = createPool(config.DATABASE_URL, 2);
+const workspaceFile = join(DATA, 'dev-workspace.json');
+let workspace: { workspaceId: number; apiKey: string } | undefined;
+if (existsSync(workspaceFile)) {
+  const saved = JSON.parse(readFileSync(workspaceFile, 'utf8'));
+  if (await authenticateApiKey(pool, saved.apiKey)) workspace = saved;
+}
+if (!workspace) {
+  const created = await createWorkspace(pool, 'Development');
+  workspace = { workspaceId: created.workspace.id, apiKey: created.apiKey };
+  writeFileSync(workspaceFile, JSON.stringify(workspace), { mode: 0o600 });
+}
+await pool.end();
+
+start('worker', ['--import', 'tsx', 'worker/main.ts']);
+start('web', ['node_modules/next/dist/bin/next', 'dev', 'web', '-p', String(webPort), '-H', '127.0.0.1']);
+log('waiting for the console to be ready...');
+await waitReady(`http://127.0.0.1:${webPort}/readyz`, 180_000);
+
+process.stdout.write(
+  [
+    '',
+    `  Quire is running (ready in ${Math.round((Date.now() - began) / 1000)} s)`,
+    `  console       http://localhost:${webPort}`,
+    `  Temporal UI   ${config.QUIRE_TEMPORAL_UI_URL}`,
+    `  workspace     ${workspace.workspaceId}`,
+    `  API key       ${workspace.apiKey}`,
+    `  try           curl -H "Authorization: Bearer ${workspace.apiKey}" http://localhost:${webPort}/api/v1/workspaces/${workspace.workspaceId}`,
+    '  logs          .data/worker.log, .data/web.log, .data/temporal.log',
+    '  Ctrl-C stops everything.',
+    '',
+  ].join('\n'),
+);
