@@ -13,12 +13,14 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          sequence: { groupOrder: 0 },
           pool: 'forks',
         },
       },
       {
         test: {
           name: 'integration',
+          sequence: { groupOrder: 1 },
           include: ['test/integration/**/*.test.ts', 'test/chaos/**/*.test.ts'],
           pool: 'forks',
           globalSetup: ['test/support/globalSetup.ts'],
@@ -31,6 +33,7 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
+          sequence: { groupOrder: 2 },
           include: ['test/e2e/**/*.test.ts'],
           pool: 'forks',
           globalSetup: ['test/support/globalSetup.ts'],

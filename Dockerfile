@@ -1,0 +1,19 @@
+# One image for Quire's worker and web console (see docker-compose.yml).
+FROM node:20-bookworm-slim AS base
+WORKDIR /app
+COPY scripts/apt-packages.txt scripts/apt-packages.txt
+# The offline engines (tesseract data ships in npm; pocketsphinx and sox come from Debian).
+RUN apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends sox libsox-fmt-all pocketsphinx pocketsphinx-en-us tesseract-ocr-frk ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+# The console is built once; the worker bundles its workflows once at image build.
+RUN node node_modules/next/dist/bin/next build web \
+ && node --import tsx scripts/bundle-workflows.ts /app/workflow-bundle.js
+ENV NODE_ENV=production \
+    QUIRE_WORKFLOW_BUNDLE=/app/workflow-bundle.js \
+    QUIRE_HEALTH_FILE=/tmp/quire-worker-health.json
+USER node
+CMD ["node", "--import", "tsx", "worker/main.ts"]
