@@ -6,7 +6,7 @@ import {
 import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
 import type { JobRecord, JobStore } from '../core/jobStore';
-import { buildSnapshot, KNOWN_PROVIDERS } from '../core/pricing';
+import { AUTO_PROVIDER, buildSnapshot, KNOWN_PROVIDERS, resolveProvider } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
 import {
   DEFAULT_TASK_QUEUE,
@@ -118,14 +118,14 @@ export class QuireClient {
       throw new InvalidJobRequestError(parsed.error.issues.map((i) => `${i.path.join('.') || 'request'}: ${i.message}`));
     }
     const input = parsed.data;
-    const provider = input.provider ?? this.options.defaultProvider ?? 'simulated';
-    if (this.options.providers && !this.options.providers.includes(provider)) {
+    const provider = input.provider ?? this.options.defaultProvider ?? AUTO_PROVIDER;
+    if (provider !== AUTO_PROVIDER && this.options.providers && !this.options.providers.includes(provider)) {
       throw new InvalidJobRequestError([`provider: unknown provider ${provider}`]);
     }
     const { job, created, supersededWorkflowId } = await this.options.jobs.createJob({
       workspaceId: input.workspaceId,
       pageId: input.pageId,
-      snapshot: this.options.snapshot({ ...input, provider }),
+      snapshot: (kind) => this.options.snapshot({ ...input, provider: resolveProvider(provider, kind) }),
       batchId: input.batchId ?? null,
       idempotencyKey: input.idempotencyKey ?? null,
       externalReferenceId: input.externalReferenceId ?? null,

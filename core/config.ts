@@ -31,8 +31,13 @@ const schema = z.object({
   QUIRE_RETRY_INITIAL_MS: intFrom(1, 3_600_000, 2_000),
   QUIRE_RETRY_MAX_MS: intFrom(1, 86_400_000, 60_000),
   QUIRE_RECONCILE_AFTER_MS: intFrom(1_000, 86_400_000, 60_000),
-  QUIRE_DEFAULT_PROVIDER: z.string().default('simulated'),
+  /** A provider name, or `auto`: tesseract for images, pocketsphinx for audio. */
+  QUIRE_DEFAULT_PROVIDER: z.string().default('auto'),
   QUIRE_BLOB_DIR: z.string().default('.data/blobs'),
+  /** Base of canvas URIs and links in events. */
+  QUIRE_PUBLIC_URL: z.string().url().default('http://localhost:3000'),
+  /** Bytes all workspaces may store together (U2); unset: no global quota. */
+  QUIRE_GLOBAL_QUOTA_BYTES: z.coerce.number().int().positive().optional(),
   QUIRE_SECRET_KEY: z.string().min(32).optional(),
   /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */
   QUIRE_SIMULATED_CALL_LOG: z.string().optional(),

@@ -2,7 +2,7 @@
  * The port through which the typed client records jobs before it starts their workflows.
  * `db/jobStore.ts` implements it over PostgreSQL; the client itself holds no SQL.
  */
-import type { JobSnapshot } from './provider';
+import type { SnapshotFor } from './pricing';
 import type { JobStatus } from './temporal';
 
 export interface JobRecord {
@@ -19,7 +19,7 @@ export interface JobRecord {
 export interface NewJobRecord {
   workspaceId: number;
   pageId: number;
-  snapshot: JobSnapshot;
+  snapshot: SnapshotFor;
   batchId?: string | null;
   idempotencyKey?: string | null;
   externalReferenceId?: string | null;

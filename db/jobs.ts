@@ -1,5 +1,6 @@
 import type { FailureClass } from '../core/failures';
 import { uuidv7, workflowIdForJob } from '../core/ids';
+import { type SnapshotFor, snapshotFor } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
 import type { AttemptOutcome, JobStatus } from '../core/temporal';
 import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
@@ -84,7 +85,7 @@ export function toJob(r: Record<string, unknown>): JobRow {
 export interface NewJob {
   workspaceId: number;
   pageId: number;
-  snapshot: JobSnapshot;
+  snapshot: SnapshotFor;
   batchId?: string | null;
   idempotencyKey?: string | null;
   externalReferenceId?: string | null;
@@ -132,6 +133,7 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
   if (!page) throw new NotFoundError('page_not_found', `page ${input.pageId} not found`);
   const id = uuidv7();
   const workflowId = workflowIdForJob(id);
+  const snapshot = snapshotFor(input.snapshot, page.kind);
 
   let superseded: CreatedJob['superseded'] = null;
   const active = await client.query(
@@ -162,8 +164,8 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
       page.id,
       input.batchId ?? null,
       workflowId,
-      input.snapshot.provider,
-      JSON.stringify(input.snapshot),
+      snapshot.provider,
+      JSON.stringify(snapshot),
       page.revision,
       input.idempotencyKey ?? null,
       input.externalReferenceId ?? null,

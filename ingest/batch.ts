@@ -118,6 +118,7 @@ export interface IngestDeps {
     tx: PoolClient,
     pages: IngestedPage[],
     fields: IngestRequestFields,
+    batchId: string,
   ) => Promise<Array<{ pageId: number; jobId: string }>>;
   /** Test seam: awaited at each step (crash injection). */
   onStep?: (step: IngestStep) => void | Promise<void>;
@@ -562,7 +563,7 @@ async function commitBatch(
           blobKey: file.key,
         });
       }
-      const jobs = deps.createJobs ? await deps.createJobs(tx, pages, fields) : [];
+      const jobs = deps.createJobs ? await deps.createJobs(tx, pages, fields, batchId) : [];
       await recordBatchJobs(tx, batchId, jobs);
       const jobOf = new Map(jobs.map((j) => [j.pageId, j.jobId]));
       return {

@@ -26,7 +26,7 @@ function devSecret(): string {
 }
 
 const webPort = Number(process.env.PORT ?? 3000);
-const env: Record<string, string | undefined> = {
+const env: NodeJS.ProcessEnv = {
   ...process.env,
   QUIRE_SECRET_KEY: process.env.QUIRE_SECRET_KEY ?? devSecret(),
   TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',

@@ -7,7 +7,9 @@ import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
+import type { BlobStore } from '../blobs';
 import type { ProviderRegistry } from '../providers/registry';
+import { runBlobCleanup, sweepOrphans } from './cleanup';
 
 /**
  * Builds a Quire worker over injected dependencies, for the worker process and for tests.
@@ -26,7 +28,7 @@ export interface QuireWorkerDeps {
   logger: Logger;
   connection: NativeConnection;
   client: QuireClient;
-  resolveMedia: (blobKey: string) => Promise<string>;
+  blobStore: BlobStore;
   identity?: string;
   workflowBundle?: WorkerOptions['workflowBundle'];
   audioPollMs?: number;
@@ -39,12 +41,16 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     providers: deps.providers,
     secretKey: deps.config.QUIRE_SECRET_KEY,
     owner: identity,
-    resolveMedia: deps.resolveMedia,
+    resolveMedia: (key) => deps.blobStore.localPath(key),
     logger: deps.logger,
     heartbeatEveryMs: Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3)),
     audioPollMs: deps.audioPollMs,
   });
-  const maintenance = createMaintenanceActivities({ client: deps.client });
+  const maintenance = createMaintenanceActivities({
+    client: deps.client,
+    runBlobCleanup: async () => ({ ...(await runBlobCleanup({ pool: deps.pool, blobStore: deps.blobStore })) }),
+    sweepOrphans: async () => ({ ...(await sweepOrphans({ pool: deps.pool, blobStore: deps.blobStore })) }),
+  });
   return Worker.create({
     connection: deps.connection,
     namespace: deps.config.TEMPORAL_NAMESPACE,

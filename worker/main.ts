@@ -1,11 +1,14 @@
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../core/config';
 import { redactError } from '../core/redact';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createProviderRegistry } from '../providers/registry';
+import { createLocalBlobStore } from '../blobs';
+import { PocketsphinxProvider } from '../providers/pocketsphinx';
 import { SimulatedProvider } from '../providers/simulated';
+import { TesseractProvider } from '../providers/tesseract';
 import { connectTemporalClient, createQuireClient, createQuireWorker, workerIdentity } from './createWorker';
 import { checkAndRecordHealth, readHealth } from './health';
 import { createLogger } from './logger';
@@ -34,10 +37,18 @@ async function main(): Promise<number> {
   await migrate(config.DATABASE_URL);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const temporal = await connectTemporalClient(config);
-  const providers = createProviderRegistry([new SimulatedProvider({ callLog: config.QUIRE_SIMULATED_CALL_LOG })]);
+  // The offline engines are the defaults (Q2); the simulated one serves fault injection.
+  const tesseract = new TesseractProvider();
+  const providers = createProviderRegistry([
+    tesseract,
+    new PocketsphinxProvider(),
+    new SimulatedProvider({ callLog: config.QUIRE_SIMULATED_CALL_LOG }),
+  ]);
   const client = createQuireClient(config, temporal, pool, providers.names());
   const identity = workerIdentity();
-  const blobDir = resolve(config.QUIRE_BLOB_DIR);
+  const blobStore = createLocalBlobStore(resolve(config.QUIRE_BLOB_DIR));
+  // U1: only Quire's own temporaries older than an hour; never recent ones, links or dirs.
+  const swept = await blobStore.sweepStaleTemporaries();
 
   const worker = await createQuireWorker({
     config,
@@ -47,7 +58,7 @@ async function main(): Promise<number> {
     connection,
     client,
     identity,
-    resolveMedia: async (key) => join(blobDir, key),
+    blobStore,
     workflowBundle: config.QUIRE_WORKFLOW_BUNDLE ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) } : undefined,
   });
   await ensureSchedules(temporal, config);
@@ -65,13 +76,14 @@ async function main(): Promise<number> {
   setTimeout(beat, 1_000);
 
   logger.info(
-    { identity, taskQueue: config.QUIRE_TASK_QUEUE, concurrency: config.WORKER_CONCURRENCY },
+    { identity, taskQueue: config.QUIRE_TASK_QUEUE, concurrency: config.WORKER_CONCURRENCY, staleTemporariesRemoved: swept.removed },
     'worker started',
   );
   try {
     await worker.run();
   } finally {
     clearInterval(healthTimer);
+    await tesseract.close().catch(() => {});
     logger.info({ identity }, 'worker stopped');
     await temporal.connection.close().catch(() => {});
     await connection.close().catch(() => {});

@@ -7,13 +7,15 @@ import { RECONCILER_WORKFLOW } from '../core/temporal';
  * operators see them in the Temporal UI. A schedule that exists is left as it is.
  */
 export async function ensureSchedules(client: Client, config: QuireConfig): Promise<string[]> {
-  const schedules = [
+  const schedules: Array<{ scheduleId: string; every: string; workflowType: string; args: unknown[] }> = [
     {
       scheduleId: 'quire-reconciler',
       every: '1m',
       workflowType: RECONCILER_WORKFLOW,
       args: [{ olderThanMs: config.QUIRE_RECONCILE_AFTER_MS }],
     },
+    { scheduleId: 'quire-blob-cleanup', every: '5m', workflowType: 'blobCleanup', args: [] },
+    { scheduleId: 'quire-orphan-sweep', every: '1h', workflowType: 'orphanSweep', args: [] },
   ];
   const created: string[] = [];
   for (const s of schedules) {

@@ -2,14 +2,25 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { MaintenanceActivities } from '../activities/maintenance';
 
 /**
- * J6 reconciler, run by a Temporal Schedule: jobs whose row was written but whose workflow
- * never started (a crash between the two) are found and started.
+ * Maintenance workflows, each run by a Temporal Schedule (O3). They only call one activity:
+ * the schedule gives operators the history, pause and trigger buttons in the Temporal UI.
  */
-const { reconcileUnstartedJobs } = proxyActivities<MaintenanceActivities>({
-  startToCloseTimeout: '2m',
+const maintenance = proxyActivities<MaintenanceActivities>({
+  startToCloseTimeout: '10m',
   retry: { maximumAttempts: 3 },
 });
 
+/** J6: jobs whose row was written but whose workflow never started are started. */
 export async function reconcileJobs(input: { olderThanMs: number }): Promise<{ started: number }> {
-  return reconcileUnstartedJobs(input);
+  return maintenance.reconcileUnstartedJobs(input);
+}
+
+/** U2/U3: due blob cleanups are deleted, fenced against new references. */
+export async function blobCleanup(): Promise<Record<string, number>> {
+  return maintenance.runBlobCleanup();
+}
+
+/** U2: objects and temporaries nothing references are handed to cleanup. */
+export async function orphanSweep(): Promise<Record<string, number>> {
+  return maintenance.sweepOrphans();
 }

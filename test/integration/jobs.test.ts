@@ -223,8 +223,8 @@ describe('transcription workflow (SPEC §4)', () => {
       const pageId = await quire.page(ws);
       jobs.push(await quire.client.startJob({ workspaceId: ws, pageId, batchId, options: { simulated: { lines: 30, latencyMs: 100 } } }));
     }
-    const result = await quire.client.cancelBatch(ws, batchId);
-    expect(result.canceled).toBe(3);
+    const canceled = await quire.client.cancelBatch(ws, batchId);
+    expect(canceled.canceled).toBe(3);
     for (const job of jobs) {
       expect((await getJob(quire.db.pool, ws, job.jobId))?.status).toBe('canceled');
       const describe = await eventually(async () => {

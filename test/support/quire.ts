@@ -1,4 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BlobStore, createLocalBlobStore } from '../../blobs';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { QuireClient } from '../../client';
@@ -21,6 +25,7 @@ export interface TestQuire {
   client: QuireClient;
   providers: ProviderRegistry;
   connection: NativeConnection;
+  blobStore: BlobStore;
   newWorker(identity?: string): Promise<Worker>;
   workspace(name?: string): Promise<number>;
   page(workspaceId: number, kind?: 'image' | 'audio'): Promise<number>;
@@ -38,6 +43,7 @@ export function testConfig(overrides: Record<string, string> = {}): QuireConfig 
     QUIRE_RETRY_MAX_MS: '200',
     QUIRE_SHUTDOWN_GRACE_MS: '5000',
     WORKER_CONCURRENCY: '4',
+    QUIRE_DEFAULT_PROVIDER: 'simulated',
     LOG_LEVEL: 'silent',
     ...overrides,
   });
@@ -60,6 +66,7 @@ export async function createTestQuire(
   const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
   const client = createQuireClient(config, temporal, db.pool, providers.names());
   let pageCounter = 0;
+  const blobStore = createLocalBlobStore(mkdtempSync(join(tmpdir(), 'quire-blobs-')));
   return {
     db,
     config,
@@ -67,6 +74,7 @@ export async function createTestQuire(
     client,
     providers,
     connection,
+    blobStore,
     newWorker: (identity) =>
       createQuireWorker({
         config,
@@ -76,7 +84,7 @@ export async function createTestQuire(
         connection,
         client,
         identity,
-        resolveMedia: async (key) => key,
+        blobStore,
         workflowBundle: process.env.QUIRE_TEST_WORKFLOW_BUNDLE
           ? { codePath: process.env.QUIRE_TEST_WORKFLOW_BUNDLE }
           : undefined,
