@@ -15,7 +15,9 @@ export type Scripted =
   | { status: number; headers?: Record<string, string>; body?: string | object }
   | { hang: true }
   | { reset: true }
-  | { delayMs: number; then: Scripted };
+  | { delayMs: number; answer: Scripted }
+  /** Status and headers at once, then part of the body, then nothing more. */
+  | { stallBody: string; status: number };
 
 export interface RecordedRequest {
   method: string;
@@ -188,7 +190,12 @@ export async function startFakeProviderServer(): Promise<FakeProviderServer> {
 
   const send = (res: ServerResponse, answer: Scripted, socket: Socket) => {
     if ('delayMs' in answer) {
-      setTimeout(() => send(res, answer.then, socket), answer.delayMs);
+      setTimeout(() => send(res, answer.answer, socket), answer.delayMs);
+      return;
+    }
+    if ('stallBody' in answer) {
+      res.writeHead(answer.status, { 'content-type': 'application/json' });
+      res.write(answer.stallBody);
       return;
     }
     if ('hang' in answer) return;
