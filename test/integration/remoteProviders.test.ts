@@ -141,7 +141,7 @@ describe('Q2 OpenAI-compatible chat/vision provider', () => {
   });
 
   it('Q1 the chat provider does not transcribe audio (invalid)', async () => {
-    const provider = chat();
+    const provider: TranscriptionProvider = chat();
     for (const call of [
       provider.submitAudio(audio, ctx()),
       provider.pollAudio('x', ctx()),
@@ -409,12 +409,13 @@ describe('Q2 OpenAI-compatible audio transcription (Whisper servers)', () => {
     expect(request.headers.authorization).toBe(`Bearer ${API_KEY}`);
     expect(request.headers['content-type']).toMatch(/^multipart\/form-data/);
     const form = request.body.toString('latin1');
-    for (const [field, value] of [
+    const fields: Array<[string, string]> = [
       ['model', 'whisper-large-v3'],
       ['response_format', 'verbose_json'],
       ['timestamp_granularities[]', 'segment'],
       ['language', 'en'],
-    ]) {
+    ];
+    for (const [field, value] of fields) {
       expect(form).toMatch(
         new RegExp(`name="${field.replace(/[[\]]/g, '\\$&')}"\\r\\n\\r\\n${value}\\r\\n`),
       );
@@ -613,10 +614,11 @@ describe('Q2 generic asynchronous speech-job API', () => {
   });
 
   it('Q1 the speech adapters do not read images (invalid)', async () => {
-    for (const provider of [
+    const providers: TranscriptionProvider[] = [
       speech(),
       new OpenAiAudioProvider({ baseUrl: fake.url, workDir: dir }),
-    ]) {
+    ];
+    for (const provider of providers) {
       expect((await failure(provider.recognizeLine(image, line, ctx()))).category).toBe('invalid');
       expect((await failure(provider.segmentPage(image, ctx()))).category).toBe('invalid');
     }
