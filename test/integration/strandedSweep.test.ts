@@ -179,7 +179,7 @@ describe('O3 stranded engine-job sweep', () => {
   it('O3 on-disk engine jobs (whisper adapter) are listed and removed when stranded', async () => {
     const workDir = await mkdtemp(path.join(dir, 'whisper-'));
     const whisper = new OpenAiAudioProvider({ baseUrl: fake.url, workDir, timeoutMs: 2_000 });
-    const { engineJobId } = await whisper.submitAudio(
+    const stranded = await whisper.submitAudio(
       { path: audioPath, mediaType: 'audio/wav' },
       ctx(),
     );
@@ -189,6 +189,7 @@ describe('O3 stranded engine-job sweep', () => {
     const result = await sweepStrandedEngineJobs({ pool: db.pool, providers: [whisper], now });
     expect(result).toMatchObject({ unrecordedDeleted: 1, errors: [] });
     expect(await readdir(workDir)).toEqual([kept.engineJobId]);
+    expect(await readdir(workDir)).not.toContain(stranded.engineJobId);
   });
 
   it('O3 a failed delete is reported (redacted) and left for the next run, which finishes it', async () => {
