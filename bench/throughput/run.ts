@@ -1,0 +1,154 @@
+import { Client, Connection } from '@temporalio/client';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QuireClient } from '../../client';
+import { parseConfig } from '../../core/config';
+import { createJobStore } from '../../db/jobStore';
+import { ensureItem, insertPage } from '../../db/pages';
+import { withTransaction } from '../../db/pool';
+import { median, percentile, round, startBenchStack } from '../lib/stack';
+
+/**
+ * bench/throughput (T2, O1): PAGES pages of LINES lines through the real workflow with the
+ * simulated engine at LATENCY ms per line, at several total worker concurrencies (split
+ * over replicas of at most 16 slots, as WORKER_CONCURRENCY allows). Reports segments per
+ * second against the engine-bound limit (concurrency / latency) and per-job orchestration
+ * overhead: from the first claim to the commit, minus the engine time.
+ * Env: BENCH_PAGES (200), BENCH_LINES (30), BENCH_LATENCY_MS (200), BENCH_CONCURRENCY
+ * (8,32,64), BENCH_RUNS (3).
+ */
+const pages = Number(process.env.BENCH_PAGES ?? 200);
+const lines = Number(process.env.BENCH_LINES ?? 30);
+const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 200);
+const concurrencies = (process.env.BENCH_CONCURRENCY ?? '8,32,64').split(',').map(Number);
+const runs = Number(process.env.BENCH_RUNS ?? 3);
+
+const stack = await startBenchStack(10);
+const workspace = (await stack.pool.query(`INSERT INTO workspaces (name) VALUES ('bench') RETURNING id`)).rows[0].id;
+const clientConnection = await Connection.connect({ address: stack.temporalAddress });
+const temporal = new Client({ connection: clientConnection });
+let position = 0;
+const SECRET = 'c'.repeat(64);
+
+async function spawnReplicas(taskQueue: string, count: number, slots: number): Promise<ChildProcess[]> {
+  const children: ChildProcess[] = [];
+  const healthFiles: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const health = join(tmpdir(), `quire-bench-tp-${process.pid}-${taskQueue}-${i}.json`);
+    rmSync(health, { force: true });
+    healthFiles.push(health);
+    children.push(
+      spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+        env: {
+          ...process.env,
+          DATABASE_URL: stack.databaseUrl,
+          DATABASE_POOL_SIZE: String(slots + 5),
+          TEMPORAL_ADDRESS: stack.temporalAddress,
+          QUIRE_TASK_QUEUE: taskQueue,
+          QUIRE_SECRET_KEY: SECRET,
+          WORKER_CONCURRENCY: String(slots),
+          QUIRE_HEALTH_FILE: health,
+          QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
+          LOG_LEVEL: 'warn',
+        },
+        stdio: 'ignore',
+      }),
+    );
+  }
+  const deadline = Date.now() + 120_000;
+  while (!healthFiles.every((f) => existsSync(f))) {
+    if (Date.now() > deadline) throw new Error('worker replicas did not become healthy');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return children;
+}
+
+async function stopReplicas(children: ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise((resolve) => {
+          child.once('exit', resolve);
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+async function oneRun(concurrency: number, run: number) {
+  const replicas = Math.ceil(concurrency / 16);
+  const config = parseConfig({
+    QUIRE_TASK_QUEUE: `bench-throughput-${concurrency}-${run}`,
+    QUIRE_DEFAULT_PROVIDER: 'simulated',
+    WORKER_CONCURRENCY: String(Math.ceil(concurrency / replicas)),
+    QUIRE_SECRET_KEY: SECRET,
+    DATABASE_URL: stack.databaseUrl,
+  });
+  const client = QuireClient.fromConfig(config, temporal, createJobStore(stack.pool));
+  // Replicas are separate worker processes, as in production: one Temporal worker per
+  // process and task queue, at most 16 activity slots each.
+  const workers = await spawnReplicas(config.QUIRE_TASK_QUEUE, replicas, Math.ceil(concurrency / replicas));
+  const pageIds: number[] = [];
+  await withTransaction(stack.pool, async (tx) => {
+    await ensureItem(tx, workspace, 'bench');
+    for (let i = 0; i < pages; i++) {
+      position += 1;
+      pageIds.push((await insertPage(tx, { workspaceId: workspace, itemId: 'bench', position, kind: 'image' }, 'http://bench')).id);
+    }
+  });
+  const started = Date.now();
+  const jobs = await Promise.all(
+    pageIds.map((pageId) => client.startJob({ workspaceId: workspace, pageId, options: { simulated: { lines, latencyMs } } })),
+  );
+  await Promise.all(jobs.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
+  const seconds = (Date.now() - started) / 1000;
+  await stopReplicas(workers);
+  const { rows } = await stack.pool.query(
+    `SELECT j.status, extract(epoch FROM j.ended_at - j.created_at) AS queued_to_commit,
+            extract(epoch FROM j.ended_at - a.started_at) AS claim_to_commit
+       FROM transcription_jobs j JOIN transcription_job_attempts a ON a.job_id = j.id AND a.attempt_number = 1
+      WHERE j.id = ANY($1)`,
+    [jobs.map((j) => j.jobId)],
+  );
+  const engineSeconds = (lines * latencyMs) / 1000;
+  const overhead = rows.map((r) => Number(r.claim_to_commit) - engineSeconds);
+  const segmentsPerSecond = (pages * lines) / seconds;
+  const limit = concurrency / (latencyMs / 1000);
+  return {
+    seconds,
+    segmentsPerSecond,
+    ratio: segmentsPerSecond / limit,
+    limit,
+    completed: rows.filter((r) => r.status === 'completed').length,
+    overheadP50: percentile(overhead, 50),
+    overheadP95: percentile(overhead, 95),
+    submitToCommitP50: percentile(rows.map((r) => Number(r.queued_to_commit)), 50),
+  };
+}
+
+const results = [];
+for (const concurrency of concurrencies) {
+  const samples = [];
+  for (let run = 0; run < runs; run++) samples.push(await oneRun(concurrency, run));
+  results.push({
+    concurrency,
+    replicas: Math.ceil(concurrency / 16),
+    runs,
+    engineBoundSegmentsPerSecond: samples[0]!.limit,
+    segmentsPerSecondMedian: round(median(samples.map((s) => s.segmentsPerSecond)), 1),
+    ratioToEngineBoundMedian: round(median(samples.map((s) => s.ratio)), 3),
+    orchestrationOverheadSeconds: {
+      p50Median: round(median(samples.map((s) => s.overheadP50)), 3),
+      p95Median: round(median(samples.map((s) => s.overheadP95)), 3),
+    },
+    submitToCommitP50SecondsMedian: round(median(samples.map((s) => s.submitToCommitP50)), 2),
+    completedJobs: samples.map((s) => s.completed),
+  });
+}
+process.stdout.write(
+  `${JSON.stringify({ bench: 'throughput', pages, lines, latencyMs, target: 'ratio >= 0.8 at concurrency 32', results }, null, 2)}\n`,
+);
+await clientConnection.close();
+await stack.close();
