@@ -1,6 +1,7 @@
 import { type AnnotationPage, buildAnnotationPage, emptyAnnotationPage, plainText, type Segment } from '../core/annotation';
 import { canvasUriFor } from '../core/ids';
-import type { PoolClient, Queryable } from './pool';
+import { appendEvent } from './events';
+import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 
 export interface PageRow {
   id: number;
@@ -151,4 +152,195 @@ export async function savePageEdit(
     [page.id, revision, JSON.stringify(annotationPage), args.editedBy],
   );
   return { state: 'saved', revision };
+}
+
+export interface RevisionSummary {
+  revision: number;
+  source: 'initial' | 'engine' | 'human';
+  engine: string | null;
+  model: string | null;
+  modelVersion: string | null;
+  jobId: string | null;
+  attemptNumber: number | null;
+  editedBy: string | null;
+  createdAt: Date;
+}
+
+function toRevision(r: Record<string, unknown>): RevisionSummary {
+  return {
+    revision: r.revision as number,
+    source: r.source as RevisionSummary['source'],
+    engine: (r.engine as string | null) ?? null,
+    model: (r.model as string | null) ?? null,
+    modelVersion: (r.model_version as string | null) ?? null,
+    jobId: (r.job_id as string | null) ?? null,
+    attemptNumber: (r.attempt_number as number | null) ?? null,
+    editedBy: (r.edited_by as string | null) ?? null,
+    createdAt: r.created_at as Date,
+  };
+}
+
+const REVISION_COLUMNS = `r.revision, r.source, r.engine, r.model, r.model_version, r.job_id, r.attempt_number,
+  r.edited_by, r.created_at`;
+
+/** A page's revision history with provenance, newest first; undefined for another workspace's page. */
+export async function listRevisions(
+  db: Queryable,
+  workspaceId: number,
+  pageId: number,
+  options: { beforeRevision?: number; limit: number },
+): Promise<RevisionSummary[] | undefined> {
+  const page = await db.query('SELECT 1 FROM pages WHERE workspace_id = $1 AND id = $2', [
+    workspaceId,
+    pageId,
+  ]);
+  if (page.rowCount === 0) return undefined;
+  const { rows } = await db.query(
+    `SELECT ${REVISION_COLUMNS} FROM page_revisions r
+      WHERE r.page_id = $1 AND ($2::int IS NULL OR r.revision < $2)
+      ORDER BY r.revision DESC LIMIT $3`,
+    [pageId, options.beforeRevision ?? null, options.limit],
+  );
+  return rows.map(toRevision);
+}
+
+export async function getRevision(
+  db: Queryable,
+  workspaceId: number,
+  pageId: number,
+  revision: number,
+): Promise<(RevisionSummary & { annotationPage: AnnotationPage }) | undefined> {
+  const { rows } = await db.query(
+    `SELECT ${REVISION_COLUMNS}, r.annotation_page FROM page_revisions r JOIN pages p ON p.id = r.page_id
+      WHERE p.workspace_id = $1 AND r.page_id = $2 AND r.revision = $3`,
+    [workspaceId, pageId, revision],
+  );
+  const row = rows[0];
+  return row
+    ? { ...toRevision(row), annotationPage: row.annotation_page as AnnotationPage }
+    : undefined;
+}
+
+/**
+ * E3: the coalescing, revision-fenced mirror row of a page. An older revision never overwrites
+ * a newer one: the upsert only moves a row forward, and a newer revision resets its delivery.
+ * Returns false when the row already holds this or a newer revision.
+ */
+export async function upsertMirrorRow(
+  client: Queryable,
+  row: { pageId: number; workspaceId: number; revision: number },
+): Promise<boolean> {
+  const result = await client.query(
+    `INSERT INTO mirror_outbox AS m (page_id, workspace_id, revision, status, attempts, next_attempt_at)
+     VALUES ($1, $2, $3, 'pending', 0, now())
+     ON CONFLICT (page_id) DO UPDATE
+        SET revision = EXCLUDED.revision, status = 'pending', attempts = 0, next_attempt_at = now(),
+            last_error = NULL, updated_at = now()
+      WHERE m.revision < EXCLUDED.revision`,
+    [row.pageId, row.workspaceId, row.revision],
+  );
+  return result.rowCount === 1;
+}
+
+export type PublishResult =
+  | { state: 'published'; revision: number; eventId: number }
+  | { state: 'unchanged'; revision: number }
+  | { state: 'mismatch'; revision: number }
+  | { state: 'missing' };
+
+/**
+ * E3: publication, separate from completion. In one transaction, with the page locked (lock
+ * order page first, as everywhere): the revision check, the public snapshot, the mirror row and
+ * the publication event with E2 correlation data. Publishing the revision already published
+ * changes nothing and emits nothing.
+ */
+export async function publishPage(
+  pool: Pool,
+  args: { workspaceId: number; pageId: number; expectedRevision: number },
+): Promise<PublishResult> {
+  return withTransaction(pool, async (client) => {
+    const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
+    if (!page) return { state: 'missing' as const };
+    if (page.revision !== args.expectedRevision)
+      return { state: 'mismatch' as const, revision: page.revision };
+    if (page.publishedRevision === page.revision)
+      return { state: 'unchanged' as const, revision: page.revision };
+    const updated = await client.query(
+      `UPDATE pages SET published_revision = revision, published_snapshot = annotation_page, updated_at = now()
+        WHERE id = $1 AND revision = $2`,
+      [page.id, page.revision],
+    );
+    if (updated.rowCount !== 1) throw new Error('page changed while locked');
+    await upsertMirrorRow(client, {
+      pageId: page.id,
+      workspaceId: page.workspaceId,
+      revision: page.revision,
+    });
+    // E2: the caller's correlation data comes from the job that produced this revision, or
+    // from the item for a human or initial revision.
+    const { rows } = await client.query(
+      `SELECT i.external_reference_id AS item_ref, i.metadata AS item_metadata, r.source, r.job_id,
+              j.idempotency_key, j.external_reference_id AS job_ref, j.metadata AS job_metadata
+         FROM pages p
+         JOIN items i ON i.workspace_id = p.workspace_id AND i.id = p.item_id
+         LEFT JOIN page_revisions r ON r.page_id = p.id AND r.revision = p.revision
+         LEFT JOIN transcription_jobs j ON j.id = r.job_id
+        WHERE p.id = $1`,
+      [page.id],
+    );
+    const c = rows[0] ?? {};
+    const eventId = await appendEvent(client, {
+      workspaceId: page.workspaceId,
+      type: 'dev.quire.annotations.published',
+      subject: `pages/${page.id}`,
+      data: {
+        workspaceId: page.workspaceId,
+        pageId: page.id,
+        itemId: page.itemId,
+        canvasUri: page.canvasUri,
+        revision: page.revision,
+        previousPublishedRevision: page.publishedRevision,
+        source: c.source ?? null,
+        jobId: c.job_id ?? null,
+        externalReferenceId: c.job_ref ?? c.item_ref ?? null,
+        idempotencyKey: c.idempotency_key ?? null,
+        metadata: c.job_metadata ?? c.item_metadata ?? {},
+      },
+    });
+    return { state: 'published' as const, revision: page.revision, eventId };
+  });
+}
+
+export interface SearchHit {
+  pageId: number;
+  itemId: string;
+  canvasUri: string;
+  kind: 'image' | 'audio';
+  revision: number;
+  rank: number;
+}
+
+/** The derived full-text index, scoped to one workspace, best first, bounded by `limit`. */
+export async function searchPages(
+  db: Queryable,
+  workspaceId: number,
+  query: string,
+  limit: number,
+): Promise<SearchHit[]> {
+  const { rows } = await db.query(
+    `SELECT id, item_id, canvas_uri, kind, revision, ts_rank(search_tsv, q) AS rank
+       FROM pages, plainto_tsquery('simple', $2) AS q
+      WHERE workspace_id = $1 AND search_tsv @@ q
+      ORDER BY rank DESC, id
+      LIMIT $3`,
+    [workspaceId, query, limit],
+  );
+  return rows.map((r) => ({
+    pageId: r.id,
+    itemId: r.item_id,
+    canvasUri: r.canvas_uri,
+    kind: r.kind,
+    revision: r.revision,
+    rank: Number(r.rank),
+  }));
 }

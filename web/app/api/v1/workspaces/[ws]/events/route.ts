@@ -1,0 +1,51 @@
+import type { Principal } from '../../../../../../../db/workspaces';
+import { ApiError, errorResponse, type RouteContext, readQuery } from '../../../../../../lib/api';
+import { openEventStream, resumeCursor } from '../../../../../../lib/eventStream';
+import { authorize } from '../../../../../../lib/http';
+import { eventsQuery } from '../../../../../../lib/schemas';
+
+export const runtime = 'nodejs';
+export const dynamic = 'force-dynamic';
+
+/**
+ * The bearer key, or the console's session cookie (an EventSource cannot send headers). The
+ * session must belong to the workspace in the path, else 404 like any foreign id.
+ */
+async function streamPrincipal(request: Request, ws: string): Promise<Principal | Response> {
+  if (request.headers.get('authorization') !== null) {
+    const auth = await authorize(request, ws);
+    return 'response' in auth ? auth.response : auth.principal;
+  }
+  let principal: Principal | undefined;
+  try {
+    const { currentPrincipal } = await import('../../../../../../lib/session');
+    principal = await currentPrincipal();
+  } catch {
+    principal = undefined;
+  }
+  if (!principal) {
+    throw new ApiError(401, 'unauthenticated', 'an API key or a console session is required', {
+      'WWW-Authenticate': 'Bearer',
+    });
+  }
+  if (String(principal.workspaceId) !== ws)
+    throw new ApiError(404, 'workspace_not_found', 'workspace not found');
+  return principal;
+}
+
+/**
+ * GET /api/v1/workspaces/{ws}/events (S1): `text/event-stream` of this workspace's outbox
+ * events, `id:` = outbox id; `Last-Event-ID` (or `lastEventId`) resumes strictly after it.
+ */
+export async function GET(request: Request, context: RouteContext<{ ws: string }>) {
+  try {
+    const { ws } = await context.params;
+    const principal = await streamPrincipal(request, ws);
+    if (principal instanceof Response) return principal;
+    const query = readQuery(request, eventsQuery);
+    const resumeAfter = resumeCursor(request, query.lastEventId);
+    return await openEventStream({ principal, resumeAfter, signal: request.signal });
+  } catch (error) {
+    return errorResponse(error, request);
+  }
+}

@@ -1,0 +1,57 @@
+import { publishPage } from '../../../../../../../../../db/pages';
+import {
+  ApiError,
+  json,
+  pathId,
+  type RouteContext,
+  readJson,
+  withApi,
+} from '../../../../../../../../lib/api';
+import { publishBody } from '../../../../../../../../lib/schemas';
+import { pool } from '../../../../../../../../lib/server';
+
+export const runtime = 'nodejs';
+export const dynamic = 'force-dynamic';
+
+type Params = { ws: string; pageId: string };
+
+/**
+ * POST /api/v1/workspaces/{ws}/pages/{pageId}/publish (E3): in one transaction the public
+ * snapshot, the revision-fenced mirror row and the publication event. 409 when the page is not
+ * at `expectedRevision`; publishing the revision already public changes nothing.
+ */
+export async function POST(request: Request, context: RouteContext<Params>) {
+  return withApi(request, context, async (principal, params) => {
+    const pageId = pathId(params.pageId, 'pageId');
+    const { expectedRevision } = await readJson(request, publishBody);
+    const result = await publishPage(pool(), {
+      workspaceId: principal.workspaceId,
+      pageId,
+      expectedRevision,
+    });
+    switch (result.state) {
+      case 'missing':
+        throw new ApiError(404, 'page_not_found', 'page not found');
+      case 'mismatch':
+        return json(
+          {
+            error: {
+              code: 'revision_mismatch',
+              message: `the page is at revision ${result.revision}, not ${expectedRevision}`,
+              currentRevision: result.revision,
+            },
+          },
+          { status: 409 },
+        );
+      case 'unchanged':
+        return json({ pageId, publishedRevision: result.revision, eventId: null, changed: false });
+      case 'published':
+        return json({
+          pageId,
+          publishedRevision: result.revision,
+          eventId: result.eventId,
+          changed: true,
+        });
+    }
+  });
+}

@@ -1,0 +1,41 @@
+import { deleteSubscription, getSubscription } from '../../../../../../../../db/webhooks';
+import { ApiError, json, type RouteContext, withApi } from '../../../../../../../lib/api';
+import { pool } from '../../../../../../../lib/server';
+import { subscriptionJson } from '../../../../../../../lib/webhooks';
+
+export const runtime = 'nodejs';
+export const dynamic = 'force-dynamic';
+
+type Params = { ws: string; webhookId: string };
+
+function checkId(id: string): string {
+  if (id.length === 0 || id.length > 64)
+    throw new ApiError(404, 'webhook_not_found', 'webhook not found');
+  return id;
+}
+
+/** GET /api/v1/workspaces/{ws}/webhooks/{webhookId}: one subscription, without its secret. */
+export async function GET(request: Request, context: RouteContext<Params>) {
+  return withApi(request, context, async (principal, params) => {
+    const subscription = await getSubscription(
+      pool(),
+      principal.workspaceId,
+      checkId(params.webhookId),
+    );
+    if (!subscription) throw new ApiError(404, 'webhook_not_found', 'webhook not found');
+    return json(subscriptionJson(subscription));
+  });
+}
+
+/** DELETE /api/v1/workspaces/{ws}/webhooks/{webhookId} (W1): its deliveries first, then itself. */
+export async function DELETE(request: Request, context: RouteContext<Params>) {
+  return withApi(request, context, async (principal, params) => {
+    const deleted = await deleteSubscription(
+      pool(),
+      principal.workspaceId,
+      checkId(params.webhookId),
+    );
+    if (!deleted) throw new ApiError(404, 'webhook_not_found', 'webhook not found');
+    return new Response(null, { status: 204 });
+  });
+}

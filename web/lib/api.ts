@@ -1,0 +1,159 @@
+import 'server-only';
+import { NextResponse } from 'next/server';
+import type { z } from 'zod';
+import { InvalidJobRequestError } from '../../client';
+import { PageTokenError } from '../../core/pageToken';
+import { redactError } from '../../core/redact';
+import { WebhookValidationError } from '../../core/webhookValidation';
+import { ConflictError, NotFoundError } from '../../db/errors';
+import { DeliveryStateError, WebhookNotFoundError } from '../../db/webhooks';
+import type { Principal } from '../../db/workspaces';
+import { apiError, authorize } from './http';
+
+/**
+ * The plumbing every `/api/v1` handler shares: authentication and workspace scope, bounded
+ * JSON bodies and query strings validated by the zod schemas of web/lib/schemas.ts, and one
+ * mapping from typed errors to `{error:{code,message}}`. Validation runs before any write, so
+ * a rejected request changes nothing.
+ */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers?: HeadersInit,
+  ) {
+    super(message);
+  }
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+export type RouteContext<P> = { params: Promise<P> };
+
+/** Runs a handler for an authenticated principal of the workspace in the path. */
+export async function withApi<P extends { ws: string }>(
+  request: Request,
+  context: RouteContext<P>,
+  work: (principal: Principal, params: P) => Promise<Response>,
+): Promise<Response> {
+  try {
+    const params = await context.params;
+    const auth = await authorize(request, params.ws);
+    if ('response' in auth) return auth.response;
+    return await work(auth.principal, params);
+  } catch (error) {
+    return errorResponse(error, request);
+  }
+}
+
+export function errorResponse(error: unknown, request?: Request): NextResponse {
+  if (error instanceof ApiError)
+    return apiError(error.status, error.code, error.message, error.headers);
+  if (error instanceof PageTokenError) return apiError(400, error.code, error.message);
+  if (error instanceof NotFoundError || error instanceof WebhookNotFoundError) {
+    return apiError(404, error.code, error.message);
+  }
+  if (error instanceof ConflictError || error instanceof DeliveryStateError) {
+    return apiError(409, error.code, error.message);
+  }
+  if (error instanceof WebhookValidationError) return apiError(422, error.code, error.message);
+  if (error instanceof InvalidJobRequestError)
+    return apiError(422, 'invalid_job_request', error.message);
+  // O2: the log names the route and a redacted error; never a body, header or key.
+  console.error(
+    JSON.stringify({
+      level: 'error',
+      service: 'quire-web',
+      msg: 'request failed',
+      method: request?.method,
+      path: request ? new URL(request.url).pathname : undefined,
+      error: redactError(error),
+    }),
+  );
+  return apiError(500, 'internal', 'the request could not be completed');
+}
+
+function describeIssues(error: z.ZodError): string {
+  // Paths and messages only: zod's messages do not echo the rejected values (secrets stay out).
+  const text = error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length > 0 ? i.path.join('.') : 'body'}: ${i.message}`)
+    .join('; ');
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}
+
+function isJsonMediaType(header: string | null): boolean {
+  const mediaType = (header ?? '').split(';')[0]!.trim().toLowerCase();
+  return mediaType === 'application/json' || /^application\/[a-z0-9.-]+\+json$/.test(mediaType);
+}
+
+/** Reads at most `maxBytes` of the body; 413 beyond, whatever Content-Length claimed. */
+export async function readBodyBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > maxBytes) {
+    throw new ApiError(413, 'payload_too_large', `the body must be at most ${maxBytes} bytes`);
+  }
+  if (!request.body) return new Uint8Array();
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw new ApiError(413, 'payload_too_large', `the body must be at most ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** 415 for another media type, 413 when too large, 400 for bad JSON or a shape the schema rejects. */
+export async function readJson<S extends z.ZodType>(
+  request: Request,
+  schema: S,
+  maxBytes = DEFAULT_MAX_BODY_BYTES,
+): Promise<z.output<S>> {
+  if (!isJsonMediaType(request.headers.get('content-type'))) {
+    throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
+  }
+  const bytes = await readBodyBytes(request, maxBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    throw new ApiError(400, 'malformed_json', 'the body is not valid JSON');
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ApiError(400, 'invalid_request', describeIssues(parsed.error));
+  return parsed.data;
+}
+
+/** Query parameters; a repeated parameter is a 400, unknown ones are ignored. */
+export function readQuery<S extends z.ZodType>(request: Request, schema: S): z.output<S> {
+  const params = new URL(request.url).searchParams;
+  const object: Record<string, string> = {};
+  for (const [key, value] of params) {
+    if (key in object) throw new ApiError(400, 'invalid_query', `${key}: given more than once`);
+    object[key] = value;
+  }
+  const parsed = schema.safeParse(object);
+  if (!parsed.success) throw new ApiError(400, 'invalid_query', describeIssues(parsed.error));
+  return parsed.data;
+}
+
+/** A positive integer path id; anything else is a 400 (a well-formed foreign id is a 404 later). */
+export function pathId(value: string, name: string): number {
+  if (!/^[1-9][0-9]{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
+    throw new ApiError(400, 'invalid_path', `${name} must be a positive integer`);
+  }
+  return Number(value);
+}
+
+export function json(body: unknown, init?: ResponseInit): NextResponse {
+  return NextResponse.json(body, init);
+}

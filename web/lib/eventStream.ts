@@ -1,0 +1,387 @@
+import 'server-only';
+import pg from 'pg';
+import { z } from 'zod';
+import { toCloudEvent } from '../../core/cloudevents';
+import { redactError } from '../../core/redact';
+import {
+  highWaterMark,
+  type OutboxEvent,
+  readAllEventsAfter,
+  readEventsAfter,
+} from '../../db/events';
+import type { Principal } from '../../db/workspaces';
+import { ApiError } from './api';
+import { config, pool } from './server';
+
+/**
+ * S1: the per-workspace event stream. One hub per web process holds the only LISTEN connection
+ * (channel `quire_events`), reads each new outbox batch once, and keeps the most recent events in
+ * memory; every open stream is woken by it and serves itself from that window, or from Postgres
+ * when it is further behind (a resume after a long absence). A polling timer wakes the hub when
+ * a NOTIFY is lost (LISTEN connection down, Postgres restarted).
+ *
+ * Why reading by id is enough: outbox writers hold an advisory lock from insert to commit
+ * (db/events.ts), so ids become visible in order and nothing below the hub's cursor can appear
+ * later. A stream's cursor can therefore move past ids the workspace filter hid; it says so with
+ * a `dev.quire.stream.checkpoint` event whose `id:` is the new cursor, so a reconnect resumes
+ * after it instead of re-reading other workspaces' ids.
+ */
+
+const settings = z
+  .object({
+    QUIRE_SSE_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(10),
+    QUIRE_SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+    QUIRE_SSE_CHECKPOINT_MS: z.coerce.number().int().min(0).max(300_000).default(1_000),
+    QUIRE_SSE_POLL_MS: z.coerce.number().int().min(50).max(300_000).default(2_000),
+  })
+  .parse(
+    Object.fromEntries(
+      Object.entries({
+        QUIRE_SSE_MAX_STREAMS_PER_KEY: process.env.QUIRE_SSE_MAX_STREAMS_PER_KEY,
+        QUIRE_SSE_HEARTBEAT_MS: process.env.QUIRE_SSE_HEARTBEAT_MS,
+        QUIRE_SSE_CHECKPOINT_MS: process.env.QUIRE_SSE_CHECKPOINT_MS,
+        QUIRE_SSE_POLL_MS: process.env.QUIRE_SSE_POLL_MS,
+      }).filter(([, v]) => v !== undefined && v !== ''),
+    ),
+  );
+
+export const STREAM_READY = 'dev.quire.stream.ready';
+export const STREAM_CHECKPOINT = 'dev.quire.stream.checkpoint';
+const RING_SIZE = 5_000;
+const READ_BATCH = 500;
+/** A client that cannot keep up is cut off; it reconnects with Last-Event-ID and loses nothing. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+function log(level: 'info' | 'warn', msg: string, fields: Record<string, unknown> = {}) {
+  console[level === 'warn' ? 'warn' : 'log'](
+    JSON.stringify({ level, service: 'quire-web', component: 'event-stream', msg, ...fields }),
+  );
+}
+
+class EventHub {
+  /** Every event with floor < id <= cursor is in `ring`, oldest first. */
+  cursor = 0;
+  floor = 0;
+  ring: OutboxEvent[] = [];
+  private starting?: Promise<void>;
+  private readonly subscribers = new Set<() => void>();
+  private pumping = false;
+  private pumpAgain = false;
+  private listener?: pg.Client;
+  private reconnectTimer?: NodeJS.Timeout;
+  private reconnectMs = 500;
+  private pollTimer?: NodeJS.Timeout;
+  private stopped = false;
+
+  start(): Promise<void> {
+    this.starting ??= this.init().catch((error) => {
+      this.starting = undefined;
+      throw error;
+    });
+    return this.starting;
+  }
+
+  private async init() {
+    this.stopped = false;
+    const hw = await highWaterMark(pool());
+    this.cursor = hw;
+    this.floor = hw;
+    void this.listen();
+    this.pollTimer = setInterval(() => this.wake(), settings.QUIRE_SSE_POLL_MS);
+    this.pollTimer.unref();
+  }
+
+  subscribe(fn: () => void): () => void {
+    this.subscribers.add(fn);
+    return () => this.subscribers.delete(fn);
+  }
+
+  get streams(): number {
+    return this.subscribers.size;
+  }
+
+  wake() {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    void this.pump();
+  }
+
+  private async pump() {
+    this.pumping = true;
+    const before = this.cursor;
+    try {
+      do {
+        this.pumpAgain = false;
+        for (;;) {
+          const events = await readAllEventsAfter(pool(), this.cursor, READ_BATCH);
+          if (events.length === 0) break;
+          this.ring.push(...events);
+          this.cursor = events[events.length - 1]!.id;
+          if (this.ring.length > RING_SIZE) {
+            const dropped = this.ring.splice(0, this.ring.length - RING_SIZE);
+            this.floor = dropped[dropped.length - 1]!.id;
+          }
+          if (events.length < READ_BATCH) break;
+        }
+      } while (this.pumpAgain);
+    } catch (error) {
+      log('warn', 'event hub read failed', { error: redactError(error) });
+    } finally {
+      this.pumping = false;
+    }
+    if (this.cursor !== before) for (const notify of this.subscribers) notify();
+  }
+
+  private async listen() {
+    if (this.stopped) return;
+    const client = new pg.Client({
+      connectionString: config().DATABASE_URL,
+      application_name: 'quire-web-events',
+    });
+    const lost = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      client.end().catch(() => {});
+      if (this.stopped || this.reconnectTimer) return;
+      this.reconnectTimer = setTimeout(() => {
+        this.reconnectTimer = undefined;
+        void this.listen();
+      }, this.reconnectMs);
+      this.reconnectTimer.unref();
+      this.reconnectMs = Math.min(this.reconnectMs * 2, 10_000);
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', () => this.wake());
+    this.listener = client;
+    try {
+      await client.connect();
+      await client.query('LISTEN quire_events');
+      this.reconnectMs = 500;
+      // Whatever was committed while nobody listened is read now.
+      this.wake();
+    } catch (error) {
+      log('warn', 'event hub LISTEN failed', { error: redactError(error) });
+      lost();
+    }
+  }
+
+  async stop() {
+    this.stopped = true;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => {});
+    this.starting = undefined;
+    this.ring = [];
+  }
+}
+
+const globals = globalThis as unknown as {
+  quireEventHub?: EventHub;
+  quireStreamSlots?: Map<number, number>;
+};
+
+export function eventHub(): EventHub {
+  globals.quireEventHub ??= new EventHub();
+  return globals.quireEventHub;
+}
+
+/** Closes the hub's LISTEN connection and timers (tests, shutdown). */
+export async function closeEventHub(): Promise<void> {
+  await globals.quireEventHub?.stop();
+  globals.quireEventHub = undefined;
+}
+
+function slots(): Map<number, number> {
+  globals.quireStreamSlots ??= new Map();
+  return globals.quireStreamSlots;
+}
+
+/** Reserves one of the key's stream slots in this process; 429 when all are taken. */
+function acquireSlot(apiKeyId: number): () => void {
+  const open = slots().get(apiKeyId) ?? 0;
+  if (open >= settings.QUIRE_SSE_MAX_STREAMS_PER_KEY) {
+    throw new ApiError(
+      429,
+      'too_many_streams',
+      `at most ${settings.QUIRE_SSE_MAX_STREAMS_PER_KEY} event streams per API key`,
+      { 'Retry-After': '5' },
+    );
+  }
+  slots().set(apiKeyId, open + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const now = (slots().get(apiKeyId) ?? 1) - 1;
+    if (now <= 0) slots().delete(apiKeyId);
+    else slots().set(apiKeyId, now);
+  };
+}
+
+/** `Last-Event-ID` (header wins) or `lastEventId`; a malformed header is a 400. */
+export function resumeCursor(request: Request, queryValue: number | undefined): number | undefined {
+  const header = request.headers.get('last-event-id');
+  if (header !== null && header.trim() !== '') {
+    if (!/^\d{1,15}$/.test(header.trim())) {
+      throw new ApiError(400, 'invalid_last_event_id', 'Last-Event-ID must be an event id');
+    }
+    return Number(header.trim());
+  }
+  return queryValue;
+}
+
+export async function openEventStream(args: {
+  principal: Principal;
+  resumeAfter: number | undefined;
+  signal: AbortSignal;
+}): Promise<Response> {
+  const hub = eventHub();
+  await hub.start();
+  const release = acquireSlot(args.principal.apiKeyId);
+  const workspaceId = args.principal.workspaceId;
+  const encoder = new TextEncoder();
+  const startedAt = hub.cursor;
+  let cursor = args.resumeAfter ?? startedAt;
+  let lastSentId = cursor;
+  let lastCheckpointAt = 0;
+  let checkpointTimer: NodeJS.Timeout | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
+  let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let running = false;
+  let again = false;
+  let closed = false;
+
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    release();
+    unsubscribe?.();
+    if (heartbeat) clearInterval(heartbeat);
+    if (checkpointTimer) clearTimeout(checkpointTimer);
+    try {
+      controllerRef?.close();
+    } catch {
+      // Already closed by the client.
+    }
+  };
+
+  const write = (text: string) => {
+    if (closed || !controllerRef) return;
+    controllerRef.enqueue(encoder.encode(text));
+    if ((controllerRef.desiredSize ?? 0) < -MAX_BUFFERED_BYTES) {
+      log('warn', 'event stream cut off: client too slow', { workspaceId });
+      close();
+    }
+  };
+
+  const sendEvents = (events: OutboxEvent[]) => {
+    for (const event of events) {
+      if (event.id <= lastSentId) continue;
+      write(
+        `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(toCloudEvent(event))}\n\n`,
+      );
+      lastSentId = event.id;
+    }
+  };
+
+  const sendCheckpoint = () => {
+    checkpointTimer = undefined;
+    if (closed || cursor <= lastSentId) return;
+    write(`id: ${cursor}\nevent: ${STREAM_CHECKPOINT}\ndata: ${JSON.stringify({ cursor })}\n\n`);
+    lastSentId = cursor;
+    lastCheckpointAt = Date.now();
+  };
+
+  const maybeCheckpoint = () => {
+    if (cursor <= lastSentId || checkpointTimer) return;
+    const wait = lastCheckpointAt + settings.QUIRE_SSE_CHECKPOINT_MS - Date.now();
+    if (wait <= 0) sendCheckpoint();
+    else checkpointTimer = setTimeout(sendCheckpoint, wait);
+  };
+
+  const catchUp = async () => {
+    for (;;) {
+      if (closed) return;
+      if (cursor >= hub.floor) {
+        // Served from the hub's window: a synchronous snapshot of (floor, cursor].
+        sendEvents(hub.ring.filter((e) => e.id > cursor && e.workspaceId === workspaceId));
+        cursor = Math.max(cursor, hub.cursor);
+        return;
+      }
+      // Further behind than the window: read this workspace's events from Postgres. Everything
+      // up to the hub's cursor (read before this query) is visible to the query.
+      const visible = hub.cursor;
+      const events = await readEventsAfter(pool(), workspaceId, cursor, READ_BATCH);
+      sendEvents(events);
+      if (events.length === READ_BATCH) {
+        cursor = events[events.length - 1]!.id;
+        continue;
+      }
+      cursor = Math.max(cursor, events[events.length - 1]?.id ?? cursor, visible);
+      return;
+    }
+  };
+
+  const pass = async () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      do {
+        again = false;
+        await catchUp();
+      } while (again && !closed);
+      maybeCheckpoint();
+    } catch (error) {
+      log('warn', 'event stream read failed', { workspaceId, error: redactError(error) });
+      // The client reconnects with its Last-Event-ID; nothing is lost.
+      close();
+    } finally {
+      running = false;
+    }
+  };
+
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        controllerRef = controller;
+        write(
+          `retry: 2000\nevent: ${STREAM_READY}\ndata: ${JSON.stringify({
+            highWaterMark: startedAt,
+            resumeAfter: cursor,
+          })}\n\n`,
+        );
+        unsubscribe = hub.subscribe(() => void pass());
+        heartbeat = setInterval(
+          () => write(`: heartbeat ${Date.now()}\n\n`),
+          settings.QUIRE_SSE_HEARTBEAT_MS,
+        );
+        void pass();
+      },
+      cancel() {
+        close();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }),
+  );
+  args.signal.addEventListener('abort', close, { once: true });
+  if (args.signal.aborted) close();
+
+  return new Response(stream, {
+    headers: {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    },
+  });
+}

@@ -1,0 +1,75 @@
+import 'server-only';
+import type { AnnotationPage, Segment } from '../../core/annotation';
+import type { PageRow } from '../../db/pages';
+import { ApiError } from './api';
+
+/** ETag of a page: its revision, quoted (SPEC §7). */
+export function pageEtag(revision: number): string {
+  return `"${revision}"`;
+}
+
+/**
+ * The revision an If-Match names: `"3"`, `W/"3"` or a bare `3`. Missing is a 428: an edit
+ * must say which revision it was made from; `*` or a list does not name one.
+ */
+export function ifMatchRevision(header: string | null): number {
+  if (header === null || header.trim() === '') {
+    throw new ApiError(
+      428,
+      'precondition_required',
+      'If-Match with the revision you edited is required',
+    );
+  }
+  const match = /^\s*(?:W\/)?"?(\d{1,9})"?\s*$/.exec(header);
+  if (!match) {
+    throw new ApiError(400, 'invalid_if_match', 'If-Match must name one revision, e.g. "3"');
+  }
+  return Number(match[1]);
+}
+
+/** 422 for segments that do not fit the page: wrong target kind, repeated index, reversed span. */
+export function checkSegmentsFit(page: PageRow, segments: Segment[]): void {
+  const seen = new Set<number>();
+  for (const segment of segments) {
+    if (seen.has(segment.index)) {
+      throw new ApiError(
+        422,
+        'duplicate_segment_index',
+        `segment index ${segment.index} appears twice`,
+      );
+    }
+    seen.add(segment.index);
+    const expected = page.kind === 'image' ? 'xywh' : 't';
+    if (segment.target.kind !== expected) {
+      throw new ApiError(
+        422,
+        'segment_kind_mismatch',
+        `segments of ${page.kind} pages target #${expected}=`,
+      );
+    }
+    if (segment.target.kind === 't' && segment.target.end < segment.target.start) {
+      throw new ApiError(
+        422,
+        'invalid_segment_span',
+        `segment ${segment.index} ends before it starts`,
+      );
+    }
+  }
+}
+
+export function pageJson(page: PageRow) {
+  return {
+    pageId: page.id,
+    itemId: page.itemId,
+    kind: page.kind,
+    canvasUri: page.canvasUri,
+    revision: page.revision,
+    publishedRevision: page.publishedRevision,
+    annotationPage: page.annotationPage,
+  };
+}
+
+/** The language a page's transcript declares, if any. */
+export function pageLanguage(annotationPage: AnnotationPage): string | undefined {
+  return annotationPage.items.find((a) => a.body.language)?.body.language;
+}

@@ -1,0 +1,185 @@
+import { z } from 'zod';
+import { QUIRE_EVENT_TYPES } from '../../core/cloudevents';
+
+/**
+ * The request schemas of `/api/v1`: route handlers validate with them, and web/lib/openapi.ts
+ * turns the same objects into the OpenAPI document, so the two cannot drift apart.
+ * Shape errors are 400; what only the domain can judge (a provider, a page kind) is 422.
+ */
+
+const jsonObject = z.record(z.string(), z.unknown());
+const languageTag = z
+  .string()
+  .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'a BCP 47 language tag such as en or de-DE');
+
+export const jobStatusSchema = z.enum([
+  'pending',
+  'running',
+  'completed',
+  'failed',
+  'canceled',
+  'superseded',
+]);
+
+export const pageSizeSchema = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(100)
+  .default(50)
+  .describe('Items per page (default 50, at most 100).');
+export const pageTokenSchema = z
+  .string()
+  .min(1)
+  .max(2048)
+  .describe('Opaque token from `nextPageToken`, valid only with the same workspace and filter.');
+
+const positiveIntParam = z.coerce.number().int().positive();
+
+export const startJobBody = z
+  .object({
+    pageId: z.number().int().positive(),
+    provider: z.string().min(1).max(64).optional(),
+    model: z.string().min(1).max(128).optional(),
+    language: languageTag.optional(),
+    options: jsonObject.optional(),
+    idempotencyKey: z.string().min(1).max(200).optional(),
+    externalReferenceId: z.string().min(1).max(200).optional(),
+    metadata: jsonObject
+      .refine((m) => JSON.stringify(m).length <= 16_384, 'metadata must be at most 16 KiB of JSON')
+      .optional(),
+  })
+  .strict();
+
+export const listJobsQuery = z.object({
+  status: jobStatusSchema.optional(),
+  pageId: positiveIntParam.optional(),
+  batchId: z.string().min(1).max(100).optional(),
+  pageSize: pageSizeSchema,
+  pageToken: pageTokenSchema.optional(),
+});
+
+const box = z.object({
+  x: z.number().min(0),
+  y: z.number().min(0),
+  w: z.number().positive(),
+  h: z.number().positive(),
+});
+
+export const segmentSchema = z
+  .object({
+    index: z.number().int().min(0),
+    target: z.discriminatedUnion('kind', [
+      z.object({ kind: z.literal('xywh'), box }).strict(),
+      z.object({ kind: z.literal('t'), start: z.number().min(0), end: z.number().min(0) }).strict(),
+    ]),
+    text: z.string().max(20_000),
+    speaker: z.string().min(1).max(200).optional(),
+    confidence: z.number().min(0).max(1).optional(),
+  })
+  .strict();
+
+export const pageEditBody = z
+  .object({
+    segments: z.array(segmentSchema).max(5_000),
+    language: languageTag.optional(),
+  })
+  .strict();
+
+export const revisionsQuery = z.object({
+  before: positiveIntParam.optional().describe('Only revisions below this one (paging back).'),
+  pageSize: pageSizeSchema,
+});
+
+export const exportFormatSchema = z.enum(['iiif', 'text', 'vtt', 'srt', 'alto']);
+export const exportQuery = z.object({ format: exportFormatSchema });
+
+export const publishBody = z.object({ expectedRevision: z.number().int().min(0) }).strict();
+
+export const searchQuery = z.object({
+  q: z.string().trim().min(1).max(200),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+});
+
+export const createWebhookBody = z
+  .object({
+    url: z
+      .string()
+      .min(1)
+      .max(2048)
+      .describe('Absolute https URL without credentials, query or fragment.'),
+    secret: z
+      .string()
+      .min(32)
+      .max(1024)
+      .describe('Caller-generated, 32-1024 bytes, no surrounding whitespace; write-only.'),
+    eventTypes: z.array(z.enum(QUIRE_EVENT_TYPES)).min(1).max(50).optional(),
+  })
+  .strict();
+
+export const deliveryStatusSchema = z.enum(['pending', 'succeeded', 'failed', 'dead']);
+export const deliveriesQuery = z.object({
+  status: deliveryStatusSchema.optional(),
+  pageSize: pageSizeSchema,
+  pageToken: pageTokenSchema.optional(),
+});
+
+export const eventsQuery = z.object({
+  lastEventId: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Resume strictly after this outbox id (alternative to the Last-Event-ID header).'),
+});
+
+export const errorBody = z.object({
+  error: z.object({ code: z.string(), message: z.string() }),
+});
+
+export const startedJobResponse = z.object({
+  jobId: z.string(),
+  workflowId: z.string(),
+  status: jobStatusSchema,
+  created: z.boolean(),
+});
+
+export const jobSummarySchema = z.object({
+  id: z.string(),
+  pageId: z.number().int(),
+  batchId: z.string().nullable(),
+  status: jobStatusSchema,
+  provider: z.string(),
+  stage: z.string().nullable(),
+  attemptNumber: z.number().int(),
+  completedSegments: z.number().int(),
+  failedSegments: z.number().int(),
+  totalSegments: z.number().int().nullable(),
+  errorCategory: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const listJobsResponse = z.object({
+  jobs: z.array(jobSummarySchema),
+  nextPageToken: z.string().nullable(),
+});
+
+export const pageResponse = z.object({
+  pageId: z.number().int(),
+  itemId: z.string(),
+  kind: z.enum(['image', 'audio']),
+  canvasUri: z.string(),
+  revision: z.number().int(),
+  publishedRevision: z.number().int().nullable(),
+  annotationPage: jsonObject,
+});
+
+export const webhookResponse = z.object({
+  id: z.string(),
+  url: z.string(),
+  eventTypes: z.array(z.string()).nullable(),
+  createdAt: z.string(),
+  disabledAt: z.string().nullable(),
+  disabledReason: z.string().nullable(),
+});
