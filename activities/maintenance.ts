@@ -10,6 +10,10 @@ export interface MaintenanceDeps {
   runBlobCleanup: () => Promise<Record<string, number>>;
   /** U2: finds stored objects and stale temporaries that nothing references. */
   sweepOrphans: () => Promise<Record<string, number>>;
+  /** O3: engine jobs older than 6 h that no live job references are deleted. */
+  sweepStrandedEngineJobs: () => Promise<Record<string, unknown>>;
+  /** O3: old events and finished deliveries are removed. */
+  purgeOldEvents: () => Promise<Record<string, number>>;
 }
 
 export function createMaintenanceActivities(deps: MaintenanceDeps) {
@@ -23,6 +27,12 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     },
     async sweepOrphans(): Promise<Record<string, number>> {
       return deps.sweepOrphans();
+    },
+    async sweepStrandedEngineJobs(): Promise<Record<string, unknown>> {
+      return deps.sweepStrandedEngineJobs();
+    },
+    async purgeOldEvents(): Promise<Record<string, number>> {
+      return deps.purgeOldEvents();
     },
   };
 }

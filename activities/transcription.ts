@@ -18,6 +18,7 @@ import {
   saveCheckpoint,
 } from '../db/attempts';
 import { cancelJobIfActive } from '../db/jobs';
+import { checkBudget } from '../db/budget';
 import { recordProviderCall } from '../db/ledger';
 import type { Pool } from '../db/pool';
 import { withTransaction } from '../db/pool';
@@ -47,6 +48,10 @@ export interface TranscriptionDeps {
   heartbeatEveryMs: number;
   /** How often an audio engine job is polled. */
   audioPollMs?: number;
+  /** Q4: told of the first pause of an episode (the notification is sent once per episode). */
+  onProviderPaused?: (pause: { provider: string; reason: string; episode: number }) => Promise<void>;
+  /** Clock for budget days (B1); tests inject one. */
+  now?: () => Date;
 }
 
 /** What the workflow holds of an attempt: never the clear token. */
@@ -80,7 +85,22 @@ export interface RecognizeOutcome {
   /** Segments not yet attempted in this attempt. */
   remaining: number;
   /** A pausing failure stopped the stage at once (Q3). */
-  pause: { reason: 'credit' | 'auth' | 'outage' | 'budget'; retryAfterMs: number | null } | null;
+  pause: PauseRequest | null;
+}
+
+export interface PauseRequest {
+  reason: 'credit' | 'auth' | 'outage' | 'budget';
+  retryAfterMs: number | null;
+  /** `workspace`: only this workspace's budget is spent; the provider stays open for others. */
+  scope?: 'provider' | 'workspace';
+}
+
+function pauseFrom(error: ProviderError): PauseRequest {
+  return {
+    reason: error.category as PauseRequest['reason'],
+    retryAfterMs: error.retryAfterMs ?? null,
+    scope: error.scope,
+  };
 }
 
 interface AttemptContext {
@@ -152,6 +172,30 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
     });
   }
 
+  /**
+   * B1: a paid call is made only within the day's budget, estimated from the snapshot's
+   * price for the call's unit. Free engines (price 0) never wait.
+   */
+  async function guardBudget(ctx: AttemptContext, cost: CallCost): Promise<void> {
+    const estimatedMicros = Math.round(cost.units * (ctx.snapshot.price[cost.unit] ?? 0));
+    if (estimatedMicros <= 0) return;
+    const now = deps.now?.() ?? new Date();
+    const check = await checkBudget(pool, {
+      workspaceId: ctx.workspaceId,
+      provider: ctx.snapshot.provider,
+      estimatedMicros,
+      now,
+    });
+    if (!check.ok) {
+      throw new ProviderError(
+        'budget',
+        `daily ${check.exceeded} budget spent`,
+        Math.max(1_000, check.resetsAt.getTime() - now.getTime()),
+        check.exceeded === 'workspace' ? 'workspace' : 'provider',
+      );
+    }
+  }
+
   /** Heartbeats on a timer while `work` runs: the heartbeat is the attempt's lease (T3). */
   async function withHeartbeat<T>(details: () => unknown, work: () => Promise<T>): Promise<T> {
     const context = Context.current();
@@ -180,7 +224,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         type: error.category,
         message: redactError(error),
         nonRetryable: true,
-        details: [{ retryAfterMs: error.retryAfterMs ?? null }],
+        details: [{ retryAfterMs: error.retryAfterMs ?? null, scope: error.scope }],
       });
     }
     return error;
@@ -256,6 +300,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         );
         if (lines.length === 0) {
           const provider = deps.providers.get(ctx.snapshot.provider);
+          await guardBudget(ctx, { units: 1, unit: 'page' });
           const result = await withHeartbeat(
             () => ({ stage: 'segment' }),
             () => provider.segmentPage(media, callContext(ctx, 'segment')),
@@ -299,6 +344,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
             for (const index of batch) {
               try {
                 const line = lines[index]!;
+                await guardBudget(ctx, { units: 1, unit: 'line' });
                 const result = await provider.recognizeLine(media, line, callContext(ctx, 'recognize', index));
                 await saveCheckpoint(
                   pool,
@@ -321,10 +367,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
                 if (!(error instanceof ProviderError) || Context.current().cancellationSignal.aborted) throw error;
                 await ledger(ctx, 'recognize', null, error.category);
                 if (isPausing(error.category)) {
-                  pause = {
-                    reason: error.category as 'credit' | 'auth' | 'outage' | 'budget',
-                    retryAfterMs: error.retryAfterMs ?? null,
-                  };
+                  pause = pauseFrom(error);
                   return;
                 }
                 failures.push({ index, category: error.category });
@@ -354,6 +397,9 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         if (saved[0]) return saved[0].payload as { engineJobId: string };
         const { media } = await pageMedia(ctx.pageId);
         const provider = deps.providers.get(ctx.snapshot.provider);
+        const durationMs = (await pool.query('SELECT duration_ms FROM pages WHERE id = $1', [ctx.pageId])).rows[0]
+          ?.duration_ms as number | null;
+        await guardBudget(ctx, { units: Math.max(1, Math.ceil((durationMs ?? 0) / 1000)), unit: 'audio_second' });
         const result = await withHeartbeat(
           () => ({ stage: 'submit' }),
           () => provider.submitAudio(media, callContext(ctx, 'submit')),
@@ -432,10 +478,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
               completed: 0,
               failures: [],
               remaining: 1,
-              pause: {
-                reason: error.category as 'credit' | 'auth' | 'outage' | 'budget',
-                retryAfterMs: error.retryAfterMs ?? null,
-              },
+              pause: pauseFrom(error),
             };
           }
           throw error;
@@ -467,6 +510,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         const provider = deps.providers.get(ctx.snapshot.provider);
         const raw = recognized.map((s) => s.text.replace(/\n/g, ' ')).join('\n');
         await recordProgress(pool, ctx.fence, { stage: 'polish' });
+        await guardBudget(ctx, { units: 1, unit: 'call' });
         const result = await withHeartbeat(
           () => ({ stage: 'polish' }),
           () => provider.polish(raw, kind, callContext(ctx, 'polish')),
@@ -568,11 +612,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
     /** Q3: refunds the attempt and pauses the provider's queue; returns when it may reopen. */
     async pauseProvider(
       ref: AttemptRef,
-      args: {
-        reason: 'credit' | 'auth' | 'outage' | 'budget';
-        retryAfterMs: number | null;
-        counts?: { completed: number; failed: number; total: number | null };
-      },
+      args: PauseRequest & { counts?: { completed: number; failed: number; total: number | null } },
     ): Promise<{ resumeAtMs: number | null; episode: number; newEpisode: boolean }> {
       const ctx = await guarded(undefined, () => attemptContext(ref));
       return guarded(ctx, async () => {
@@ -582,7 +622,14 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
           detail: `provider ${ctx.snapshot.provider} paused: ${args.reason}`,
           retryAfterMs: args.retryAfterMs ?? undefined,
           counts: args.counts,
+          scope: args.scope,
+          now: deps.now?.(),
         });
+        if (paused.newEpisode) {
+          await deps
+            .onProviderPaused?.({ provider: ctx.snapshot.provider, reason: args.reason, episode: paused.episode })
+            .catch(() => {});
+        }
         deps.logger.warn(
           { jobId: ref.jobId, provider: ctx.snapshot.provider, errorClass: args.reason, episode: paused.episode },
           'provider paused',

@@ -6,7 +6,7 @@ import {
 import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
 import type { JobRecord, JobStore } from '../core/jobStore';
-import { AUTO_PROVIDER, buildSnapshot, KNOWN_PROVIDERS, resolveProvider } from '../core/pricing';
+import { AUTO_PROVIDER, buildSnapshot, KNOWN_PROVIDERS, pricesWith, resolveProvider } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
 import {
   DEFAULT_TASK_QUEUE,
@@ -103,7 +103,13 @@ export class QuireClient {
       defaultProvider: config.QUIRE_DEFAULT_PROVIDER,
       providers,
       snapshot: (request) =>
-        buildSnapshot({ provider: request.provider, model: request.model, language: request.language, options: request.options }),
+        buildSnapshot({
+          provider: request.provider,
+          model: request.model,
+          language: request.language,
+          options: request.options,
+          prices: pricesWith(config.QUIRE_PRICES),
+        }),
     });
   }
 

@@ -39,6 +39,23 @@ const schema = z.object({
   /** Bytes all workspaces may store together (U2); unset: no global quota. */
   QUIRE_GLOBAL_QUOTA_BYTES: z.coerce.number().int().positive().optional(),
   QUIRE_SECRET_KEY: z.string().min(32).optional(),
+  /** Q4: where the first pause of an episode is announced (fixed text: provider and reason). */
+  QUIRE_NOTIFY_URL: z.string().url().optional(),
+  /** B1: price overrides, JSON `{"provider": {"unit": micros}}`. */
+  QUIRE_PRICES: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (!value) return undefined;
+      try {
+        return JSON.parse(value) as Record<string, Partial<Record<string, number>>>;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'QUIRE_PRICES must be JSON' });
+        return z.NEVER;
+      }
+    }),
+  /** O3: events and finished deliveries older than this are removed. */
+  QUIRE_EVENT_RETENTION_DAYS: intFrom(1, 3650, 30),
   /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */
   QUIRE_SIMULATED_CALL_LOG: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

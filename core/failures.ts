@@ -54,8 +54,10 @@ export class ProviderError extends Error {
   constructor(
     readonly category: FailureClass,
     message: string,
-    /** For `outage`: the provider's Retry-After, when it gave one. */
+    /** For `outage`: the provider's Retry-After, when it gave one; for `budget`: until midnight. */
     readonly retryAfterMs?: number,
+    /** For `budget`: a workspace's own budget waits alone; the global one pauses the provider. */
+    readonly scope: 'provider' | 'workspace' = 'provider',
   ) {
     super(message);
   }

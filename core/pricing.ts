@@ -10,7 +10,19 @@ export const DEFAULT_PRICES: Record<string, PriceTable> = {
   simulated: { line: 100, page: 500, audio_second: 200, call: 0 },
   tesseract: { line: 0, page: 0, call: 0 },
   pocketsphinx: { audio_second: 0, call: 0 },
+  // Remote engines: indicative list prices; operators set theirs with QUIRE_PRICES.
+  'openai-chat': { token: 3, call: 0 },
+  whisper: { audio_second: 100, call: 0 },
+  'async-speech': { audio_second: 150, call: 0 },
 };
+
+/** Merges an operator's price table (JSON of provider -> unit -> micros) over the defaults. */
+export function pricesWith(overrides: Record<string, PriceTable> | undefined): Record<string, PriceTable> {
+  if (!overrides) return DEFAULT_PRICES;
+  const merged: Record<string, PriceTable> = { ...DEFAULT_PRICES };
+  for (const [provider, table] of Object.entries(overrides)) merged[provider] = { ...merged[provider], ...table };
+  return merged;
+}
 
 export const KNOWN_PROVIDERS = Object.keys(DEFAULT_PRICES);
 

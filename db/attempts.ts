@@ -414,6 +414,8 @@ export async function pauseProvider(
     detail: string;
     retryAfterMs?: number;
     counts?: { completed: number; failed: number; total: number | null };
+    /** `workspace`: a workspace's own budget is spent; the provider stays open for others. */
+    scope?: 'provider' | 'workspace';
     now?: Date;
   },
 ): Promise<{ resumeAt: Date | null; episode: number; newEpisode: boolean }> {
@@ -431,7 +433,11 @@ export async function pauseProvider(
         WHERE id = $1 AND status = 'running'`,
       [fence.jobId],
     );
-    return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, args.now ?? new Date());
+    const now = args.now ?? new Date();
+    if (args.scope === 'workspace') {
+      return { resumeAt: args.retryAfterMs ? new Date(now.getTime() + args.retryAfterMs) : nextUtcMidnight(now), episode: 0, newEpisode: false };
+    }
+    return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, now);
   });
 }
 

@@ -67,8 +67,8 @@ export async function checkBudget(
   db: Queryable,
   args: { workspaceId: number; provider: string; estimatedMicros: number; now: Date },
 ): Promise<BudgetCheck> {
-  const ws = await workspaceBudget(db, args.workspaceId);
   if (args.estimatedMicros <= 0) return { ok: true };
+  const ws = await workspaceBudget(db, args.workspaceId);
   const { start, end } = utcDayBounds(args.now);
   if (ws !== null) {
     const spent = await spentBetween(db, args.workspaceId, start, end);

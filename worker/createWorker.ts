@@ -9,7 +9,9 @@ import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
 import type { BlobStore } from '../blobs';
 import type { ProviderRegistry } from '../providers/registry';
+import { purgeOldEvents } from '../db/retention';
 import { runBlobCleanup, sweepOrphans } from './cleanup';
+import { sweepStrandedEngineJobs } from './strandedSweep';
 
 /**
  * Builds a Quire worker over injected dependencies, for the worker process and for tests.
@@ -32,6 +34,7 @@ export interface QuireWorkerDeps {
   identity?: string;
   workflowBundle?: WorkerOptions['workflowBundle'];
   audioPollMs?: number;
+  onProviderPaused?: (pause: { provider: string; reason: string; episode: number }) => Promise<void>;
 }
 
 export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> {
@@ -45,11 +48,16 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     logger: deps.logger,
     heartbeatEveryMs: Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3)),
     audioPollMs: deps.audioPollMs,
+    onProviderPaused: deps.onProviderPaused,
   });
   const maintenance = createMaintenanceActivities({
     client: deps.client,
     runBlobCleanup: async () => ({ ...(await runBlobCleanup({ pool: deps.pool, blobStore: deps.blobStore })) }),
     sweepOrphans: async () => ({ ...(await sweepOrphans({ pool: deps.pool, blobStore: deps.blobStore })) }),
+    sweepStrandedEngineJobs: async () => ({
+      ...(await sweepStrandedEngineJobs({ pool: deps.pool, providers: deps.providers })),
+    }),
+    purgeOldEvents: () => purgeOldEvents(deps.pool, deps.config.QUIRE_EVENT_RETENTION_DAYS),
   });
   return Worker.create({
     connection: deps.connection,

@@ -1,18 +1,26 @@
 import { resolve } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { createLocalBlobStore } from '../blobs';
 import { loadConfig } from '../core/config';
 import { redactError } from '../core/redact';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import { createProviderRegistry } from '../providers/registry';
-import { createLocalBlobStore } from '../blobs';
 import { PocketsphinxProvider } from '../providers/pocketsphinx';
+import { createProviderRegistry } from '../providers/registry';
+import { remoteProvidersFromEnv } from '../providers/remoteConfig';
 import { SimulatedProvider } from '../providers/simulated';
 import { TesseractProvider } from '../providers/tesseract';
-import { connectTemporalClient, createQuireClient, createQuireWorker, workerIdentity } from './createWorker';
+import {
+  connectTemporalClient,
+  createQuireClient,
+  createQuireWorker,
+  workerIdentity,
+} from './createWorker';
 import { checkAndRecordHealth, readHealth } from './health';
 import { createLogger } from './logger';
+import { type NotifyPauseArgs, notifyPauseOnce } from './notify';
 import { ensureSchedules } from './schedules';
+import { createWebhookRelay } from './webhookRelay';
 
 /**
  * The worker process: Temporal workflows and activities, schedules, and the health
@@ -29,9 +37,15 @@ async function main(): Promise<number> {
 
   const logger = createLogger('quire-worker', config.LOG_LEVEL);
   if (config.usingDevelopmentSecret) {
-    logger.warn({}, 'QUIRE_SECRET_KEY is not set: using the development secret (never in production)');
+    logger.warn(
+      {},
+      'QUIRE_SECRET_KEY is not set: using the development secret (never in production)',
+    );
   }
-  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'] });
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'],
+  });
 
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   await migrate(config.DATABASE_URL);
@@ -43,6 +57,8 @@ async function main(): Promise<number> {
     tesseract,
     new PocketsphinxProvider(),
     new SimulatedProvider({ callLog: config.QUIRE_SIMULATED_CALL_LOG }),
+    // Remote adapters are registered when configured (QUIRE_OPENAI_BASE_URL, ...).
+    ...remoteProvidersFromEnv(process.env, { fallbackSegmenter: tesseract }),
   ]);
   const client = createQuireClient(config, temporal, pool, providers.names());
   const identity = workerIdentity();
@@ -59,9 +75,26 @@ async function main(): Promise<number> {
     client,
     identity,
     blobStore,
-    workflowBundle: config.QUIRE_WORKFLOW_BUNDLE ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) } : undefined,
+    onProviderPaused: async (pause) => {
+      await notifyPauseOnce(pool, {
+        url: config.QUIRE_NOTIFY_URL,
+        ...pause,
+        reason: pause.reason as NotifyPauseArgs['reason'],
+      });
+    },
+    workflowBundle: config.QUIRE_WORKFLOW_BUNDLE
+      ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) }
+      : undefined,
   });
   await ensureSchedules(temporal, config);
+  // E1/W2: the outbox relay fans committed events out to webhook deliveries and sends them.
+  const relay = createWebhookRelay({
+    pool,
+    secretKey: config.QUIRE_SECRET_KEY,
+    logger,
+    databaseUrl: config.DATABASE_URL,
+  });
+  await relay.start();
 
   const beat = () =>
     checkAndRecordHealth({
@@ -76,13 +109,19 @@ async function main(): Promise<number> {
   setTimeout(beat, 1_000);
 
   logger.info(
-    { identity, taskQueue: config.QUIRE_TASK_QUEUE, concurrency: config.WORKER_CONCURRENCY, staleTemporariesRemoved: swept.removed },
+    {
+      identity,
+      taskQueue: config.QUIRE_TASK_QUEUE,
+      concurrency: config.WORKER_CONCURRENCY,
+      staleTemporariesRemoved: swept.removed,
+    },
     'worker started',
   );
   try {
     await worker.run();
   } finally {
     clearInterval(healthTimer);
+    await relay.stop({ graceMs: Math.min(config.QUIRE_SHUTDOWN_GRACE_MS, 15_000) }).catch(() => {});
     await tesseract.close().catch(() => {});
     logger.info({ identity }, 'worker stopped');
     await temporal.connection.close().catch(() => {});
@@ -95,7 +134,9 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error) => {
-    process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: 'worker failed', error: redactError(error) })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ level: 'fatal', msg: 'worker failed', error: redactError(error) })}\n`,
+    );
     process.exit(1);
   },
 );

@@ -16,6 +16,8 @@ export async function ensureSchedules(client: Client, config: QuireConfig): Prom
     },
     { scheduleId: 'quire-blob-cleanup', every: '5m', workflowType: 'blobCleanup', args: [] },
     { scheduleId: 'quire-orphan-sweep', every: '1h', workflowType: 'orphanSweep', args: [] },
+    { scheduleId: 'quire-stranded-engine-jobs', every: '1h', workflowType: 'strandedEngineJobSweep', args: [] },
+    { scheduleId: 'quire-event-retention', every: '24h', workflowType: 'eventRetention', args: [] },
   ];
   const created: string[] = [];
   for (const s of schedules) {

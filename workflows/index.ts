@@ -1,3 +1,3 @@
 // The workflows a Quire worker registers. Only deterministic code lives here.
 export { transcriptionJob } from './transcriptionJob';
-export { blobCleanup, orphanSweep, reconcileJobs } from './reconcile';
+export { blobCleanup, eventRetention, orphanSweep, reconcileJobs, strandedEngineJobSweep } from './reconcile';

@@ -24,3 +24,13 @@ export async function blobCleanup(): Promise<Record<string, number>> {
 export async function orphanSweep(): Promise<Record<string, number>> {
   return maintenance.sweepOrphans();
 }
+
+/** O3: engine-side copies older than 6 h that no live job references are deleted. */
+export async function strandedEngineJobSweep(): Promise<Record<string, unknown>> {
+  return maintenance.sweepStrandedEngineJobs();
+}
+
+/** O3: events and finished deliveries past retention are removed. */
+export async function eventRetention(): Promise<Record<string, number>> {
+  return maintenance.purgeOldEvents();
+}

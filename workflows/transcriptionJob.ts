@@ -13,7 +13,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { ClaimOutcome, RecognizeOutcome, TranscriptionActivities } from '../activities/transcription';
-import type { AttemptRef, SegmentFailure } from '../activities/transcription';
+import type { AttemptRef, PauseRequest, SegmentFailure } from '../activities/transcription';
 import { type FailureClass, isFailureClass, isPausing, isPermanent, STALE_ATTEMPT } from '../core/failures';
 import {
   type JobProgress,
@@ -112,16 +112,11 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
     state.pausedReason = null;
   };
 
-  const pause = async (
-    ref: AttemptRef,
-    reason: 'credit' | 'auth' | 'outage' | 'budget',
-    retryAfterMs: number | null,
-  ): Promise<AttemptEnd> => {
+  const pause = async (ref: AttemptRef, request: PauseRequest): Promise<AttemptEnd> => {
     const seen = resumeSignals;
-    state.pausedReason = reason;
+    state.pausedReason = request.reason;
     const paused = await db.pauseProvider(ref, {
-      reason,
-      retryAfterMs,
+      ...request,
       counts: { completed: state.completedSegments, failed: state.failedSegments, total: state.totalSegments },
     });
     await waitForResume(seen, paused.resumeAtMs);
@@ -172,7 +167,7 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
           failures.push(...chunk.failures);
           state.completedSegments = chunk.completed;
           state.failedSegments = failures.length;
-          if (chunk.pause) return await pause(ref, chunk.pause.reason, chunk.pause.retryAfterMs);
+          if (chunk.pause) return await pause(ref, chunk.pause);
           if (chunk.remaining <= 0) {
             outcome = { ...chunk, failures };
             break;
@@ -183,7 +178,7 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
         await engine.submitAudio(ref);
         setStage('recognize');
         outcome = await engine.awaitAudio(ref);
-        if (outcome.pause) return await pause(ref, outcome.pause.reason, outcome.pause.retryAfterMs);
+        if (outcome.pause) return await pause(ref, outcome.pause);
         state.totalSegments = outcome.total;
         state.completedSegments = outcome.completed;
       }
@@ -202,7 +197,7 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
         } catch (error) {
           const type = failureType(error);
           if (type === STALE_ATTEMPT || !isFailureClass(type)) throw error;
-          if (isPausing(type)) return await pause(ref, type as 'credit', retryAfterOf(error));
+          if (isPausing(type)) return await pause(ref, pauseOf(type, error));
           // Polish degrades: a charged polish failure commits the raw text instead.
           log.warn('polish failed; committing raw text', { jobId: input.jobId, errorClass: type });
           usePolish = false;
@@ -218,7 +213,7 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
       const type = failureType(error);
       if (type === STALE_ATTEMPT) return { kind: 'again' };
       if (type !== undefined && isFailureClass(type)) {
-        if (isPausing(type)) return await pause(ref, type as 'credit', retryAfterOf(error));
+        if (isPausing(type)) return await pause(ref, pauseOf(type, error));
         return await noneSucceeded(ref, type, `stage ${state.stage} failed (${type})`, claim.chargedAttempts);
       }
       // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
@@ -271,12 +266,12 @@ function failureType(error: unknown): string | undefined {
   return undefined;
 }
 
-function retryAfterOf(error: unknown): number | null {
+function pauseOf(type: string, error: unknown): PauseRequest {
+  let details: { retryAfterMs?: number | null; scope?: 'provider' | 'workspace' } | undefined;
   if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) {
-    const details = error.cause.details?.[0] as { retryAfterMs?: number | null } | undefined;
-    return details?.retryAfterMs ?? null;
+    details = error.cause.details?.[0] as typeof details;
   }
-  return null;
+  return { reason: type as PauseRequest['reason'], retryAfterMs: details?.retryAfterMs ?? null, scope: details?.scope };
 }
 
 /** The category of an attempt where nothing succeeded: permanent only if every failure was. */
