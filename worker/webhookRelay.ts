@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import pg from 'pg';
 import { cloudEventBody } from '../core/cloudevents';
 import { redactError } from '../core/redact';
@@ -124,6 +125,8 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   };
   const inFlight = new Set<Promise<void>>();
   const abort = new AbortController();
+  // Every send in flight listens for the stop signal.
+  setMaxListeners(concurrency + 10, abort.signal);
   let started = false;
   let stopping = false;
   let loopDone: Promise<void> | undefined;

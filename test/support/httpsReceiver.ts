@@ -122,13 +122,14 @@ export async function startHttpsReceiver(
               receivedAtPrecise: performance.timeOrigin + performance.now(),
             };
             const index = requests.push(received) - 1;
-            for (const wake of waiters) wake();
             let answer: ReceiverAnswer;
             try {
               answer = await handler(received, index);
             } catch {
               answer = { status: 500 };
             }
+            // After the handler, so a waiter sees whatever the handler recorded.
+            for (const wake of waiters) wake();
             if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs));
             if (res.destroyed) return;
             res.writeHead(answer.status, answer.headers);

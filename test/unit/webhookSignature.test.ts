@@ -117,10 +117,10 @@ describe('W3 receiver verification helper', () => {
       'x-quire-timestamp': all['x-quire-timestamp'],
       'x-quire-signature': all['x-quire-signature'],
     };
-    const standardOnly = {
-      'webhook-id': all['webhook-id'],
-      'webhook-timestamp': all['webhook-timestamp'],
-      'webhook-signature': all['webhook-signature'],
+    const standardOnly: Record<string, string> = {
+      'webhook-id': all['webhook-id']!,
+      'webhook-timestamp': all['webhook-timestamp']!,
+      'webhook-signature': all['webhook-signature']!,
     };
     expect(verifyWebhook(body, quireOnly, { secret, nowMs }).verified).toEqual(['quire']);
     expect(verifyWebhook(body, new Headers(standardOnly), { secret, nowMs }).verified).toEqual([
