@@ -1,5 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { validateWebhookUrl, WebhookValidationError } from '../core/webhookValidation';
 
 /**
  * W1/§12 SSRF guard for webhook (and mirror) targets. A target host is resolved and every
@@ -256,4 +257,36 @@ export async function resolveTarget(
     family: chosen.family === 6 ? 6 : 4,
     allowlisted,
   };
+}
+
+/** The development allowlist from the environment (`QUIRE_WEBHOOK_ALLOW_HOSTS`). */
+export function allowHostsFromEnv(
+  env: Record<string, string | undefined> = process.env,
+): AllowList {
+  return parseAllowHosts(env.QUIRE_WEBHOOK_ALLOW_HOSTS);
+}
+
+/**
+ * W1 in full for a route handler creating a subscription: the URL's shape (core rules), then
+ * DNS resolution with every address checked. Throws `WebhookValidationError` with code
+ * `invalid_url` or `forbidden_target` (both a 422 for the API); the message never echoes the
+ * URL. The check is repeated before every send, so a later DNS change cannot slip through.
+ */
+export async function assertWebhookTargetAllowed(
+  rawUrl: unknown,
+  options: ResolveTargetOptions = {},
+): Promise<URL> {
+  const url = validateWebhookUrl(rawUrl);
+  try {
+    await resolveTarget(url, {
+      allowHosts: options.allowHosts ?? allowHostsFromEnv(),
+      lookup: options.lookup,
+    });
+  } catch (error) {
+    if (error instanceof SsrfError) {
+      throw new WebhookValidationError('forbidden_target', 'url', `url ${error.message}`);
+    }
+    throw error;
+  }
+  return url;
 }

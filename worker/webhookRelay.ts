@@ -112,7 +112,11 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
       ? options.allowHosts
       : parseAllowHosts(options.allowHosts ?? process.env.QUIRE_WEBHOOK_ALLOW_HOSTS);
   const send = options.send ?? sendWebhook;
-  const databaseUrl = options.databaseUrl ?? pool.options.connectionString;
+  // The LISTEN connection uses the pool's own settings unless told otherwise.
+  const listenConfig: pg.ClientConfig =
+    options.databaseUrl !== undefined
+      ? { connectionString: options.databaseUrl }
+      : { ...pool.options };
   const baseReconnectMs = options.listenReconnectMs ?? 1000;
 
   const stats: WebhookRelayStats = {
@@ -154,9 +158,9 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   }
 
   async function connectListener() {
-    if (stopping || !databaseUrl) return;
+    if (stopping) return;
     const client = new pg.Client({
-      connectionString: databaseUrl,
+      ...listenConfig,
       application_name: 'quire-webhook-relay-listen',
     });
     const lost = (why: string) => {

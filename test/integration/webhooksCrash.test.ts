@@ -196,4 +196,60 @@ describe('W2 dispatch without loss', () => {
     await receiver.waitFor((r) => r.some((q) => q.headers['webhook-id'] === String(e2)), 5_000);
     expect(receiver.requests.map((q) => q.headers['webhook-id'])).toEqual([String(e1), String(e2)]);
   });
+
+  it('W2 stop() drains sends in flight within the grace period, and cut-off sends are retried later', async () => {
+    const db = await createTestDatabase();
+    cleanups.push(() => db.drop());
+    const receiver = await startHttpsReceiver();
+    cleanups.push(() => receiver.close());
+    const ws = await createWorkspace(db.pool);
+    const secret = uniqueSecret('drain');
+    const sub = await createSubscription(db.pool, TEST_SECRET_KEY, {
+      workspaceId: ws,
+      url: `${receiver.origin}/d`,
+      secret,
+    });
+    const make = () =>
+      createWebhookRelay({
+        pool: db.pool,
+        secretKey: TEST_SECRET_KEY,
+        logger: captureLogger(),
+        allowHosts: receiver.allowHost,
+        ca: receiver.ca,
+        schedule: FAST_SCHEDULE,
+        pollIntervalMs: 100,
+      });
+
+    // Drained: the answer comes within the grace period.
+    receiver.setHandler(() => ({ status: 204, delayMs: 500 }));
+    let relay = make();
+    await relay.start();
+    const e1 = await commitEvent(db.pool, ws);
+    await receiver.waitFor((r) => r.length >= 1);
+    await relay.stop({ graceMs: 5_000 });
+    let [delivery] = await listDeliveries(db.pool, ws, sub.id);
+    expect(delivery).toMatchObject({ eventId: e1, status: 'succeeded' });
+
+    // Cut off: the answer would come after the grace period; the attempt is recorded as failed.
+    receiver.setHandler(() => ({ status: 204, delayMs: 3_000 }));
+    relay = make();
+    await relay.start();
+    const e2 = await commitEvent(db.pool, ws);
+    await receiver.waitFor((r) => r.length >= 2);
+    const stopping = Date.now();
+    await relay.stop({ graceMs: 200 });
+    expect(Date.now() - stopping).toBeLessThan(2_000);
+    [delivery] = await listDeliveries(db.pool, ws, sub.id);
+    expect(delivery).toMatchObject({ eventId: e2, status: 'pending' });
+    expect(delivery!.attempts[0]!.error).toContain('aborted: relay stopping');
+
+    receiver.setHandler(() => ({ status: 204 }));
+    relay = make();
+    await relay.start();
+    cleanups.push(() => relay.stop());
+    await waitUntil(
+      async () => (await listDeliveries(db.pool, ws, sub.id))[0]?.status === 'succeeded',
+      10_000,
+    );
+  });
 });

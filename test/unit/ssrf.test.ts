@@ -131,3 +131,35 @@ describe('W1 SSRF target resolution', () => {
     ).toBe('loopback');
   });
 });
+
+describe('W1 target check for subscription creation', () => {
+  it('W1 shape errors and forbidden addresses are typed validation errors that never echo the URL', async () => {
+    const { assertWebhookTargetAllowed } = await import('../../net/ssrf');
+    const { WebhookValidationError } = await import('../../core/webhookValidation');
+    const publicLookup = fixed('93.184.216.34');
+    await expect(
+      assertWebhookTargetAllowed('https://hooks.example.com/t0ken', { lookup: publicLookup }),
+    ).resolves.toBeInstanceOf(URL);
+    for (const [url, code] of [
+      ['http://hooks.example.com/x', 'invalid_url'],
+      ['https://169.254.169.254/t0ken', 'forbidden_target'],
+      ['https://[::1]/t0ken', 'forbidden_target'],
+      ['https://[::ffff:127.0.0.1]/t0ken', 'forbidden_target'],
+    ] as const) {
+      const error = await assertWebhookTargetAllowed(url, { lookup: publicLookup }).catch((e) => e);
+      expect(error, url).toBeInstanceOf(WebhookValidationError);
+      expect(error.code, url).toBe(code);
+      expect(error.message).not.toContain('t0ken');
+    }
+    const internal = await assertWebhookTargetAllowed('https://intranet.example.com/x', {
+      lookup: fixed('192.168.0.10'),
+    }).catch((e) => e);
+    expect(internal.code).toBe('forbidden_target');
+    await expect(
+      assertWebhookTargetAllowed('https://localhost:8443/x', {
+        lookup: fixed('127.0.0.1'),
+        allowHosts: parseAllowHosts('localhost:8443'),
+      }),
+    ).resolves.toBeInstanceOf(URL);
+  });
+});
