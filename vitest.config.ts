@@ -5,7 +5,11 @@ import { defineConfig } from 'vitest/config';
  * server, started once by the global setup), `e2e` (a real browser). `chaos` tests kill
  * processes and live beside integration tests under test/chaos.
  */
+// web/ modules import `server-only`, which only resolves inside Next; tests load them directly.
+const resolve = { alias: { 'server-only': new URL('./test/support/serverOnly.ts', import.meta.url).pathname } };
+
 export default defineConfig({
+  resolve,
   test: {
     pool: 'forks',
     projects: [
@@ -18,6 +22,7 @@ export default defineConfig({
         },
       },
       {
+        resolve,
         test: {
           name: 'integration',
           sequence: { groupOrder: 1 },
@@ -31,6 +36,7 @@ export default defineConfig({
         },
       },
       {
+        resolve,
         test: {
           name: 'e2e',
           sequence: { groupOrder: 2 },

@@ -1,4 +1,8 @@
-import { validateWebhookUrl } from '../../../../../../../core/webhookValidation';
+import {
+  validateEventTypes,
+  validateWebhookSecret,
+  validateWebhookUrl,
+} from '../../../../../../../core/webhookValidation';
 import { createSubscription, listSubscriptions } from '../../../../../../../db/webhooks';
 import { parseAllowHosts, resolveTarget, SsrfError } from '../../../../../../../net/ssrf';
 import { ApiError, json, type RouteContext, readJson, withApi } from '../../../../../../lib/api';
@@ -20,6 +24,9 @@ export async function POST(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal) => {
     const body = await readJson(request, createWebhookBody, 16 * 1024);
     const url = validateWebhookUrl(body.url);
+    // Every shape check before the DNS lookup: cheap errors first, and nothing resolved in vain.
+    validateWebhookSecret(body.secret);
+    validateEventTypes(body.eventTypes);
     try {
       await resolveTarget(url, {
         allowHosts: parseAllowHosts(process.env.QUIRE_WEBHOOK_ALLOW_HOSTS),
