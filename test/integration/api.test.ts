@@ -349,7 +349,7 @@ async function completedPage(who: { ws: number; key: string }, kind: 'image' | '
   return { pageId, jobId: job.json.jobId as string };
 }
 
-const edit = (pageId: number, texts: string[]) => ({
+const edit = (_pageId: number, texts: string[]) => ({
   segments: texts.map((text, index) => ({
     index,
     target: { kind: 'xywh', box: { x: 0, y: index * 40, w: 400, h: 40 } },

@@ -1,0 +1,12 @@
+import { NextResponse } from 'next/server';
+import { openApiDocument } from '../../../../lib/openapi';
+
+export const runtime = 'nodejs';
+export const dynamic = 'force-dynamic';
+
+/** GET /api/v1/openapi.json: the OpenAPI 3.1 document, generated from the handlers' schemas. */
+export async function GET() {
+  return NextResponse.json(openApiDocument(), {
+    headers: { 'Cache-Control': 'public, max-age=300' },
+  });
+}

@@ -1,0 +1,416 @@
+import { z } from 'zod';
+import {
+  createWebhookBody,
+  deliveriesQuery,
+  errorBody,
+  eventsQuery,
+  exportQuery,
+  listJobsQuery,
+  listJobsResponse,
+  pageEditBody,
+  pageResponse,
+  publishBody,
+  revisionsQuery,
+  searchQuery,
+  startedJobResponse,
+  startJobBody,
+  webhookResponse,
+} from './schemas';
+
+/**
+ * The OpenAPI 3.1 document of `/api/v1`, generated from the zod schemas the handlers validate
+ * with (web/lib/schemas.ts). A test checks that every route file under web/app/api/v1 is here
+ * with each method it exports, and that sample requests the handlers accept validate against
+ * the documented bodies.
+ */
+type Method = 'get' | 'post' | 'put' | 'delete';
+type JsonSchema = Record<string, unknown>;
+
+interface Operation {
+  method: Method;
+  path: string;
+  summary: string;
+  tag: string;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** A body described by hand (multipart ingest has no zod schema). */
+  rawBody?: { mediaType: string; schema: JsonSchema };
+  headers?: Array<{ name: string; required: boolean; description: string }>;
+  responses: Record<string, { description: string; schema?: z.ZodType; mediaType?: string }>;
+  auth?: 'bearer' | 'bearer-or-session' | 'none';
+}
+
+const ws = '/workspaces/{ws}';
+const errors = (codes: number[]) =>
+  Object.fromEntries(
+    codes.map((c) => [String(c), { description: ERROR_TEXT[c] ?? 'error', schema: errorBody }]),
+  );
+const ERROR_TEXT: Record<number, string> = {
+  400: 'malformed JSON, parameters or page token',
+  401: 'missing or invalid API key',
+  404: 'not found in this workspace',
+  409: 'conflict with the current state',
+  412: 'the page moved on since the If-Match revision (`stale_revision`, with `currentRevision`)',
+  413: 'body too large',
+  415: 'body is not application/json',
+  422: 'well-formed but not acceptable',
+  428: 'If-Match is required',
+  429: 'too many open streams for this key',
+  503: 'Temporal does not answer',
+};
+
+export const OPERATIONS: Operation[] = [
+  {
+    method: 'get',
+    path: ws,
+    summary: 'The workspace of the key',
+    tag: 'workspaces',
+    responses: { '200': { description: 'workspace' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'post',
+    path: `${ws}/batches`,
+    summary: 'Ingest files: items, pages and one job per page (U1-U4)',
+    tag: 'batches',
+    rawBody: {
+      mediaType: 'multipart/form-data',
+      schema: {
+        type: 'object',
+        properties: {
+          'files[]': {
+            type: 'array',
+            items: { type: 'string', contentMediaType: 'application/octet-stream' },
+          },
+          itemId: { type: 'string' },
+          externalReferenceId: { type: 'string' },
+          idempotencyKey: { type: 'string' },
+          metadata: { type: 'string', description: 'JSON object' },
+          provider: { type: 'string' },
+        },
+        required: ['files[]'],
+      },
+    },
+    responses: {
+      '201': { description: '{batchId, pages:[{pageId,itemId,canvasUri,jobId}]}' },
+      ...errors([400, 401, 404, 413, 415, 422]),
+    },
+  },
+  {
+    method: 'post',
+    path: `${ws}/batches/{batchId}/cancel`,
+    summary: 'Cancel every active job of a batch (J5)',
+    tag: 'batches',
+    responses: { '200': { description: 'canceled' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'post',
+    path: `${ws}/transcription-jobs`,
+    summary: 'Start a transcription job (J4 supersede, J6 idempotency key)',
+    tag: 'jobs',
+    body: startJobBody,
+    responses: {
+      '202': { description: 'recorded and started', schema: startedJobResponse },
+      ...errors([400, 401, 404, 413, 415, 422, 503]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/transcription-jobs`,
+    summary: 'List job summaries, newest first, keyset-paged (L1)',
+    tag: 'jobs',
+    query: listJobsQuery,
+    responses: {
+      '200': { description: 'one page', schema: listJobsResponse },
+      ...errors([400, 401, 404]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/transcription-jobs/{jobId}`,
+    summary: 'A job with its progress and ordered attempt audit (L1)',
+    tag: 'jobs',
+    responses: { '200': { description: 'job' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'post',
+    path: `${ws}/transcription-jobs/{jobId}/cancel`,
+    summary: 'Cancel a job (J5)',
+    tag: 'jobs',
+    responses: { '200': { description: 'canceled' }, ...errors([401, 404, 409, 503]) },
+  },
+  {
+    method: 'get',
+    path: `${ws}/pages/{pageId}`,
+    summary: 'The current revision of a page; ETag is the revision',
+    tag: 'pages',
+    responses: { '200': { description: 'page', schema: pageResponse }, ...errors([400, 401, 404]) },
+  },
+  {
+    method: 'put',
+    path: `${ws}/pages/{pageId}`,
+    summary: 'Human edit by compare-and-set on If-Match',
+    tag: 'pages',
+    body: pageEditBody,
+    headers: [{ name: 'If-Match', required: true, description: 'The revision edited, e.g. "3"' }],
+    responses: {
+      '200': { description: 'saved; ETag is the new revision', schema: pageResponse },
+      ...errors([400, 401, 404, 412, 413, 415, 422, 428]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/pages/{pageId}/revisions`,
+    summary: 'Revision history with provenance, newest first',
+    tag: 'pages',
+    query: revisionsQuery,
+    responses: { '200': { description: 'revisions' }, ...errors([400, 401, 404]) },
+  },
+  {
+    method: 'get',
+    path: `${ws}/pages/{pageId}/revisions/{revision}`,
+    summary: 'One kept revision',
+    tag: 'pages',
+    responses: { '200': { description: 'revision' }, ...errors([400, 401, 404]) },
+  },
+  {
+    method: 'get',
+    path: `${ws}/pages/{pageId}/export`,
+    summary: 'Export the current revision (iiif, text, vtt, srt, alto)',
+    tag: 'pages',
+    query: exportQuery,
+    responses: {
+      '200': { description: 'the export in its media type', mediaType: '*/*' },
+      ...errors([400, 401, 404, 422]),
+    },
+  },
+  {
+    method: 'post',
+    path: `${ws}/pages/{pageId}/publish`,
+    summary: 'Publish a revision (E3)',
+    tag: 'pages',
+    body: publishBody,
+    responses: {
+      '200': { description: 'published (or already public)' },
+      ...errors([400, 401, 404, 409, 415]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/search`,
+    summary: 'Full-text search of current revisions',
+    tag: 'pages',
+    query: searchQuery,
+    responses: { '200': { description: 'hits' }, ...errors([400, 401, 404]) },
+  },
+  {
+    method: 'post',
+    path: `${ws}/webhooks`,
+    summary: 'Create a webhook subscription (W1)',
+    tag: 'webhooks',
+    body: createWebhookBody,
+    responses: {
+      '201': { description: 'created; the secret is never returned', schema: webhookResponse },
+      ...errors([400, 401, 404, 413, 415, 422]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/webhooks`,
+    summary: 'List webhook subscriptions',
+    tag: 'webhooks',
+    responses: { '200': { description: 'subscriptions' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'get',
+    path: `${ws}/webhooks/{webhookId}`,
+    summary: 'One webhook subscription',
+    tag: 'webhooks',
+    responses: {
+      '200': { description: 'subscription', schema: webhookResponse },
+      ...errors([401, 404]),
+    },
+  },
+  {
+    method: 'delete',
+    path: `${ws}/webhooks/{webhookId}`,
+    summary: 'Delete a subscription and its deliveries',
+    tag: 'webhooks',
+    responses: { '204': { description: 'deleted' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'get',
+    path: `${ws}/webhooks/{webhookId}/deliveries`,
+    summary: 'Delivery log with attempts (W2)',
+    tag: 'webhooks',
+    query: deliveriesQuery,
+    responses: { '200': { description: 'deliveries' }, ...errors([400, 401, 404]) },
+  },
+  {
+    method: 'post',
+    path: `${ws}/webhooks/{webhookId}/deliveries/{deliveryId}/replay`,
+    summary: 'Replay a failed or dead delivery (W2)',
+    tag: 'webhooks',
+    responses: { '202': { description: 'due again' }, ...errors([400, 401, 404, 409]) },
+  },
+  {
+    method: 'get',
+    path: `${ws}/events`,
+    summary: 'Server-sent event stream of the workspace (S1)',
+    tag: 'events',
+    query: eventsQuery,
+    auth: 'bearer-or-session',
+    headers: [
+      {
+        name: 'Last-Event-ID',
+        required: false,
+        description: 'Resume strictly after this outbox id',
+      },
+    ],
+    responses: {
+      '200': {
+        description: 'text/event-stream; ready, events, checkpoints, heartbeats',
+        mediaType: 'text/event-stream',
+      },
+      ...errors([400, 401, 404, 429]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/providers`,
+    summary: 'Provider queue states and spend today (Q3, B1)',
+    tag: 'providers',
+    responses: { '200': { description: 'providers' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'post',
+    path: `${ws}/providers/{name}/resume`,
+    summary: "An operator's Resume of a paused provider (Q3)",
+    tag: 'providers',
+    responses: { '200': { description: 'resumed' }, ...errors([401, 404, 503]) },
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This document',
+    tag: 'meta',
+    auth: 'none',
+    responses: { '200': { description: 'OpenAPI 3.1' } },
+  },
+];
+
+/** JSON Schema of the request side (inputs, defaults applied by the server). */
+export function inputSchema(schema: z.ZodType): JsonSchema {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+  }) as JsonSchema;
+  return rest;
+}
+
+function outputSchema(schema: z.ZodType): JsonSchema {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
+    io: 'output',
+    unrepresentable: 'any',
+  }) as JsonSchema;
+  return rest;
+}
+
+function parameters(operation: Operation) {
+  const out: Array<Record<string, unknown>> = [];
+  for (const name of operation.path.match(/\{([^}]+)\}/g) ?? []) {
+    const key = name.slice(1, -1);
+    out.push({ name: key, in: 'path', required: true, schema: { type: 'string' } });
+  }
+  if (operation.query) {
+    for (const [name, field] of Object.entries(operation.query.shape)) {
+      const schema = field as z.ZodType;
+      out.push({
+        name,
+        in: 'query',
+        required: !schema.safeParse(undefined).success,
+        schema: inputSchema(schema),
+      });
+    }
+  }
+  for (const header of operation.headers ?? []) {
+    out.push({
+      name: header.name,
+      in: 'header',
+      required: header.required,
+      description: header.description,
+      schema: { type: 'string' },
+    });
+  }
+  return out;
+}
+
+let cached: Record<string, unknown> | undefined;
+
+export function openApiDocument(): Record<string, unknown> {
+  if (cached) return cached;
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    const entry: Record<string, unknown> = {
+      operationId: `${op.method}${op.path.replace(/\{([^}]+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      summary: op.summary,
+      tags: [op.tag],
+      parameters: parameters(op),
+      responses: Object.fromEntries(
+        Object.entries(op.responses).map(([status, r]) => [
+          status,
+          {
+            description: r.description,
+            ...(r.schema || r.mediaType
+              ? {
+                  content: {
+                    [r.mediaType ?? 'application/json']: r.schema
+                      ? { schema: outputSchema(r.schema) }
+                      : {},
+                  },
+                }
+              : {}),
+          },
+        ]),
+      ),
+    };
+    if (op.body) {
+      entry.requestBody = {
+        required: true,
+        content: { 'application/json': { schema: inputSchema(op.body) } },
+      };
+    } else if (op.rawBody) {
+      entry.requestBody = {
+        required: true,
+        content: { [op.rawBody.mediaType]: { schema: op.rawBody.schema } },
+      };
+    }
+    if (op.auth === 'none') entry.security = [];
+    else if (op.auth === 'bearer-or-session') entry.security = [{ bearer: [] }, { session: [] }];
+    paths[op.path] ??= {};
+    paths[op.path]![op.method] = entry;
+  }
+  cached = {
+    openapi: '3.1.0',
+    info: {
+      title: 'Quire API',
+      version: '1',
+      description:
+        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404.",
+    },
+    servers: [{ url: '/api/v1' }],
+    security: [{ bearer: [] }],
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'A workspace API key (qk_...)' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'quire_session',
+          description: 'Console session (events only)',
+        },
+      },
+    },
+    paths,
+  };
+  return cached;
+}
