@@ -169,7 +169,18 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
       operation,
       cost,
       outcome,
+      occurredAt: deps.now?.(),
     });
+  }
+
+  /**
+   * A resume time on this worker's clock, expressed on the real clock the workflow's timers
+   * run on (they differ only when a test injects a clock).
+   */
+  function onWorkflowClock(at: Date | null): number | null {
+    if (at === null) return null;
+    const now = deps.now?.() ?? new Date();
+    return Date.now() + (at.getTime() - now.getTime());
   }
 
   /**
@@ -271,6 +282,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         owner: deps.owner,
         tokenHash: hashToken(token),
         maxAttempts: input.maxAttempts,
+        now: deps.now?.(),
       });
       switch (claim.state) {
         case 'claimed':
@@ -282,7 +294,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
             chargedAttempts: claim.chargedAttempts,
           };
         case 'paused':
-          return { state: 'paused', reason: claim.reason, resumeAtMs: claim.resumeAt?.getTime() ?? null };
+          return { state: 'paused', reason: claim.reason, resumeAtMs: onWorkflowClock(claim.resumeAt) };
         default:
           return claim;
       }
@@ -634,7 +646,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
           { jobId: ref.jobId, provider: ctx.snapshot.provider, errorClass: args.reason, episode: paused.episode },
           'provider paused',
         );
-        return { resumeAtMs: paused.resumeAt?.getTime() ?? null, episode: paused.episode, newEpisode: paused.newEpisode };
+        return { resumeAtMs: onWorkflowClock(paused.resumeAt), episode: paused.episode, newEpisode: paused.newEpisode };
       });
     },
 

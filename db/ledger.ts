@@ -12,13 +12,16 @@ export async function recordProviderCall(
     operation: string;
     cost: CallCost | null;
     outcome: string;
+    /** Defaults to the database clock; a test may inject its own day. */
+    occurredAt?: Date;
   },
 ): Promise<void> {
   const price = call.cost ? (call.snapshot.price[call.cost.unit] ?? 0) : 0;
   const costMicros = call.cost ? Math.round(call.cost.units * price) : 0;
   await db.query(
-    `INSERT INTO provider_calls (workspace_id, job_id, attempt_number, provider, operation, units, unit, cost_micros, outcome)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    `INSERT INTO provider_calls (workspace_id, job_id, attempt_number, provider, operation, units, unit, cost_micros,
+       outcome, occurred_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()))`,
     [
       call.workspaceId,
       call.jobId,
@@ -29,6 +32,7 @@ export async function recordProviderCall(
       call.cost?.unit ?? 'call',
       costMicros,
       call.outcome,
+      call.occurredAt ?? null,
     ],
   );
 }

@@ -16,7 +16,10 @@ export async function purgeOldEvents(
     [cutoff],
   );
   const events = await db.query(
+    // Only events the webhook relay has already fanned out: a relay that was down longer
+    // than the retention period still finds every event it has not seen.
     `DELETE FROM event_outbox e WHERE e.created_at < $1
+        AND e.id <= coalesce((SELECT min(last_event_id) FROM relay_cursors), 0)
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)`,
     [cutoff],
   );

@@ -35,6 +35,8 @@ export interface QuireWorkerDeps {
   workflowBundle?: WorkerOptions['workflowBundle'];
   audioPollMs?: number;
   onProviderPaused?: (pause: { provider: string; reason: string; episode: number }) => Promise<void>;
+  /** Injected clock (tests of budget days). */
+  now?: () => Date;
 }
 
 export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> {
@@ -49,6 +51,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     heartbeatEveryMs: Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3)),
     audioPollMs: deps.audioPollMs,
     onProviderPaused: deps.onProviderPaused,
+    now: deps.now,
   });
   const maintenance = createMaintenanceActivities({
     client: deps.client,

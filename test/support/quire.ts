@@ -11,7 +11,7 @@ import { ensureItem, insertPage } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { createProviderRegistry, type ProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
-import { createQuireClient, createQuireWorker } from '../../worker/createWorker';
+import { createQuireClient, createQuireWorker, type QuireWorkerDeps } from '../../worker/createWorker';
 import { createTestDatabase, type TestDatabase } from './db';
 
 /**
@@ -26,7 +26,7 @@ export interface TestQuire {
   providers: ProviderRegistry;
   connection: NativeConnection;
   blobStore: BlobStore;
-  newWorker(identity?: string): Promise<Worker>;
+  newWorker(identity?: string, extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now'>>): Promise<Worker>;
   workspace(name?: string): Promise<number>;
   page(workspaceId: number, kind?: 'image' | 'audio'): Promise<number>;
   close(): Promise<void>;
@@ -75,8 +75,9 @@ export async function createTestQuire(
     providers,
     connection,
     blobStore,
-    newWorker: (identity) =>
+    newWorker: (identity, extra) =>
       createQuireWorker({
+        ...extra,
         config,
         pool: db.pool,
         providers,
