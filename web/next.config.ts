@@ -14,6 +14,8 @@ const config: NextConfig = {
   poweredByHeader: false,
   reactStrictMode: true,
   output: 'standalone',
+  // Tests build into a directory of their own so they never race a developer's `.next`.
+  ...(process.env.QUIRE_NEXT_DIST_DIR ? { distDir: process.env.QUIRE_NEXT_DIST_DIR } : {}),
 };
 
 export default config;
