@@ -6,7 +6,9 @@ import { defineConfig } from 'vitest/config';
  * processes and live beside integration tests under test/chaos.
  */
 // web/ modules import `server-only`, which only resolves inside Next; tests load them directly.
-const resolve = { alias: { 'server-only': new URL('./test/support/serverOnly.ts', import.meta.url).pathname } };
+const resolve = {
+  alias: { 'server-only': new URL('./test/support/serverOnly.ts', import.meta.url).pathname },
+};
 
 export default defineConfig({
   resolve,

@@ -1,7 +1,13 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { type Segment, segmentsOf } from '../core/annotation';
 import { hashToken, newAttemptToken, sealToken, unsealToken } from '../core/attemptToken';
-import { type FailureClass, isPausing, ProviderError, STALE_ATTEMPT, StaleAttemptError } from '../core/failures';
+import {
+  type FailureClass,
+  isPausing,
+  ProviderError,
+  STALE_ATTEMPT,
+  StaleAttemptError,
+} from '../core/failures';
 import type { CallContext, CallCost, JobSnapshot, LineBox, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
 import {
@@ -17,8 +23,8 @@ import {
   recordProgress,
   saveCheckpoint,
 } from '../db/attempts';
-import { cancelJobIfActive } from '../db/jobs';
 import { checkBudget } from '../db/budget';
+import { cancelJobIfActive } from '../db/jobs';
 import { recordProviderCall } from '../db/ledger';
 import type { Pool } from '../db/pool';
 import { withTransaction } from '../db/pool';
@@ -49,7 +55,11 @@ export interface TranscriptionDeps {
   /** How often an audio engine job is polled. */
   audioPollMs?: number;
   /** Q4: told of the first pause of an episode (the notification is sent once per episode). */
-  onProviderPaused?: (pause: { provider: string; reason: string; episode: number }) => Promise<void>;
+  onProviderPaused?: (pause: {
+    provider: string;
+    reason: string;
+    episode: number;
+  }) => Promise<void>;
   /** Clock for budget days (B1); tests inject one. */
   now?: () => Date;
 }
@@ -119,7 +129,11 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
     try {
       token = unsealToken(ref.sealedToken, deps.secretKey);
     } catch {
-      throw ApplicationFailure.create({ type: STALE_ATTEMPT, message: 'attempt token does not open', nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: STALE_ATTEMPT,
+        message: 'attempt token does not open',
+        nonRetryable: true,
+      });
     }
     return { jobId: ref.jobId, attemptNumber: ref.attemptNumber, tokenHash: hashToken(token) };
   }
@@ -136,10 +150,13 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
     };
   }
 
-  async function pageMedia(pageId: number): Promise<{ media: MediaInput; annotationSegments: Segment[] }> {
-    const { rows } = await pool.query(`SELECT blob_key, media_type, annotation_page FROM pages WHERE id = $1`, [
-      pageId,
-    ]);
+  async function pageMedia(
+    pageId: number,
+  ): Promise<{ media: MediaInput; annotationSegments: Segment[] }> {
+    const { rows } = await pool.query(
+      `SELECT blob_key, media_type, annotation_page FROM pages WHERE id = $1`,
+      [pageId],
+    );
     const page = rows[0];
     const path = page.blob_key ? await deps.resolveMedia(page.blob_key) : '';
     return {
@@ -160,7 +177,12 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
     };
   }
 
-  async function ledger(ctx: AttemptContext, operation: string, cost: CallCost | null, outcome: string) {
+  async function ledger(
+    ctx: AttemptContext,
+    operation: string,
+    cost: CallCost | null,
+    outcome: string,
+  ) {
     await recordProviderCall(pool, {
       workspaceId: ctx.workspaceId,
       jobId: ctx.fence.jobId,
@@ -224,7 +246,11 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
     const signal = Context.current().cancellationSignal;
     if (signal.aborted) return signal.reason;
     if (error instanceof StaleAttemptError) {
-      return ApplicationFailure.create({ type: STALE_ATTEMPT, message: error.message, nonRetryable: true });
+      return ApplicationFailure.create({
+        type: STALE_ATTEMPT,
+        message: error.message,
+        nonRetryable: true,
+      });
     }
     if (error instanceof ProviderError) {
       deps.logger.warn(
@@ -249,7 +275,10 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
     }
   }
 
-  function checkpointsBy(rows: Awaited<ReturnType<typeof loadCheckpoints>>, stage: CheckpointStage) {
+  function checkpointsBy(
+    rows: Awaited<ReturnType<typeof loadCheckpoints>>,
+    stage: CheckpointStage,
+  ) {
     return new Map(rows.filter((r) => r.stage === stage).map((r) => [r.seq, r.payload]));
   }
 
@@ -266,10 +295,10 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         options: {},
         callKey: `${jobId}:cleanup`,
       });
-      await pool.query(`UPDATE engine_jobs SET deleted_at = now() WHERE provider = $1 AND engine_job_id = $2`, [
-        row.provider,
-        row.engine_job_id,
-      ]);
+      await pool.query(
+        `UPDATE engine_jobs SET deleted_at = now() WHERE provider = $1 AND engine_job_id = $2`,
+        [row.provider, row.engine_job_id],
+      );
     }
   }
 
@@ -289,12 +318,20 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
           deps.logger.info({ jobId: input.jobId, attempt: claim.attemptNumber }, 'attempt claimed');
           return {
             state: 'claimed',
-            ref: { jobId: input.jobId, attemptNumber: claim.attemptNumber, sealedToken: sealToken(token, deps.secretKey) },
+            ref: {
+              jobId: input.jobId,
+              attemptNumber: claim.attemptNumber,
+              sealedToken: sealToken(token, deps.secretKey),
+            },
             kind: claim.kind,
             chargedAttempts: claim.chargedAttempts,
           };
         case 'paused':
-          return { state: 'paused', reason: claim.reason, resumeAtMs: onWorkflowClock(claim.resumeAt) };
+          return {
+            state: 'paused',
+            reason: claim.reason,
+            resumeAtMs: onWorkflowClock(claim.resumeAt),
+          };
         default:
           return claim;
       }
@@ -335,11 +372,15 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
      * checkpointed, saving each line's text before going on. A pausing failure stops at
      * once; a charged failure marks that line failed for this attempt (J2).
      */
-    async recognizeSegments(ref: AttemptRef, args: { maxSegments: number; skip: number[] }): Promise<RecognizeOutcome> {
+    async recognizeSegments(
+      ref: AttemptRef,
+      args: { maxSegments: number; skip: number[] },
+    ): Promise<RecognizeOutcome> {
       const ctx = await guarded(undefined, () => attemptContext(ref));
       return guarded(ctx, async () => {
         const saved = await loadCheckpoints(pool, ref.jobId);
-        const lines = (checkpointsBy(saved, 'segment').get(0) as { lines: LineBox[] } | undefined)?.lines;
+        const lines = (checkpointsBy(saved, 'segment').get(0) as { lines: LineBox[] } | undefined)
+          ?.lines;
         if (!lines) throw new Error('recognize ran before segment was checkpointed');
         const done = checkpointsBy(saved, 'recognize');
         const skip = new Set(args.skip);
@@ -357,7 +398,11 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
               try {
                 const line = lines[index]!;
                 await guardBudget(ctx, { units: 1, unit: 'line' });
-                const result = await provider.recognizeLine(media, line, callContext(ctx, 'recognize', index));
+                const result = await provider.recognizeLine(
+                  media,
+                  line,
+                  callContext(ctx, 'recognize', index),
+                );
                 await saveCheckpoint(
                   pool,
                   ctx.fence,
@@ -376,7 +421,11 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
                 await ledger(ctx, 'recognize', result.cost, 'ok');
                 completed += 1;
               } catch (error) {
-                if (!(error instanceof ProviderError) || Context.current().cancellationSignal.aborted) throw error;
+                if (
+                  !(error instanceof ProviderError) ||
+                  Context.current().cancellationSignal.aborted
+                )
+                  throw error;
                 await ledger(ctx, 'recognize', null, error.category);
                 if (isPausing(error.category)) {
                   pause = pauseFrom(error);
@@ -409,9 +458,13 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         if (saved[0]) return saved[0].payload as { engineJobId: string };
         const { media } = await pageMedia(ctx.pageId);
         const provider = deps.providers.get(ctx.snapshot.provider);
-        const durationMs = (await pool.query('SELECT duration_ms FROM pages WHERE id = $1', [ctx.pageId])).rows[0]
-          ?.duration_ms as number | null;
-        await guardBudget(ctx, { units: Math.max(1, Math.ceil((durationMs ?? 0) / 1000)), unit: 'audio_second' });
+        const durationMs = (
+          await pool.query('SELECT duration_ms FROM pages WHERE id = $1', [ctx.pageId])
+        ).rows[0]?.duration_ms as number | null;
+        await guardBudget(ctx, {
+          units: Math.max(1, Math.ceil((durationMs ?? 0) / 1000)),
+          unit: 'audio_second',
+        });
         const result = await withHeartbeat(
           () => ({ stage: 'submit' }),
           () => provider.submitAudio(media, callContext(ctx, 'submit')),
@@ -428,9 +481,10 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
               `INSERT INTO engine_jobs (provider, engine_job_id, job_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
               [ctx.snapshot.provider, result.engineJobId, ref.jobId],
             );
-            await client.query(`UPDATE transcription_jobs SET stage = 'recognize', updated_at = now() WHERE id = $1`, [
-              ref.jobId,
-            ]);
+            await client.query(
+              `UPDATE transcription_jobs SET stage = 'recognize', updated_at = now() WHERE id = $1`,
+              [ref.jobId],
+            );
           },
         );
         await ledger(ctx, 'submit', result.cost, 'ok');
@@ -446,12 +500,16 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
       const ctx = await guarded(undefined, () => attemptContext(ref));
       return guarded(ctx, async () => {
         const saved = await loadCheckpoints(pool, ref.jobId);
-        const existing = checkpointsBy(saved, 'recognize').get(0) as { segments: Segment[] } | undefined;
+        const existing = checkpointsBy(saved, 'recognize').get(0) as
+          | { segments: Segment[] }
+          | undefined;
         if (existing) {
           const n = existing.segments.length;
           return { total: n, completed: n, failures: [], remaining: 0, pause: null };
         }
-        const submitted = checkpointsBy(saved, 'submit').get(0) as { engineJobId: string } | undefined;
+        const submitted = checkpointsBy(saved, 'submit').get(0) as
+          | { engineJobId: string }
+          | undefined;
         if (!submitted) throw new Error('recognize ran before submit was checkpointed');
         const provider = deps.providers.get(ctx.snapshot.provider);
         const signal = Context.current().cancellationSignal;
@@ -461,7 +519,10 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
             () => ({ stage: 'recognize', progress }),
             async () => {
               for (;;) {
-                const poll = await provider.pollAudio(submitted.engineJobId, callContext(ctx, 'poll'));
+                const poll = await provider.pollAudio(
+                  submitted.engineJobId,
+                  callContext(ctx, 'poll'),
+                );
                 if (poll.state === 'done') {
                   await ledger(ctx, 'transcribe', poll.cost, 'ok');
                   return poll.segments;
@@ -482,7 +543,13 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
             `UPDATE engine_jobs SET deleted_at = now() WHERE provider = $1 AND engine_job_id = $2 AND deleted_at IS NULL`,
             [ctx.snapshot.provider, submitted.engineJobId],
           );
-          return { total: segments.length, completed: segments.length, failures: [], remaining: 0, pause: null };
+          return {
+            total: segments.length,
+            completed: segments.length,
+            failures: [],
+            remaining: 0,
+            pause: null,
+          };
         } catch (error) {
           if (error instanceof ProviderError && isPausing(error.category) && !signal.aborted) {
             return {
@@ -502,13 +569,18 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
      * J5 cleanup after the workflow was cancelled: records the cancel if it did not come
      * through the database first, and deletes any engine copy of the recording.
      */
-    async cancelCleanup(input: { jobId: string; attemptNumber: number | null }): Promise<{ jobStatus: string }> {
+    async cancelCleanup(input: {
+      jobId: string;
+      attemptNumber: number | null;
+    }): Promise<{ jobStatus: string }> {
       const jobStatus = await cancelJobIfActive(pool, input.jobId);
       await deleteEngineCopies(input.jobId);
-      deps.logger.info({ jobId: input.jobId, attempt: input.attemptNumber, status: jobStatus }, 'job stopped');
+      deps.logger.info(
+        { jobId: input.jobId, attempt: input.attemptNumber, status: jobStatus },
+        'job stopped',
+      );
       return { jobStatus };
     },
-
 
     /** T2 `polish`: one pass over the recognized text; saved before the commit reads it. */
     async polishSegments(ref: AttemptRef): Promise<{ polished: boolean }> {
@@ -551,10 +623,13 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         const { annotationSegments } = await pageMedia(ctx.pageId);
         const previous = new Map(annotationSegments.map((s) => [s.index, s]));
         const polished = args.usePolish
-          ? ((checkpointsBy(saved, 'polish').get(0) as { texts: Record<string, string> } | undefined)?.texts ?? {})
+          ? ((
+              checkpointsBy(saved, 'polish').get(0) as { texts: Record<string, string> } | undefined
+            )?.texts ?? {})
           : {};
         const recognized = new Map(recognizedSegments(saved).map((s) => [s.index, s]));
-        const lines = (checkpointsBy(saved, 'segment').get(0) as { lines: LineBox[] } | undefined)?.lines;
+        const lines = (checkpointsBy(saved, 'segment').get(0) as { lines: LineBox[] } | undefined)
+          ?.lines;
         let segments: Segment[];
         let completed: number;
         let total: number;
@@ -569,7 +644,10 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
             return segment;
           });
         } else {
-          segments = [...recognized.values()].map((s) => ({ ...s, text: polished[s.index] ?? s.text }));
+          segments = [...recognized.values()].map((s) => ({
+            ...s,
+            text: polished[s.index] ?? s.text,
+          }));
           total = segments.length;
           completed = segments.length;
         }
@@ -579,15 +657,26 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
           completed,
           failed: total - completed,
           total,
-          engine: provider.identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model),
+          engine: provider.identity(
+            ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model,
+          ),
         });
         if (result.state === 'conflict') {
           await failOnConflict(pool, ctx.fence, result.currentRevision);
-          deps.logger.warn({ jobId: ref.jobId, attempt: ref.attemptNumber, errorClass: 'conflict' }, 'page changed');
+          deps.logger.warn(
+            { jobId: ref.jobId, attempt: ref.attemptNumber, errorClass: 'conflict' },
+            'page changed',
+          );
           return { state: 'conflict' };
         }
         deps.logger.info(
-          { jobId: ref.jobId, attempt: ref.attemptNumber, revision: result.revision, completed, total },
+          {
+            jobId: ref.jobId,
+            attempt: ref.attemptNumber,
+            revision: result.revision,
+            completed,
+            total,
+          },
           'transcript committed',
         );
         return { state: 'committed', revision: result.revision };
@@ -610,11 +699,21 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         const result = await closeAttemptRow(
           pool,
           fence,
-          { outcome: args.outcome, category: args.category, detail: args.detail, counts: args.counts },
+          {
+            outcome: args.outcome,
+            category: args.category,
+            detail: args.detail,
+            counts: args.counts,
+          },
           args.maxAttempts,
         );
         deps.logger.info(
-          { jobId: ref.jobId, attempt: ref.attemptNumber, outcome: args.outcome, errorClass: args.category },
+          {
+            jobId: ref.jobId,
+            attempt: ref.attemptNumber,
+            outcome: args.outcome,
+            errorClass: args.category,
+          },
           'attempt closed',
         );
         return result;
@@ -639,14 +738,27 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         });
         if (paused.newEpisode) {
           await deps
-            .onProviderPaused?.({ provider: ctx.snapshot.provider, reason: args.reason, episode: paused.episode })
+            .onProviderPaused?.({
+              provider: ctx.snapshot.provider,
+              reason: args.reason,
+              episode: paused.episode,
+            })
             .catch(() => {});
         }
         deps.logger.warn(
-          { jobId: ref.jobId, provider: ctx.snapshot.provider, errorClass: args.reason, episode: paused.episode },
+          {
+            jobId: ref.jobId,
+            provider: ctx.snapshot.provider,
+            errorClass: args.reason,
+            episode: paused.episode,
+          },
           'provider paused',
         );
-        return { resumeAtMs: onWorkflowClock(paused.resumeAt), episode: paused.episode, newEpisode: paused.newEpisode };
+        return {
+          resumeAtMs: onWorkflowClock(paused.resumeAt),
+          episode: paused.episode,
+          newEpisode: paused.newEpisode,
+        };
       });
     },
 
@@ -664,11 +776,19 @@ function recognizedSegments(saved: Awaited<ReturnType<typeof loadCheckpoints>>):
   const out: Segment[] = [];
   for (const row of saved) {
     if (row.stage !== 'recognize') continue;
-    const payload = row.payload as { text?: string; confidence?: number | null; segments?: Segment[] };
+    const payload = row.payload as {
+      text?: string;
+      confidence?: number | null;
+      segments?: Segment[];
+    };
     if (payload.segments) {
       out.push(...payload.segments);
     } else {
-      const segment: Segment = { index: row.seq, target: { kind: 'xywh', box: { x: 0, y: 0, w: 0, h: 0 } }, text: payload.text ?? '' };
+      const segment: Segment = {
+        index: row.seq,
+        target: { kind: 'xywh', box: { x: 0, y: 0, w: 0, h: 0 } },
+        text: payload.text ?? '',
+      };
       if (payload.confidence != null) segment.confidence = payload.confidence;
       out.push(segment);
     }

@@ -6,7 +6,13 @@ import {
 import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
 import type { JobRecord, JobStore } from '../core/jobStore';
-import { AUTO_PROVIDER, buildSnapshot, KNOWN_PROVIDERS, pricesWith, resolveProvider } from '../core/pricing';
+import {
+  AUTO_PROVIDER,
+  buildSnapshot,
+  KNOWN_PROVIDERS,
+  pricesWith,
+  resolveProvider,
+} from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
 import {
   DEFAULT_TASK_QUEUE,
@@ -90,7 +96,12 @@ export class QuireClient {
   private readonly taskQueue: string;
 
   /** The client as Quire's own processes build it from configuration. */
-  static fromConfig(config: QuireConfig, temporal: Client, jobs: JobStore, providers = KNOWN_PROVIDERS): QuireClient {
+  static fromConfig(
+    config: QuireConfig,
+    temporal: Client,
+    jobs: JobStore,
+    providers = KNOWN_PROVIDERS,
+  ): QuireClient {
     return new QuireClient({
       temporal,
       jobs,
@@ -121,17 +132,24 @@ export class QuireClient {
   async startJob(request: StartJobRequest): Promise<StartedJob> {
     const parsed = startJobSchema.safeParse(request);
     if (!parsed.success) {
-      throw new InvalidJobRequestError(parsed.error.issues.map((i) => `${i.path.join('.') || 'request'}: ${i.message}`));
+      throw new InvalidJobRequestError(
+        parsed.error.issues.map((i) => `${i.path.join('.') || 'request'}: ${i.message}`),
+      );
     }
     const input = parsed.data;
     const provider = input.provider ?? this.options.defaultProvider ?? AUTO_PROVIDER;
-    if (provider !== AUTO_PROVIDER && this.options.providers && !this.options.providers.includes(provider)) {
+    if (
+      provider !== AUTO_PROVIDER &&
+      this.options.providers &&
+      !this.options.providers.includes(provider)
+    ) {
       throw new InvalidJobRequestError([`provider: unknown provider ${provider}`]);
     }
     const { job, created, supersededWorkflowId } = await this.options.jobs.createJob({
       workspaceId: input.workspaceId,
       pageId: input.pageId,
-      snapshot: (kind) => this.options.snapshot({ ...input, provider: resolveProvider(provider, kind) }),
+      snapshot: (kind) =>
+        this.options.snapshot({ ...input, provider: resolveProvider(provider, kind) }),
       batchId: input.batchId ?? null,
       idempotencyKey: input.idempotencyKey ?? null,
       externalReferenceId: input.externalReferenceId ?? null,
@@ -170,7 +188,12 @@ export class QuireClient {
           { key: SEARCH_ATTRIBUTES.status, value: 'pending' },
           { key: SEARCH_ATTRIBUTES.provider, value: job.provider },
         ],
-        memo: { workspaceId: job.workspaceId, pageId: job.pageId, kind: job.kind, batchId: job.batchId },
+        memo: {
+          workspaceId: job.workspaceId,
+          pageId: job.pageId,
+          kind: job.kind,
+          batchId: job.batchId,
+        },
       });
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
@@ -180,7 +203,9 @@ export class QuireClient {
 
   /** Live progress of a job (workflow query). */
   async getProgress(jobId: string, workflowId?: string): Promise<JobProgress> {
-    const handle = this.options.temporal.workflow.getHandle(workflowId ?? `transcription-job-${jobId}`);
+    const handle = this.options.temporal.workflow.getHandle(
+      workflowId ?? `transcription-job-${jobId}`,
+    );
     return handle.query<JobProgress>(QUERIES.progress);
   }
 
@@ -205,7 +230,9 @@ export class QuireClient {
     let woken = 0;
     for (const id of workflowIds) {
       try {
-        await this.options.temporal.workflow.getHandle(id).signal(SIGNALS.providerResumed, { provider });
+        await this.options.temporal.workflow
+          .getHandle(id)
+          .signal(SIGNALS.providerResumed, { provider });
         woken += 1;
       } catch (error) {
         if (!(error instanceof WorkflowNotFoundError)) throw error;

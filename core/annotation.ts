@@ -54,7 +54,9 @@ function round3(n: number): number {
 }
 
 export function parseTarget(target: string): SegmentTarget | undefined {
-  const xywh = /#xywh=(-?\d+(?:\.\d+)?),(-?\d+(?:\.\d+)?),(\d+(?:\.\d+)?),(\d+(?:\.\d+)?)$/.exec(target);
+  const xywh = /#xywh=(-?\d+(?:\.\d+)?),(-?\d+(?:\.\d+)?),(\d+(?:\.\d+)?),(\d+(?:\.\d+)?)$/.exec(
+    target,
+  );
   if (xywh) {
     const [x, y, w, h] = xywh.slice(1).map(Number) as [number, number, number, number];
     return { kind: 'xywh', box: { x, y, w, h } };

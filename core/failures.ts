@@ -19,13 +19,27 @@ export const FAILURE_CLASSES = [
 export type FailureClass = (typeof FAILURE_CLASSES)[number];
 
 /** Classes that pause a provider's queue: the attempt is refunded and nothing fails. */
-export const PAUSING_CLASSES: ReadonlySet<FailureClass> = new Set(['credit', 'auth', 'outage', 'budget']);
+export const PAUSING_CLASSES: ReadonlySet<FailureClass> = new Set([
+  'credit',
+  'auth',
+  'outage',
+  'budget',
+]);
 
 /** Classes where the input can never succeed: the job fails at once. */
-export const PERMANENT_CLASSES: ReadonlySet<FailureClass> = new Set(['image', 'content', 'conflict']);
+export const PERMANENT_CLASSES: ReadonlySet<FailureClass> = new Set([
+  'image',
+  'content',
+  'conflict',
+]);
 
 /** Charged classes that a later attempt may cure: backoff, then the next attempt. */
-export const RETRYABLE_CLASSES: ReadonlySet<FailureClass> = new Set(['timeout', 'internal', 'invalid', 'crashed']);
+export const RETRYABLE_CLASSES: ReadonlySet<FailureClass> = new Set([
+  'timeout',
+  'internal',
+  'invalid',
+  'crashed',
+]);
 
 export function isFailureClass(value: unknown): value is FailureClass {
   return typeof value === 'string' && (FAILURE_CLASSES as readonly string[]).includes(value);

@@ -28,7 +28,9 @@ export interface NewJobRecord {
 
 export interface JobStore {
   /** J4/J6: returns the existing job for a repeated idempotency key; supersedes an active one. */
-  createJob(input: NewJobRecord): Promise<{ job: JobRecord; created: boolean; supersededWorkflowId: string | null }>;
+  createJob(
+    input: NewJobRecord,
+  ): Promise<{ job: JobRecord; created: boolean; supersededWorkflowId: string | null }>;
   markWorkflowStarted(jobId: string): Promise<void>;
   cancelJob(workspaceId: number, jobId: string): Promise<{ workflowIds: string[] }>;
   cancelBatch(workspaceId: number, batchId: string): Promise<{ workflowIds: string[] }>;

@@ -17,10 +17,13 @@ export const DEFAULT_PRICES: Record<string, PriceTable> = {
 };
 
 /** Merges an operator's price table (JSON of provider -> unit -> micros) over the defaults. */
-export function pricesWith(overrides: Record<string, PriceTable> | undefined): Record<string, PriceTable> {
+export function pricesWith(
+  overrides: Record<string, PriceTable> | undefined,
+): Record<string, PriceTable> {
   if (!overrides) return DEFAULT_PRICES;
   const merged: Record<string, PriceTable> = { ...DEFAULT_PRICES };
-  for (const [provider, table] of Object.entries(overrides)) merged[provider] = { ...merged[provider], ...table };
+  for (const [provider, table] of Object.entries(overrides))
+    merged[provider] = { ...merged[provider], ...table };
   return merged;
 }
 

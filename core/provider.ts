@@ -59,12 +59,19 @@ export interface TranscriptionProvider {
     ctx: CallContext,
   ): Promise<{ text: string; confidence?: number; cost: CallCost }>;
   /** Hands a recording to the engine; the returned id must be saved before our copy may go. */
-  submitAudio(audio: MediaInput, ctx: CallContext): Promise<{ engineJobId: string; cost: CallCost }>;
+  submitAudio(
+    audio: MediaInput,
+    ctx: CallContext,
+  ): Promise<{ engineJobId: string; cost: CallCost }>;
   pollAudio(engineJobId: string, ctx: CallContext): Promise<AudioPoll>;
   /** Deletes the engine's copy; idempotent. */
   deleteAudio(engineJobId: string, ctx: CallContext): Promise<void>;
   /** Polishes raw text (T2 `polish`). */
-  polish(text: string, kind: 'image' | 'audio', ctx: CallContext): Promise<{ text: string; cost: CallCost }>;
+  polish(
+    text: string,
+    kind: 'image' | 'audio',
+    ctx: CallContext,
+  ): Promise<{ text: string; cost: CallCost }>;
 }
 
 /** The immutable context snapshot of a job (SPEC §3). */

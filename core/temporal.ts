@@ -48,7 +48,16 @@ export type AttemptOutcome =
   | 'superseded'
   | 'lease_expired';
 
-export type Stage = 'queued' | 'segment' | 'recognize' | 'submit' | 'polish' | 'commit' | 'paused' | 'backoff' | 'done';
+export type Stage =
+  | 'queued'
+  | 'segment'
+  | 'recognize'
+  | 'submit'
+  | 'polish'
+  | 'commit'
+  | 'paused'
+  | 'backoff'
+  | 'done';
 
 /** Workflow input: everything the workflow needs, since it may not read config or the database. */
 export interface TranscriptionJobInput {

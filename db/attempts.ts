@@ -1,4 +1,9 @@
-import { type AnnotationPage, buildAnnotationPage, plainText, type Segment } from '../core/annotation';
+import {
+  type AnnotationPage,
+  buildAnnotationPage,
+  plainText,
+  type Segment,
+} from '../core/annotation';
 import { type FailureClass, StaleAttemptError } from '../core/failures';
 import type { EngineIdentity, JobSnapshot } from '../core/provider';
 import { appendEvent } from './events';
@@ -53,7 +58,8 @@ export async function claimAttempt(
     );
     const job = jobs.rows[0];
     if (!job) return { state: 'inactive', status: 'missing' };
-    if (job.status !== 'pending' && job.status !== 'running') return { state: 'inactive', status: job.status };
+    if (job.status !== 'pending' && job.status !== 'running')
+      return { state: 'inactive', status: job.status };
 
     const now = args.now ?? new Date();
     const paused = await client.query(
@@ -83,7 +89,13 @@ export async function claimAttempt(
         [args.jobId],
       );
       const category: FailureClass = last.rows[0]?.error_category ?? 'internal';
-      await failJobIn(client, args.jobId, category, `attempts exhausted (${charged} of ${args.maxAttempts})`, null);
+      await failJobIn(
+        client,
+        args.jobId,
+        category,
+        `attempts exhausted (${charged} of ${args.maxAttempts})`,
+        null,
+      );
       return { state: 'exhausted', category };
     }
 
@@ -91,7 +103,14 @@ export async function claimAttempt(
     await client.query(
       `INSERT INTO transcription_job_attempts (job_id, attempt_number, snapshot, input_revision, owner, token_hash)
        VALUES ($1, $2, $3, $4, $5, $6)`,
-      [args.jobId, attemptNumber, JSON.stringify(job.snapshot), job.input_revision, args.owner, args.tokenHash],
+      [
+        args.jobId,
+        attemptNumber,
+        JSON.stringify(job.snapshot),
+        job.input_revision,
+        args.owner,
+        args.tokenHash,
+      ],
     );
     await client.query(
       `UPDATE transcription_jobs SET status = 'running', last_attempt_number = $2, updated_at = now() WHERE id = $1`,
@@ -145,7 +164,9 @@ export async function lockRunningAttempt(
   );
   const row = rows[0];
   if (!row) {
-    throw new StaleAttemptError(`attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`);
+    throw new StaleAttemptError(
+      `attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`,
+    );
   }
   return row as {
     attempt_number: number;
@@ -189,13 +210,22 @@ export async function saveCheckpoint(
   });
 }
 
-export async function loadCheckpoints(db: Queryable, jobId: string, stage?: CheckpointStage): Promise<Checkpoint[]> {
+export async function loadCheckpoints(
+  db: Queryable,
+  jobId: string,
+  stage?: CheckpointStage,
+): Promise<Checkpoint[]> {
   const { rows } = await db.query(
     `SELECT stage, seq, attempt_number, payload FROM job_checkpoints
       WHERE job_id = $1 AND ($2::text IS NULL OR stage = $2) ORDER BY stage, seq`,
     [jobId, stage ?? null],
   );
-  return rows.map((r) => ({ stage: r.stage, seq: r.seq, attemptNumber: r.attempt_number, payload: r.payload }));
+  return rows.map((r) => ({
+    stage: r.stage,
+    seq: r.seq,
+    attemptNumber: r.attempt_number,
+    payload: r.payload,
+  }));
 }
 
 /** Records the stage and live counts of a running attempt (fenced). */
@@ -211,7 +241,13 @@ export async function recordProgress(
               failed_segments = coalesce($4, failed_segments), total_segments = coalesce($5, total_segments),
               updated_at = now()
         WHERE id = $1 AND status = 'running'`,
-      [fence.jobId, progress.stage, progress.completed ?? null, progress.failed ?? null, progress.total ?? null],
+      [
+        fence.jobId,
+        progress.stage,
+        progress.completed ?? null,
+        progress.failed ?? null,
+        progress.total ?? null,
+      ],
     );
   });
 }
@@ -239,7 +275,13 @@ export async function closeAttempt(
     await lockRunningAttempt(client, fence, 'UPDATE');
     await closeAttemptIn(client, fence, close);
     if (close.outcome === 'failed') {
-      await failJobIn(client, fence.jobId, close.category ?? 'internal', close.detail ?? '', fence.attemptNumber);
+      await failJobIn(
+        client,
+        fence.jobId,
+        close.category ?? 'internal',
+        close.detail ?? '',
+        fence.attemptNumber,
+      );
     } else if (close.outcome === 'retryable_failed' && !close.refunded) {
       const charged = await chargedAttempts(client, fence.jobId);
       if (charged >= maxAttempts) {
@@ -258,7 +300,9 @@ export async function closeAttempt(
         [fence.jobId],
       );
     }
-    const { rows } = await client.query('SELECT status FROM transcription_jobs WHERE id = $1', [fence.jobId]);
+    const { rows } = await client.query('SELECT status FROM transcription_jobs WHERE id = $1', [
+      fence.jobId,
+    ]);
     return { jobStatus: rows[0].status };
   });
 }
@@ -283,7 +327,9 @@ async function closeAttemptIn(client: PoolClient, fence: AttemptFence, close: At
     ],
   );
   if (updated.rowCount !== 1) {
-    throw new StaleAttemptError(`attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`);
+    throw new StaleAttemptError(
+      `attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`,
+    );
   }
 }
 
@@ -306,7 +352,11 @@ export type CommitResult =
  * here; the caller fails the job with `conflict` in a transaction of its own.
  * Idempotent: a retry after a lost reply finds its own completed attempt and returns it.
  */
-export async function commitPageRevision(pool: Pool, fence: AttemptFence, input: CommitInput): Promise<CommitResult> {
+export async function commitPageRevision(
+  pool: Pool,
+  fence: AttemptFence,
+  input: CommitInput,
+): Promise<CommitResult> {
   return withTransaction(pool, async (client) => {
     const previous = await client.query(
       `SELECT outcome, result_revision FROM transcription_job_attempts
@@ -318,7 +368,11 @@ export async function commitPageRevision(pool: Pool, fence: AttemptFence, input:
         `SELECT id FROM event_outbox WHERE type = $1 AND data->>'jobId' = $2 ORDER BY id LIMIT 1`,
         [EVENT_TYPES.completed, fence.jobId],
       );
-      return { state: 'committed', revision: previous.rows[0].result_revision, eventId: event.rows[0]?.id ?? 0 };
+      return {
+        state: 'committed',
+        revision: previous.rows[0].result_revision,
+        eventId: event.rows[0]?.id ?? 0,
+      };
     }
     const attempt = await lockRunningAttempt(client, fence, 'UPDATE', { lockPage: true });
     const page = await client.query(`SELECT canvas_uri, revision FROM pages WHERE id = $1`, [
@@ -338,7 +392,13 @@ export async function commitPageRevision(pool: Pool, fence: AttemptFence, input:
     const cas = await client.query(
       `UPDATE pages SET revision = $3, annotation_page = $4, search_text = $5, updated_at = now()
         WHERE id = $1 AND revision = $2`,
-      [attempt.page_id, attempt.input_revision, revision, JSON.stringify(annotationPage), plainText(input.segments)],
+      [
+        attempt.page_id,
+        attempt.input_revision,
+        revision,
+        JSON.stringify(annotationPage),
+        plainText(input.segments),
+      ],
     );
     if (cas.rowCount !== 1) return { state: 'conflict', currentRevision: current.revision };
     await client.query(
@@ -361,7 +421,15 @@ export async function commitPageRevision(pool: Pool, fence: AttemptFence, input:
           SET outcome = 'completed', result_revision = $4, ended_at = now(),
               completed_segments = $5, failed_segments = $6, total_segments = $7
         WHERE job_id = $1 AND attempt_number = $2 AND token_hash = $3 AND outcome = 'running'`,
-      [fence.jobId, fence.attemptNumber, fence.tokenHash, revision, input.completed, input.failed, input.total],
+      [
+        fence.jobId,
+        fence.attemptNumber,
+        fence.tokenHash,
+        revision,
+        input.completed,
+        input.failed,
+        input.total,
+      ],
     );
     await client.query(
       `UPDATE transcription_jobs
@@ -371,9 +439,10 @@ export async function commitPageRevision(pool: Pool, fence: AttemptFence, input:
         WHERE id = $1`,
       [fence.jobId, revision, input.completed, input.failed, input.total],
     );
-    await client.query(`UPDATE provider_state SET outage_step = 0 WHERE provider = $1 AND outage_step > 0`, [
-      attempt.snapshot.provider,
-    ]);
+    await client.query(
+      `UPDATE provider_state SET outage_step = 0 WHERE provider = $1 AND outage_step > 0`,
+      [attempt.snapshot.provider],
+    );
     const { workspaceId, data } = await jobEventData(client, fence.jobId, {
       attemptNumber: fence.attemptNumber,
       completedSegments: input.completed,
@@ -391,7 +460,11 @@ export async function commitPageRevision(pool: Pool, fence: AttemptFence, input:
 }
 
 /** J1: a CAS miss fails the job with `conflict`; nothing of the attempt's work is written. */
-export async function failOnConflict(pool: Pool, fence: AttemptFence, currentRevision: number): Promise<void> {
+export async function failOnConflict(
+  pool: Pool,
+  fence: AttemptFence,
+  currentRevision: number,
+): Promise<void> {
   await withTransaction(pool, async (client) => {
     await lockRunningAttempt(client, fence, 'UPDATE');
     const detail = `page changed since the input revision (now at ${currentRevision})`;
@@ -435,7 +508,13 @@ export async function pauseProvider(
     );
     const now = args.now ?? new Date();
     if (args.scope === 'workspace') {
-      return { resumeAt: args.retryAfterMs ? new Date(now.getTime() + args.retryAfterMs) : nextUtcMidnight(now), episode: 0, newEpisode: false };
+      return {
+        resumeAt: args.retryAfterMs
+          ? new Date(now.getTime() + args.retryAfterMs)
+          : nextUtcMidnight(now),
+        episode: 0,
+        newEpisode: false,
+      };
     }
     return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, now);
   });
@@ -454,14 +533,21 @@ async function pauseProviderIn(
   retryAfterMs: number | undefined,
   now: Date,
 ) {
-  await client.query(`INSERT INTO provider_state (provider) VALUES ($1) ON CONFLICT (provider) DO NOTHING`, [provider]);
+  await client.query(
+    `INSERT INTO provider_state (provider) VALUES ($1) ON CONFLICT (provider) DO NOTHING`,
+    [provider],
+  );
   const { rows } = await client.query(
     `SELECT status, reason, resume_at, episode, outage_step FROM provider_state WHERE provider = $1 FOR UPDATE`,
     [provider],
   );
   const state = rows[0];
   if (state.status === 'paused') {
-    return { resumeAt: state.resume_at as Date | null, episode: state.episode as number, newEpisode: false };
+    return {
+      resumeAt: state.resume_at as Date | null,
+      episode: state.episode as number,
+      newEpisode: false,
+    };
   }
   let resumeAt: Date | null = null;
   let outageStep = state.outage_step as number;
@@ -489,7 +575,11 @@ async function pauseProviderIn(
   return { resumeAt, episode, newEpisode: true };
 }
 
-async function resumeProviderIn(client: PoolClient, provider: string, by: 'operator' | 'timer'): Promise<boolean> {
+async function resumeProviderIn(
+  client: PoolClient,
+  provider: string,
+  by: 'operator' | 'timer',
+): Promise<boolean> {
   const updated = await client.query(
     `UPDATE provider_state SET status = 'active', reason = NULL, resume_at = NULL, updated_at = now()
       WHERE provider = $1 AND status = 'paused' RETURNING episode`,
@@ -514,7 +604,11 @@ export async function resumeProvider(pool: Pool, provider: string): Promise<bool
  * Marks the first pause of an episode as notified; true only for the one caller that should
  * send the notification (Q4: once per episode).
  */
-export async function claimPauseNotification(pool: Pool, provider: string, episode: number): Promise<boolean> {
+export async function claimPauseNotification(
+  pool: Pool,
+  provider: string,
+  episode: number,
+): Promise<boolean> {
   const { rowCount } = await pool.query(
     `UPDATE provider_state SET notified_episode = $2 WHERE provider = $1 AND notified_episode < $2`,
     [provider, episode],

@@ -102,12 +102,16 @@ export interface Violation {
   subjects: string[];
 }
 
-export async function auditInvariants(db: Queryable, options: { maxAttempts?: number } = {}): Promise<Violation[]> {
+export async function auditInvariants(
+  db: Queryable,
+  options: { maxAttempts?: number } = {},
+): Promise<Violation[]> {
   const violations: Violation[] = [];
   for (const check of CHECKS) {
     const params = check.sql.includes('$1') ? [options.maxAttempts ?? 5] : [];
     const { rows } = await db.query<{ subject: string }>(check.sql, params);
-    if (rows.length > 0) violations.push({ check: check.name, subjects: rows.map((r) => r.subject) });
+    if (rows.length > 0)
+      violations.push({ check: check.name, subjects: rows.map((r) => r.subject) });
   }
   return violations;
 }

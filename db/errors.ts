@@ -1,14 +1,20 @@
 /** Typed repository errors with stable codes; the API maps them to HTTP statuses. */
 export class NotFoundError extends Error {
   override name = 'NotFoundError';
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
 
 export class ConflictError extends Error {
   override name = 'ConflictError';
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -112,7 +112,11 @@ export async function createJob(pool: Pool, input: NewJob): Promise<CreatedJob> 
       return await withTransaction(pool, (client) => createJobIn(client, input));
     } catch (error) {
       // A concurrent request with the same idempotency key won the insert: return its job.
-      if (tries === 0 && isUniqueViolation(error, 'transcription_jobs_workspace_id_idempotency_key_key')) continue;
+      if (
+        tries === 0 &&
+        isUniqueViolation(error, 'transcription_jobs_workspace_id_idempotency_key_key')
+      )
+        continue;
       throw error;
     }
   }
@@ -126,7 +130,12 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
       [input.workspaceId, input.idempotencyKey],
     );
     if (existing.rows[0]) {
-      return { job: toJob(existing.rows[0]), kind: existing.rows[0].kind, created: false, superseded: null };
+      return {
+        job: toJob(existing.rows[0]),
+        kind: existing.rows[0].kind,
+        created: false,
+        superseded: null,
+      };
     }
   }
   const page = await getPageForUpdate(client, input.workspaceId, input.pageId);
@@ -175,7 +184,11 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
   return { job: toJob(inserted.rows[0]), kind: page.kind, created: true, superseded };
 }
 
-export async function getJob(db: Queryable, workspaceId: number, jobId: string): Promise<JobRow | undefined> {
+export async function getJob(
+  db: Queryable,
+  workspaceId: number,
+  jobId: string,
+): Promise<JobRow | undefined> {
   const { rows } = await db.query(
     `SELECT ${JOB_COLUMNS} FROM transcription_jobs j WHERE j.workspace_id = $1 AND j.id = $2`,
     [workspaceId, jobId],
@@ -184,7 +197,10 @@ export async function getJob(db: Queryable, workspaceId: number, jobId: string):
 }
 
 export async function getJobById(db: Queryable, jobId: string): Promise<JobRow | undefined> {
-  const { rows } = await db.query(`SELECT ${JOB_COLUMNS} FROM transcription_jobs j WHERE j.id = $1`, [jobId]);
+  const { rows } = await db.query(
+    `SELECT ${JOB_COLUMNS} FROM transcription_jobs j WHERE j.id = $1`,
+    [jobId],
+  );
   return rows[0] ? toJob(rows[0]) : undefined;
 }
 
@@ -262,7 +278,12 @@ export async function jobEventData(
   };
 }
 
-async function appendJobEvent(client: PoolClient, jobId: string, type: string, extra: Record<string, unknown>) {
+async function appendJobEvent(
+  client: PoolClient,
+  jobId: string,
+  type: string,
+  extra: Record<string, unknown>,
+) {
   const { workspaceId, data } = await jobEventData(client, jobId, extra);
   await appendEvent(client, { workspaceId, type, subject: `transcription-jobs/${jobId}`, data });
 }
@@ -282,7 +303,10 @@ export async function failJobIn(
     [jobId, category, detail],
   );
   if (updated.rowCount === 1) {
-    await appendJobEvent(client, jobId, EVENT_TYPES.failed, { attemptNumber, errorCategory: category });
+    await appendJobEvent(client, jobId, EVENT_TYPES.failed, {
+      attemptNumber,
+      errorCategory: category,
+    });
   }
 }
 
@@ -337,7 +361,8 @@ export async function cancelBatch(pool: Pool, workspaceId: number, batchId: stri
         WHERE workspace_id = $1 AND id = $2 RETURNING id`,
       [workspaceId, batchId],
     );
-    if (batch.rowCount === 0) throw new NotFoundError('batch_not_found', `batch ${batchId} not found`);
+    if (batch.rowCount === 0)
+      throw new NotFoundError('batch_not_found', `batch ${batchId} not found`);
     const { rows } = await client.query(
       `SELECT id FROM transcription_jobs WHERE batch_id = $1 AND status IN ('pending', 'running') ORDER BY id FOR UPDATE`,
       [batchId],
@@ -349,7 +374,11 @@ export async function cancelBatch(pool: Pool, workspaceId: number, batchId: stri
   });
 }
 
-export async function createBatch(db: Queryable, workspaceId: number, idempotencyKey?: string | null): Promise<string> {
+export async function createBatch(
+  db: Queryable,
+  workspaceId: number,
+  idempotencyKey?: string | null,
+): Promise<string> {
   const id = uuidv7();
   await db.query('INSERT INTO batches (id, workspace_id, idempotency_key) VALUES ($1, $2, $3)', [
     id,
@@ -379,7 +408,10 @@ export async function findUnstartedJobs(db: Queryable, olderThanMs: number, limi
 }
 
 /** Active jobs of a provider, to wake their workflows when it resumes. */
-export async function activeWorkflowsForProvider(db: Queryable, provider: string): Promise<string[]> {
+export async function activeWorkflowsForProvider(
+  db: Queryable,
+  provider: string,
+): Promise<string[]> {
   const { rows } = await db.query(
     `SELECT workflow_id FROM transcription_jobs WHERE provider = $1 AND status IN ('pending', 'running')`,
     [provider],
@@ -393,7 +425,10 @@ export async function activeWorkflowsForProvider(db: Queryable, provider: string
  */
 export async function cancelJobIfActive(pool: Pool, jobId: string): Promise<JobStatus> {
   return withTransaction(pool, async (client) => {
-    const { rows } = await client.query(`SELECT status FROM transcription_jobs WHERE id = $1 FOR UPDATE`, [jobId]);
+    const { rows } = await client.query(
+      `SELECT status FROM transcription_jobs WHERE id = $1 FOR UPDATE`,
+      [jobId],
+    );
     const status = rows[0]?.status as JobStatus | undefined;
     if (!status) throw new NotFoundError('job_not_found', `job ${jobId} not found`);
     if (status !== 'pending' && status !== 'running') return status;

@@ -38,7 +38,11 @@ export async function recordProviderCall(
 }
 
 /** Spend of the current UTC day, for one workspace or (null) for all. */
-export async function spendToday(db: Queryable, workspaceId: number | null, now = new Date()): Promise<number> {
+export async function spendToday(
+  db: Queryable,
+  workspaceId: number | null,
+  now = new Date(),
+): Promise<number> {
   const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
   const { rows } = await db.query(
     `SELECT coalesce(sum(cost_micros), 0)::bigint AS spent FROM provider_calls

@@ -21,7 +21,9 @@ export async function migrate(connectionString: string, dir = MIGRATIONS_DIR): P
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Set(
-      (await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name),
+      (await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map(
+        (r) => r.name,
+      ),
     );
     for (const file of files) {
       if (done.has(file)) continue;
@@ -56,10 +58,12 @@ export async function ensureDatabase(connectionString: string): Promise<void> {
   try {
     const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (exists.rowCount === 0) {
-      await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((error: { code?: string }) => {
-        // Another process created it between our check and our create.
-        if (error.code !== '42P04') throw error;
-      });
+      await client
+        .query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`)
+        .catch((error: { code?: string }) => {
+          // Another process created it between our check and our create.
+          if (error.code !== '42P04') throw error;
+        });
     }
   } finally {
     await client.end();

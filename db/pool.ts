@@ -20,7 +20,10 @@ export function createPool(connectionString: string, max = 10): Pool {
  * Runs `work` in one transaction: committed when it returns, rolled back when it throws.
  * Every business fact of Quire is written through this.
  */
-export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function withTransaction<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');

@@ -8,7 +8,10 @@ export interface Workspace {
 }
 
 /** Creates a workspace and its first API key; the clear key is returned once, never stored. */
-export async function createWorkspace(pool: Pool, name: string): Promise<{ workspace: Workspace; apiKey: string }> {
+export async function createWorkspace(
+  pool: Pool,
+  name: string,
+): Promise<{ workspace: Workspace; apiKey: string }> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query(
       'INSERT INTO workspaces (name) VALUES ($1) RETURNING id, name, created_at',
@@ -20,14 +23,16 @@ export async function createWorkspace(pool: Pool, name: string): Promise<{ works
   });
 }
 
-export async function addApiKey(db: Queryable, workspaceId: number, label: string | null): Promise<string> {
+export async function addApiKey(
+  db: Queryable,
+  workspaceId: number,
+  label: string | null,
+): Promise<string> {
   const { key, hash, prefix } = newApiKey(workspaceId);
-  await db.query('INSERT INTO api_keys (workspace_id, key_hash, key_prefix, label) VALUES ($1, $2, $3, $4)', [
-    workspaceId,
-    hash,
-    prefix,
-    label,
-  ]);
+  await db.query(
+    'INSERT INTO api_keys (workspace_id, key_hash, key_prefix, label) VALUES ($1, $2, $3, $4)',
+    [workspaceId, hash, prefix, label],
+  );
   return key;
 }
 
@@ -37,7 +42,10 @@ export interface Principal {
 }
 
 /** The workspace a clear API key belongs to, if the key exists and is not revoked. */
-export async function authenticateApiKey(db: Queryable, key: string): Promise<Principal | undefined> {
+export async function authenticateApiKey(
+  db: Queryable,
+  key: string,
+): Promise<Principal | undefined> {
   const { rows } = await db.query(
     'SELECT id, workspace_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
     [hashApiKey(key)],
@@ -45,14 +53,22 @@ export async function authenticateApiKey(db: Queryable, key: string): Promise<Pr
   return rows[0] ? { workspaceId: rows[0].workspace_id, apiKeyId: rows[0].id } : undefined;
 }
 
-export async function activeApiKey(db: Queryable, apiKeyId: number): Promise<Principal | undefined> {
-  const { rows } = await db.query('SELECT id, workspace_id FROM api_keys WHERE id = $1 AND revoked_at IS NULL', [
-    apiKeyId,
-  ]);
+export async function activeApiKey(
+  db: Queryable,
+  apiKeyId: number,
+): Promise<Principal | undefined> {
+  const { rows } = await db.query(
+    'SELECT id, workspace_id FROM api_keys WHERE id = $1 AND revoked_at IS NULL',
+    [apiKeyId],
+  );
   return rows[0] ? { workspaceId: rows[0].workspace_id, apiKeyId: rows[0].id } : undefined;
 }
 
 export async function getWorkspace(db: Queryable, id: number): Promise<Workspace | undefined> {
-  const { rows } = await db.query('SELECT id, name, created_at FROM workspaces WHERE id = $1', [id]);
-  return rows[0] ? { id: rows[0].id, name: rows[0].name, createdAt: rows[0].created_at } : undefined;
+  const { rows } = await db.query('SELECT id, name, created_at FROM workspaces WHERE id = $1', [
+    id,
+  ]);
+  return rows[0]
+    ? { id: rows[0].id, name: rows[0].name, createdAt: rows[0].created_at }
+    : undefined;
 }

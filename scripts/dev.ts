@@ -7,7 +7,12 @@ import { ensureDatabase, migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { authenticateApiKey, createWorkspace } from '../db/workspaces';
 import { ensurePostgres } from './lib/postgres';
-import { type DevServer, findOrBuildTemporal, startDevServer, waitForTemporal } from './lib/temporal';
+import {
+  type DevServer,
+  findOrBuildTemporal,
+  startDevServer,
+  waitForTemporal,
+} from './lib/temporal';
 
 /**
  * `npm start`: the whole stack on embedded defaults. PostgreSQL (local, started if down),
@@ -51,7 +56,10 @@ async function stopAll(code: number): Promise<never> {
         (child) =>
           new Promise((done) => {
             if (child.exitCode !== null) return done(undefined);
-            const timer = setTimeout(() => child.kill('SIGKILL'), config.QUIRE_SHUTDOWN_GRACE_MS + 5_000);
+            const timer = setTimeout(
+              () => child.kill('SIGKILL'),
+              config.QUIRE_SHUTDOWN_GRACE_MS + 5_000,
+            );
             child.once('exit', () => {
               clearTimeout(timer);
               done(undefined);
@@ -128,7 +136,15 @@ if (!workspace) {
 await pool.end();
 
 start('worker', ['--import', 'tsx', 'worker/main.ts']);
-start('web', ['node_modules/next/dist/bin/next', 'dev', 'web', '-p', String(webPort), '-H', '127.0.0.1']);
+start('web', [
+  'node_modules/next/dist/bin/next',
+  'dev',
+  'web',
+  '-p',
+  String(webPort),
+  '-H',
+  '127.0.0.1',
+]);
 log('waiting for the console to be ready...');
 await waitReady(`http://127.0.0.1:${webPort}/readyz`, 180_000);
 

@@ -56,12 +56,15 @@ function ensureDebianPackages() {
   }
   // As root apt-get runs as it is; otherwise through sudo.
   const apt = (aptArgs) =>
-    process.getuid?.() === 0 ? run('apt-get', aptArgs, { env }) : run('sudo', ['apt-get', ...aptArgs], { env });
+    process.getuid?.() === 0
+      ? run('apt-get', aptArgs, { env })
+      : run('sudo', ['apt-get', ...aptArgs], { env });
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   say(`installing Debian packages: ${names.join(' ')}`);
   apt(['update', '-qq']);
   const status = apt(['install', '-y', '-qq', '--no-install-recommends', ...names]);
-  if (status !== 0) say(`apt-get could not install ${names.join(' ')}; tests that need them will say so.`);
+  if (status !== 0)
+    say(`apt-get could not install ${names.join(' ')}; tests that need them will say so.`);
 }
 
 /** npm packages: `npm ci` when node_modules is missing or older than the lock file. */
@@ -106,6 +109,8 @@ switch (command) {
     process.exit(tsx('scripts/setup.ts', args));
     break;
   default:
-    process.stdout.write('usage: quire dev | quire test [vitest args] | quire admin <command> | quire setup\n');
+    process.stdout.write(
+      'usage: quire dev | quire test [vitest args] | quire admin <command> | quire setup\n',
+    );
     process.exit(command === 'help' ? 0 : 2);
 }

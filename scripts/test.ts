@@ -10,8 +10,12 @@ import { findOrBuildTemporal } from './lib/temporal';
 const adminUrl = process.env.QUIRE_TEST_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 await ensurePostgres(adminUrl);
 const temporal = findOrBuildTemporal((line) => process.stderr.write(`quire: ${line}\n`));
-const result = spawnSync(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...process.argv.slice(2)], {
-  stdio: 'inherit',
-  env: { ...process.env, QUIRE_TEMPORAL_BIN: temporal },
-});
+const result = spawnSync(
+  process.execPath,
+  ['node_modules/vitest/vitest.mjs', 'run', ...process.argv.slice(2)],
+  {
+    stdio: 'inherit',
+    env: { ...process.env, QUIRE_TEMPORAL_BIN: temporal },
+  },
+);
 process.exit(result.status ?? 1);

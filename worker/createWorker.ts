@@ -1,15 +1,15 @@
 import { hostname } from 'node:os';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createMaintenanceActivities } from '../activities/maintenance';
 import { createTranscriptionActivities, type Logger } from '../activities/transcription';
+import type { BlobStore } from '../blobs';
 import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
-import type { BlobStore } from '../blobs';
-import type { ProviderRegistry } from '../providers/registry';
 import { purgeOldEvents } from '../db/retention';
+import type { ProviderRegistry } from '../providers/registry';
 import { runBlobCleanup, sweepOrphans } from './cleanup';
 import { sweepStrandedEngineJobs } from './strandedSweep';
 
@@ -34,7 +34,11 @@ export interface QuireWorkerDeps {
   identity?: string;
   workflowBundle?: WorkerOptions['workflowBundle'];
   audioPollMs?: number;
-  onProviderPaused?: (pause: { provider: string; reason: string; episode: number }) => Promise<void>;
+  onProviderPaused?: (pause: {
+    provider: string;
+    reason: string;
+    episode: number;
+  }) => Promise<void>;
   /** Injected clock (tests of budget days). */
   now?: () => Date;
 }
@@ -55,8 +59,12 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
   });
   const maintenance = createMaintenanceActivities({
     client: deps.client,
-    runBlobCleanup: async () => ({ ...(await runBlobCleanup({ pool: deps.pool, blobStore: deps.blobStore })) }),
-    sweepOrphans: async () => ({ ...(await sweepOrphans({ pool: deps.pool, blobStore: deps.blobStore })) }),
+    runBlobCleanup: async () => ({
+      ...(await runBlobCleanup({ pool: deps.pool, blobStore: deps.blobStore })),
+    }),
+    sweepOrphans: async () => ({
+      ...(await sweepOrphans({ pool: deps.pool, blobStore: deps.blobStore })),
+    }),
     sweepStrandedEngineJobs: async () => ({
       ...(await sweepStrandedEngineJobs({ pool: deps.pool, providers: deps.providers })),
     }),
@@ -67,19 +75,29 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     namespace: deps.config.TEMPORAL_NAMESPACE,
     taskQueue: deps.config.QUIRE_TASK_QUEUE,
     identity,
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(deps.workflowBundle
+      ? { workflowBundle: deps.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH }),
     activities: { ...transcription, ...maintenance },
     maxConcurrentActivityTaskExecutions: deps.config.WORKER_CONCURRENCY,
     shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
     // A SIGKILLed worker's cached workflows move to a live worker after this (T3 recovery).
     stickyQueueScheduleToStartTimeout: deps.config.QUIRE_STICKY_TIMEOUT_MS,
     // Heartbeats must reach the server well inside the heartbeat timeout.
-    maxHeartbeatThrottleInterval: Math.max(100, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4)),
+    maxHeartbeatThrottleInterval: Math.max(
+      100,
+      Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4),
+    ),
   });
 }
 
 /** The typed client as Quire's own processes build it from configuration. */
-export function createQuireClient(config: QuireConfig, temporal: Client, pool: Pool, providers: string[]): QuireClient {
+export function createQuireClient(
+  config: QuireConfig,
+  temporal: Client,
+  pool: Pool,
+  providers: string[],
+): QuireClient {
   return QuireClient.fromConfig(config, temporal, createJobStore(pool), providers);
 }
 

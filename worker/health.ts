@@ -49,12 +49,19 @@ export async function checkAndRecordHealth(args: {
 }
 
 /** Exit status of the `health` command: 0 when the heartbeat is fresh. */
-export async function readHealth(file: string, maxAgeMs: number): Promise<{ healthy: boolean; reason: string }> {
+export async function readHealth(
+  file: string,
+  maxAgeMs: number,
+): Promise<{ healthy: boolean; reason: string }> {
   try {
     const record = JSON.parse(await readFile(file, 'utf8')) as HealthRecord;
     const age = Date.now() - Date.parse(record.at);
-    if (age > maxAgeMs) return { healthy: false, reason: `last heartbeat ${Math.round(age / 1000)} s ago` };
-    return { healthy: true, reason: `heartbeat ${Math.round(age / 1000)} s ago from ${record.identity}` };
+    if (age > maxAgeMs)
+      return { healthy: false, reason: `last heartbeat ${Math.round(age / 1000)} s ago` };
+    return {
+      healthy: true,
+      reason: `heartbeat ${Math.round(age / 1000)} s ago from ${record.identity}`,
+    };
   } catch {
     return { healthy: false, reason: `no heartbeat file at ${file}` };
   }

@@ -7,7 +7,12 @@ import { RECONCILER_WORKFLOW } from '../core/temporal';
  * operators see them in the Temporal UI. A schedule that exists is left as it is.
  */
 export async function ensureSchedules(client: Client, config: QuireConfig): Promise<string[]> {
-  const schedules: Array<{ scheduleId: string; every: string; workflowType: string; args: unknown[] }> = [
+  const schedules: Array<{
+    scheduleId: string;
+    every: string;
+    workflowType: string;
+    args: unknown[];
+  }> = [
     {
       scheduleId: 'quire-reconciler',
       every: '1m',
@@ -16,7 +21,12 @@ export async function ensureSchedules(client: Client, config: QuireConfig): Prom
     },
     { scheduleId: 'quire-blob-cleanup', every: '5m', workflowType: 'blobCleanup', args: [] },
     { scheduleId: 'quire-orphan-sweep', every: '1h', workflowType: 'orphanSweep', args: [] },
-    { scheduleId: 'quire-stranded-engine-jobs', every: '1h', workflowType: 'strandedEngineJobSweep', args: [] },
+    {
+      scheduleId: 'quire-stranded-engine-jobs',
+      every: '1h',
+      workflowType: 'strandedEngineJobSweep',
+      args: [],
+    },
     { scheduleId: 'quire-event-retention', every: '24h', workflowType: 'eventRetention', args: [] },
   ];
   const created: string[] = [];

@@ -1,3 +1,10 @@
 // The workflows a Quire worker registers. Only deterministic code lives here.
+
+export {
+  blobCleanup,
+  eventRetention,
+  orphanSweep,
+  reconcileJobs,
+  strandedEngineJobSweep,
+} from './reconcile';
 export { transcriptionJob } from './transcriptionJob';
-export { blobCleanup, eventRetention, orphanSweep, reconcileJobs, strandedEngineJobSweep } from './reconcile';

@@ -12,9 +12,21 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { ClaimOutcome, RecognizeOutcome, TranscriptionActivities } from '../activities/transcription';
-import type { AttemptRef, PauseRequest, SegmentFailure } from '../activities/transcription';
-import { type FailureClass, isFailureClass, isPausing, isPermanent, STALE_ATTEMPT } from '../core/failures';
+import type {
+  AttemptRef,
+  ClaimOutcome,
+  PauseRequest,
+  RecognizeOutcome,
+  SegmentFailure,
+  TranscriptionActivities,
+} from '../activities/transcription';
+import {
+  type FailureClass,
+  isFailureClass,
+  isPausing,
+  isPermanent,
+  STALE_ATTEMPT,
+} from '../core/failures';
 import {
   type JobProgress,
   type JobStatus,
@@ -39,7 +51,12 @@ export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNAL
 const db = proxyActivities<TranscriptionActivities>({
   startToCloseTimeout: '30s',
   scheduleToCloseTimeout: '10m',
-  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: [STALE_ATTEMPT] },
+  retry: {
+    initialInterval: '500ms',
+    backoffCoefficient: 2,
+    maximumInterval: '30s',
+    nonRetryableErrorTypes: [STALE_ATTEMPT],
+  },
 });
 
 // Cleanup after cancellation runs outside the cancelled scope and must not give up early.
@@ -54,7 +71,9 @@ const PAUSE_RECHECK_MS = 10 * 60_000;
 
 type AttemptEnd = { kind: 'final'; result: TranscriptionJobResult } | { kind: 'again' };
 
-export async function transcriptionJob(input: TranscriptionJobInput): Promise<TranscriptionJobResult> {
+export async function transcriptionJob(
+  input: TranscriptionJobInput,
+): Promise<TranscriptionJobResult> {
   // Engine calls run for long and heartbeat: the heartbeat timeout replaces a lease (T3).
   // They are not retried by Temporal: a failed or abandoned run ends the attempt, and the
   // next attempt is claimed (closing this one `lease_expired`) and resumes from checkpoints.
@@ -92,13 +111,21 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
   const setStage = (stage: Stage) => {
     state.stage = stage;
   };
-  const finish = (status: JobStatus, revision: number | null, category: FailureClass | null): TranscriptionJobResult => {
+  const finish = (
+    status: JobStatus,
+    revision: number | null,
+    category: FailureClass | null,
+  ): TranscriptionJobResult => {
     setStatus(status);
     setStage('done');
     state.errorCategory = category;
     return { status, resultRevision: revision, attempts: attemptsRun, errorCategory: category };
   };
-  const final = (status: JobStatus, revision: number | null, category: FailureClass | null): AttemptEnd => ({
+  const final = (
+    status: JobStatus,
+    revision: number | null,
+    category: FailureClass | null,
+  ): AttemptEnd => ({
     kind: 'final',
     result: finish(status, revision, category),
   });
@@ -107,7 +134,8 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
   const waitForResume = async (seenSignals: number, resumeAtMs: number | null) => {
     setStatus('pending');
     setStage('paused');
-    const untilResume = resumeAtMs === null ? PAUSE_RECHECK_MS : Math.max(1_000, resumeAtMs - Date.now());
+    const untilResume =
+      resumeAtMs === null ? PAUSE_RECHECK_MS : Math.max(1_000, resumeAtMs - Date.now());
     await condition(() => resumeSignals > seenSignals, Math.min(untilResume, PAUSE_RECHECK_MS));
     state.pausedReason = null;
   };
@@ -117,7 +145,11 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
     state.pausedReason = request.reason;
     const paused = await db.pauseProvider(ref, {
       ...request,
-      counts: { completed: state.completedSegments, failed: state.failedSegments, total: state.totalSegments },
+      counts: {
+        completed: state.completedSegments,
+        failed: state.failedSegments,
+        total: state.totalSegments,
+      },
     });
     await waitForResume(seen, paused.resumeAtMs);
     return { kind: 'again' };
@@ -132,7 +164,13 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
   ): Promise<AttemptEnd> => {
     const counts = { completed: 0, failed: state.failedSegments, total: state.totalSegments };
     if (isPermanent(category)) {
-      await db.closeAttempt(ref, { outcome: 'failed', category, detail, counts, maxAttempts: input.maxAttempts });
+      await db.closeAttempt(ref, {
+        outcome: 'failed',
+        category,
+        detail,
+        counts,
+        maxAttempts: input.maxAttempts,
+      });
       return final('failed', null, category);
     }
     const closed = await db.closeAttempt(ref, {
@@ -148,7 +186,9 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
     return { kind: 'again' };
   };
 
-  const runAttempt = async (claim: Extract<ClaimOutcome, { state: 'claimed' }>): Promise<AttemptEnd> => {
+  const runAttempt = async (
+    claim: Extract<ClaimOutcome, { state: 'claimed' }>,
+  ): Promise<AttemptEnd> => {
     const ref = claim.ref;
     state.failedSegments = 0;
     try {
@@ -185,7 +225,12 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
 
       if (outcome.completed === 0 && outcome.total > 0) {
         const category = attemptCategory(outcome.failures);
-        return await noneSucceeded(ref, category, `no segment succeeded (${category})`, claim.chargedAttempts);
+        return await noneSucceeded(
+          ref,
+          category,
+          `no segment succeeded (${category})`,
+          claim.chargedAttempts,
+        );
       }
 
       // J3: from attempt polishAttempts + 1 on, the raw text is committed.
@@ -214,11 +259,20 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
       if (type === STALE_ATTEMPT) return { kind: 'again' };
       if (type !== undefined && isFailureClass(type)) {
         if (isPausing(type)) return await pause(ref, pauseOf(type, error));
-        return await noneSucceeded(ref, type, `stage ${state.stage} failed (${type})`, claim.chargedAttempts);
+        return await noneSucceeded(
+          ref,
+          type,
+          `stage ${state.stage} failed (${type})`,
+          claim.chargedAttempts,
+        );
       }
       // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
       // next claim closes it `lease_expired` and resumes from the checkpoints.
-      log.warn('attempt interrupted', { jobId: input.jobId, attempt: ref.attemptNumber, stage: state.stage });
+      log.warn('attempt interrupted', {
+        jobId: input.jobId,
+        attempt: ref.attemptNumber,
+        stage: state.stage,
+      });
       return { kind: 'again' };
     }
   };
@@ -228,7 +282,9 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
       const seen = resumeSignals;
       const claim = await db.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
       if (claim.state === 'inactive') {
-        const status = (['completed', 'failed', 'canceled', 'superseded'] as const).find((s) => s === claim.status);
+        const status = (['completed', 'failed', 'canceled', 'superseded'] as const).find(
+          (s) => s === claim.status,
+        );
         return finish(status ?? 'failed', null, null);
       }
       if (claim.state === 'exhausted') return finish('failed', null, claim.category);
@@ -255,14 +311,17 @@ export async function transcriptionJob(input: TranscriptionJobInput): Promise<Tr
       );
       finish(status.jobStatus as JobStatus, null, null);
       // Report the run as cancelled in Temporal, whatever activity failure carried the news.
-      throw error instanceof CancelledFailure ? error : new CancelledFailure('transcription job canceled');
+      throw error instanceof CancelledFailure
+        ? error
+        : new CancelledFailure('transcription job canceled');
     }
     throw error;
   }
 }
 
 function failureType(error: unknown): string | undefined {
-  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) return error.cause.type ?? undefined;
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure)
+    return error.cause.type ?? undefined;
   return undefined;
 }
 
@@ -271,7 +330,11 @@ function pauseOf(type: string, error: unknown): PauseRequest {
   if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) {
     details = error.cause.details?.[0] as typeof details;
   }
-  return { reason: type as PauseRequest['reason'], retryAfterMs: details?.retryAfterMs ?? null, scope: details?.scope };
+  return {
+    reason: type as PauseRequest['reason'],
+    retryAfterMs: details?.retryAfterMs ?? null,
+    scope: details?.scope,
+  };
 }
 
 /** The category of an attempt where nothing succeeded: permanent only if every failure was. */

@@ -33,10 +33,13 @@ export async function startBenchStack(poolSize = 20): Promise<BenchStack> {
   url.pathname = `/${name}`;
   const databaseUrl = url.toString();
   await migrate(databaseUrl);
-  const server: DevServer = await startDevServer(findOrBuildTemporal(() => {}), {
-    port: await freePort(),
-    headless: true,
-  });
+  const server: DevServer = await startDevServer(
+    findOrBuildTemporal(() => {}),
+    {
+      port: await freePort(),
+      headless: true,
+    },
+  );
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: silent });
   const { writeFileSync } = await import('node:fs');
   const workflowBundle = `/tmp/quire-bench-bundle-${process.pid}.js`;

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
+import { parseConfig } from '../../core/config';
 import { createJobStore } from '../../db/jobStore';
 import { ensureItem, insertPage } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
-import { parseConfig } from '../../core/config';
 import { median, round, startBenchStack } from '../lib/stack';
 
 /**
@@ -21,11 +21,17 @@ const heartbeats = (process.env.BENCH_HEARTBEAT_MS ?? '15000,5000').split(',').m
 
 const stack = await startBenchStack();
 const secret = 'b'.repeat(64);
-const workspace = (await stack.pool.query(`INSERT INTO workspaces (name) VALUES ('bench') RETURNING id`)).rows[0].id;
+const workspace = (
+  await stack.pool.query(`INSERT INTO workspaces (name) VALUES ('bench') RETURNING id`)
+).rows[0].id;
 const connection = await Connection.connect({ address: stack.temporalAddress });
 const temporal = new Client({ connection });
 
-function spawnWorker(taskQueue: string, heartbeatMs: number, tag: string): { child: ChildProcess; health: string } {
+function spawnWorker(
+  taskQueue: string,
+  heartbeatMs: number,
+  tag: string,
+): { child: ChildProcess; health: string } {
   const health = join(tmpdir(), `quire-bench-health-${tag}-${process.pid}.json`);
   rmSync(health, { force: true });
   const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
@@ -45,7 +51,11 @@ function spawnWorker(taskQueue: string, heartbeatMs: number, tag: string): { chi
   return { child, health };
 }
 
-async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number, everyMs = 100): Promise<T> {
+async function until<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -61,19 +71,40 @@ for (const heartbeatMs of heartbeats) {
   const committed: number[] = [];
   for (let run = 0; run < runs; run++) {
     const taskQueue = `bench-recovery-${heartbeatMs}-${run}`;
-    const config = parseConfig({ QUIRE_TASK_QUEUE: taskQueue, QUIRE_HEARTBEAT_TIMEOUT_MS: String(heartbeatMs), QUIRE_DEFAULT_PROVIDER: 'simulated' });
+    const config = parseConfig({
+      QUIRE_TASK_QUEUE: taskQueue,
+      QUIRE_HEARTBEAT_TIMEOUT_MS: String(heartbeatMs),
+      QUIRE_DEFAULT_PROVIDER: 'simulated',
+    });
     const client = QuireClient.fromConfig(config, temporal, createJobStore(stack.pool));
     const a = spawnWorker(taskQueue, heartbeatMs, `a${run}`);
     await until(async () => (existsSync(a.health) ? true : undefined), 60_000, 200);
     const pageId = await withTransaction(stack.pool, async (tx) => {
       await ensureItem(tx, workspace, 'bench');
-      return (await insertPage(tx, { workspaceId: workspace, itemId: 'bench', position: heartbeatMs + run, kind: 'image' }, 'http://bench')).id;
+      return (
+        await insertPage(
+          tx,
+          { workspaceId: workspace, itemId: 'bench', position: heartbeatMs + run, kind: 'image' },
+          'http://bench',
+        )
+      ).id;
     });
-    const job = await client.startJob({ workspaceId: workspace, pageId, options: { simulated: { lines: 40, latencyMs: 100 } } });
-    await until(async () => {
-      const { rows } = await stack.pool.query('SELECT completed_segments FROM transcription_jobs WHERE id = $1', [job.jobId]);
-      return rows[0].completed_segments >= 5 ? true : undefined;
-    }, 60_000, 50);
+    const job = await client.startJob({
+      workspaceId: workspace,
+      pageId,
+      options: { simulated: { lines: 40, latencyMs: 100 } },
+    });
+    await until(
+      async () => {
+        const { rows } = await stack.pool.query(
+          'SELECT completed_segments FROM transcription_jobs WHERE id = $1',
+          [job.jobId],
+        );
+        return rows[0].completed_segments >= 5 ? true : undefined;
+      },
+      60_000,
+      50,
+    );
     a.child.kill('SIGKILL');
     const killedAt = Date.now();
     const b = spawnWorker(taskQueue, heartbeatMs, `b${run}`);
@@ -85,7 +116,10 @@ for (const heartbeatMs of heartbeats) {
       return rows[0]?.started_at as Date | undefined;
     }, 300_000);
     const done = await until(async () => {
-      const { rows } = await stack.pool.query(`SELECT status, ended_at FROM transcription_jobs WHERE id = $1`, [job.jobId]);
+      const { rows } = await stack.pool.query(
+        `SELECT status, ended_at FROM transcription_jobs WHERE id = $1`,
+        [job.jobId],
+      );
       return rows[0].status === 'completed' ? (rows[0].ended_at as Date) : undefined;
     }, 300_000);
     runningAgain.push((again.getTime() - killedAt) / 1000);
@@ -96,8 +130,14 @@ for (const heartbeatMs of heartbeats) {
   results.push({
     heartbeatTimeoutSeconds: heartbeatMs / 1000,
     runs,
-    runningAgainSeconds: { median: round(median(runningAgain), 2), all: runningAgain.map((v) => round(v, 2)) },
-    committedSeconds: { median: round(median(committed), 2), all: committed.map((v) => round(v, 2)) },
+    runningAgainSeconds: {
+      median: round(median(runningAgain), 2),
+      all: runningAgain.map((v) => round(v, 2)),
+    },
+    committedSeconds: {
+      median: round(median(committed), 2),
+      all: committed.map((v) => round(v, 2)),
+    },
     vsSeedSystem: { seedSeconds: 210, ratio: round(median(runningAgain) / 210, 3) },
     targetSeconds: 30,
   });

@@ -1,8 +1,8 @@
-import { Client, Connection } from '@temporalio/client';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
 import { createJobStore } from '../../db/jobStore';
@@ -26,13 +26,19 @@ const concurrencies = (process.env.BENCH_CONCURRENCY ?? '8,32,64').split(',').ma
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 
 const stack = await startBenchStack(10);
-const workspace = (await stack.pool.query(`INSERT INTO workspaces (name) VALUES ('bench') RETURNING id`)).rows[0].id;
+const workspace = (
+  await stack.pool.query(`INSERT INTO workspaces (name) VALUES ('bench') RETURNING id`)
+).rows[0].id;
 const clientConnection = await Connection.connect({ address: stack.temporalAddress });
 const temporal = new Client({ connection: clientConnection });
 let position = 0;
 const SECRET = 'c'.repeat(64);
 
-async function spawnReplicas(taskQueue: string, count: number, slots: number): Promise<ChildProcess[]> {
+async function spawnReplicas(
+  taskQueue: string,
+  count: number,
+  slots: number,
+): Promise<ChildProcess[]> {
   const children: ChildProcess[] = [];
   const healthFiles: string[] = [];
   for (let i = 0; i < count; i++) {
@@ -89,18 +95,36 @@ async function oneRun(concurrency: number, run: number) {
   const client = QuireClient.fromConfig(config, temporal, createJobStore(stack.pool));
   // Replicas are separate worker processes, as in production: one Temporal worker per
   // process and task queue, at most 16 activity slots each.
-  const workers = await spawnReplicas(config.QUIRE_TASK_QUEUE, replicas, Math.ceil(concurrency / replicas));
+  const workers = await spawnReplicas(
+    config.QUIRE_TASK_QUEUE,
+    replicas,
+    Math.ceil(concurrency / replicas),
+  );
   const pageIds: number[] = [];
   await withTransaction(stack.pool, async (tx) => {
     await ensureItem(tx, workspace, 'bench');
     for (let i = 0; i < pages; i++) {
       position += 1;
-      pageIds.push((await insertPage(tx, { workspaceId: workspace, itemId: 'bench', position, kind: 'image' }, 'http://bench')).id);
+      pageIds.push(
+        (
+          await insertPage(
+            tx,
+            { workspaceId: workspace, itemId: 'bench', position, kind: 'image' },
+            'http://bench',
+          )
+        ).id,
+      );
     }
   });
   const started = Date.now();
   const jobs = await Promise.all(
-    pageIds.map((pageId) => client.startJob({ workspaceId: workspace, pageId, options: { simulated: { lines, latencyMs } } })),
+    pageIds.map((pageId) =>
+      client.startJob({
+        workspaceId: workspace,
+        pageId,
+        options: { simulated: { lines, latencyMs } },
+      }),
+    ),
   );
   await Promise.all(jobs.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
   const seconds = (Date.now() - started) / 1000;
@@ -124,7 +148,10 @@ async function oneRun(concurrency: number, run: number) {
     completed: rows.filter((r) => r.status === 'completed').length,
     overheadP50: percentile(overhead, 50),
     overheadP95: percentile(overhead, 95),
-    submitToCommitP50: percentile(rows.map((r) => Number(r.queued_to_commit)), 50),
+    submitToCommitP50: percentile(
+      rows.map((r) => Number(r.queued_to_commit)),
+      50,
+    ),
   };
 }
 

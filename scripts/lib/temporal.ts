@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -41,7 +41,8 @@ export function findOrBuildTemporal(log: (line: string) => void = console.log): 
   if (existsSync(cached)) return cached;
   const fromPath = onPath('temporal');
   if (fromPath) return fromPath;
-  const go = onPath('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  const go =
+    onPath('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
   if (!go) {
     throw new Error(
       [
@@ -54,12 +55,18 @@ export function findOrBuildTemporal(log: (line: string) => void = console.log): 
   }
   log(`building the Temporal CLI v${TEMPORAL_CLI_VERSION} with ${go} (once; a few minutes)...`);
   mkdirSync(temporalCacheDir(), { recursive: true });
-  const build = spawnSync(go, ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`], {
-    env: { ...process.env, GOBIN: temporalCacheDir(), GOFLAGS: '-mod=mod' },
-    stdio: 'inherit',
-  });
+  const build = spawnSync(
+    go,
+    ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`],
+    {
+      env: { ...process.env, GOBIN: temporalCacheDir(), GOFLAGS: '-mod=mod' },
+      stdio: 'inherit',
+    },
+  );
   if (build.status !== 0 || !existsSync(cached)) {
-    throw new Error(`building the Temporal CLI failed (exit ${build.status}); see the output above`);
+    throw new Error(
+      `building the Temporal CLI failed (exit ${build.status}); see the output above`,
+    );
   }
   return cached;
 }
@@ -79,8 +86,20 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-export async function startDevServer(binary: string, options: DevServerOptions): Promise<DevServer> {
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'warn'];
+export async function startDevServer(
+  binary: string,
+  options: DevServerOptions,
+): Promise<DevServer> {
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--log-level',
+    'warn',
+  ];
   if (options.dbFile) {
     mkdirSync(dirname(options.dbFile), { recursive: true });
     args.push('--db-filename', options.dbFile);
@@ -131,7 +150,9 @@ export async function waitForTemporal(
     try {
       const connection = await Connection.connect({ address, connectTimeout: 2_000 });
       try {
-        const attrs = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+        const attrs = await connection.operatorService.listSearchAttributes({
+          namespace: 'default',
+        });
         const custom = attrs.customAttributes ?? {};
         if (Object.keys(SEARCH_ATTRIBUTES).every((name) => name in custom)) return;
         lastError = new Error('search attributes not registered yet');
@@ -143,5 +164,7 @@ export async function waitForTemporal(
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`Temporal at ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
+  throw new Error(
+    `Temporal at ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`,
+  );
 }

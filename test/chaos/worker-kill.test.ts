@@ -5,7 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { getJob, listAttempts } from '../../db/jobs';
 import { createTestQuire, eventually, type TestQuire } from '../support/quire';
-import { readCallLog, spawnWorker, waitHealthy, type WorkerProcess } from '../support/workerProcess';
+import {
+  readCallLog,
+  spawnWorker,
+  type WorkerProcess,
+  waitHealthy,
+} from '../support/workerProcess';
 
 let quire: TestQuire;
 let ws: number;
@@ -28,8 +33,15 @@ describe('worker processes die and drain (T3)', () => {
     workers.push(a);
     await waitHealthy(a);
     const pageId = await quire.page(ws);
-    const job = await quire.client.startJob({ workspaceId: ws, pageId, options: { simulated: { lines: 30, latencyMs: 100 } } });
-    await eventually(async () => ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 8 || undefined);
+    const job = await quire.client.startJob({
+      workspaceId: ws,
+      pageId,
+      options: { simulated: { lines: 30, latencyMs: 100 } },
+    });
+    await eventually(
+      async () =>
+        ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 8 || undefined,
+    );
     a.child.kill('SIGKILL');
     const killedAt = Date.now();
     await a.exited;
@@ -45,20 +57,27 @@ describe('worker processes die and drain (T3)', () => {
     );
     const recoverySeconds = (Date.now() - killedAt) / 1000;
     expect(recoverySeconds).toBeLessThan(60);
-    expect([done.completedSegments, done.failedSegments, done.totalSegments, done.resultRevision]).toEqual([30, 0, 30, 1]);
+    expect([
+      done.completedSegments,
+      done.failedSegments,
+      done.totalSegments,
+      done.resultRevision,
+    ]).toEqual([30, 0, 30, 1]);
     const attempts = await listAttempts(quire.db.pool, job.jobId);
     expect(attempts.map((x) => [x.outcome, x.errorCategory])).toEqual([
       ['lease_expired', 'crashed'],
       ['completed', null],
     ]);
-    const revisions = await quire.db.pool.query('SELECT revision FROM page_revisions WHERE page_id = $1 AND source = $2', [
-      pageId,
-      'engine',
-    ]);
+    const revisions = await quire.db.pool.query(
+      'SELECT revision FROM page_revisions WHERE page_id = $1 AND source = $2',
+      [pageId, 'engine'],
+    );
     expect(revisions.rows).toEqual([{ revision: 1 }]);
     // No line recognized twice, except the one in flight when the worker died.
     const counts = new Map<number, number>();
-    for (const call of readCallLog(callLog).filter((c) => c.op === 'recognize' && c.jobId === job.jobId)) {
+    for (const call of readCallLog(callLog).filter(
+      (c) => c.op === 'recognize' && c.jobId === job.jobId,
+    )) {
       counts.set(call.segment, (counts.get(call.segment) ?? 0) + 1);
     }
     expect(counts.size).toBe(30);
@@ -75,8 +94,15 @@ describe('worker processes die and drain (T3)', () => {
     workers.push(a);
     await waitHealthy(a);
     const pageId = await quire.page(ws);
-    const job = await quire.client.startJob({ workspaceId: ws, pageId, options: { simulated: { lines: 14, latencyMs: 250 } } });
-    await eventually(async () => ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 2 || undefined);
+    const job = await quire.client.startJob({
+      workspaceId: ws,
+      pageId,
+      options: { simulated: { lines: 14, latencyMs: 250 } },
+    });
+    await eventually(
+      async () =>
+        ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 2 || undefined,
+    );
     const signalled = Date.now();
     a.child.kill('SIGTERM');
     const exit = await a.exited;
@@ -102,7 +128,9 @@ describe('worker processes die and drain (T3)', () => {
     );
     expect(done.completedSegments).toBe(14);
     // Drained work was not cut off: the same attempt carried on, nothing was charged as a crash.
-    expect((await listAttempts(quire.db.pool, job.jobId)).map((x) => x.outcome)).toEqual(['completed']);
+    expect((await listAttempts(quire.db.pool, job.jobId)).map((x) => x.outcome)).toEqual([
+      'completed',
+    ]);
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
     b.child.kill('SIGTERM');
     await b.exited;

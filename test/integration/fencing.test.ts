@@ -1,5 +1,5 @@
-import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTranscriptionActivities } from '../../activities/transcription';
 import { hashToken, newAttemptToken, sealToken } from '../../core/attemptToken';
@@ -15,7 +15,7 @@ import {
 } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
 import { cancelBatch, createBatch, createJob, getJobById, listAttempts } from '../../db/jobs';
-import { createProviderRegistry, buildSnapshot } from '../../providers/registry';
+import { buildSnapshot, createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { createTestQuire, silentLogger, type TestQuire } from '../support/quire';
 
@@ -35,16 +35,31 @@ afterAll(async () => {
 
 const snapshot = buildSnapshot({ provider: 'simulated' });
 const engine = { engine: 'simulated', model: 'sim-1', version: '1.0.0' };
-const segments = [{ index: 0, target: { kind: 'xywh' as const, box: { x: 0, y: 0, w: 10, h: 10 } }, text: 'a line' }];
+const segments = [
+  {
+    index: 0,
+    target: { kind: 'xywh' as const, box: { x: 0, y: 0, w: 10, h: 10 } },
+    text: 'a line',
+  },
+];
 
-async function claimed(batchId?: string): Promise<{ jobId: string; pageId: number; fence: AttemptFence; token: Buffer }> {
+async function claimed(
+  batchId?: string,
+): Promise<{ jobId: string; pageId: number; fence: AttemptFence; token: Buffer }> {
   const pageId = await quire.page(ws);
   const { job } = await createJob(quire.db.pool, { workspaceId: ws, pageId, snapshot, batchId });
   const token = newAttemptToken();
-  const claim = await claimAttempt(quire.db.pool, { jobId: job.id, owner: 'w1', tokenHash: hashToken(token), maxAttempts: 5 });
+  const claim = await claimAttempt(quire.db.pool, {
+    jobId: job.id,
+    owner: 'w1',
+    tokenHash: hashToken(token),
+    maxAttempts: 5,
+  });
   if (claim.state !== 'claimed') throw new Error(`claim ${claim.state}`);
   const fence = { jobId: job.id, attemptNumber: claim.attemptNumber, tokenHash: hashToken(token) };
-  await saveCheckpoint(quire.db.pool, fence, 'segment', 0, { lines: [{ box: segments[0]!.target.box }] });
+  await saveCheckpoint(quire.db.pool, fence, 'segment', 0, {
+    lines: [{ box: segments[0]!.target.box }],
+  });
   await saveCheckpoint(quire.db.pool, fence, 'recognize', 0, { text: 'a line' });
   return { jobId: job.id, pageId, fence, token };
 }
@@ -53,11 +68,20 @@ describe('A1 fenced attempts', () => {
   it('A1 a stale token can no longer record progress, checkpoint, fail, pause or commit', async () => {
     const { jobId, fence } = await claimed();
     const next = newAttemptToken();
-    const second = await claimAttempt(quire.db.pool, { jobId, owner: 'w2', tokenHash: hashToken(next), maxAttempts: 5 });
+    const second = await claimAttempt(quire.db.pool, {
+      jobId,
+      owner: 'w2',
+      tokenHash: hashToken(next),
+      maxAttempts: 5,
+    });
     expect(second.state).toBe('claimed');
     const pool = quire.db.pool;
-    await expect(recordProgress(pool, fence, { stage: 'recognize', completed: 1 })).rejects.toBeInstanceOf(StaleAttemptError);
-    await expect(saveCheckpoint(pool, fence, 'recognize', 1, { text: 'late' })).rejects.toBeInstanceOf(StaleAttemptError);
+    await expect(
+      recordProgress(pool, fence, { stage: 'recognize', completed: 1 }),
+    ).rejects.toBeInstanceOf(StaleAttemptError);
+    await expect(
+      saveCheckpoint(pool, fence, 'recognize', 1, { text: 'late' }),
+    ).rejects.toBeInstanceOf(StaleAttemptError);
     await expect(
       closeAttempt(pool, fence, { outcome: 'failed', category: 'internal', detail: 'late' }, 5),
     ).rejects.toBeInstanceOf(StaleAttemptError);
@@ -67,7 +91,10 @@ describe('A1 fenced attempts', () => {
     await expect(
       commitPageRevision(pool, fence, { segments, completed: 1, failed: 0, total: 1, engine }),
     ).rejects.toBeInstanceOf(StaleAttemptError);
-    const late = await pool.query(`SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1 AND seq = 1`, [jobId]);
+    const late = await pool.query(
+      `SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1 AND seq = 1`,
+      [jobId],
+    );
     expect(late.rows[0].n).toBe(0);
     const attempts = await listAttempts(pool, jobId);
     expect(attempts.map((a) => [a.outcome, a.errorCategory])).toEqual([
@@ -78,7 +105,12 @@ describe('A1 fenced attempts', () => {
 
   it('A1 activities turn a stale token into a non-retryable StaleAttempt failure', async () => {
     const { jobId, fence, token } = await claimed();
-    await claimAttempt(quire.db.pool, { jobId, owner: 'w2', tokenHash: hashToken(newAttemptToken()), maxAttempts: 5 });
+    await claimAttempt(quire.db.pool, {
+      jobId,
+      owner: 'w2',
+      tokenHash: hashToken(newAttemptToken()),
+      maxAttempts: 5,
+    });
     const activities = createTranscriptionActivities({
       pool: quire.db.pool,
       providers: createProviderRegistry([new SimulatedProvider()]),
@@ -88,24 +120,45 @@ describe('A1 fenced attempts', () => {
       logger: silentLogger,
       heartbeatEveryMs: 1_000,
     });
-    const ref = { jobId, attemptNumber: fence.attemptNumber, sealedToken: sealToken(token, quire.config.QUIRE_SECRET_KEY) };
+    const ref = {
+      jobId,
+      attemptNumber: fence.attemptNumber,
+      sealedToken: sealToken(token, quire.config.QUIRE_SECRET_KEY),
+    };
     const env = new MockActivityEnvironment();
-    const error = await env.run(activities.commitTranscript, ref, { usePolish: false }).catch((e: unknown) => e);
+    const error = await env
+      .run(activities.commitTranscript, ref, { usePolish: false })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApplicationFailure);
     expect((error as ApplicationFailure).type).toBe('StaleAttempt');
     expect((error as ApplicationFailure).nonRetryable).toBe(true);
-    const forged = { ...ref, sealedToken: sealToken(newAttemptToken(), 'another-secret-that-is-long-enough-0000') };
-    const forgedError = await env.run(activities.recordStage, forged, 'recognize').catch((e: unknown) => e);
+    const forged = {
+      ...ref,
+      sealedToken: sealToken(newAttemptToken(), 'another-secret-that-is-long-enough-0000'),
+    };
+    const forgedError = await env
+      .run(activities.recordStage, forged, 'recognize')
+      .catch((e: unknown) => e);
     expect((forgedError as ApplicationFailure).type).toBe('StaleAttempt');
   });
 
   it('A2 attempt rows never change after leaving running and are never deleted', async () => {
     const { jobId } = await claimed();
-    await claimAttempt(quire.db.pool, { jobId, owner: 'w2', tokenHash: hashToken(newAttemptToken()), maxAttempts: 5 });
+    await claimAttempt(quire.db.pool, {
+      jobId,
+      owner: 'w2',
+      tokenHash: hashToken(newAttemptToken()),
+      maxAttempts: 5,
+    });
     await expect(
-      quire.db.pool.query(`UPDATE transcription_job_attempts SET outcome = 'completed' WHERE job_id = $1 AND attempt_number = 1`, [jobId]),
+      quire.db.pool.query(
+        `UPDATE transcription_job_attempts SET outcome = 'completed' WHERE job_id = $1 AND attempt_number = 1`,
+        [jobId],
+      ),
     ).rejects.toThrow(/A2/);
-    await expect(quire.db.pool.query(`DELETE FROM transcription_job_attempts WHERE job_id = $1`, [jobId])).rejects.toThrow(/A2/);
+    await expect(
+      quire.db.pool.query(`DELETE FROM transcription_job_attempts WHERE job_id = $1`, [jobId]),
+    ).rejects.toThrow(/A2/);
   });
 });
 
@@ -116,7 +169,12 @@ describe('races, 100 iterations each, audited after each', () => {
       const { job } = await createJob(quire.db.pool, { workspaceId: ws, pageId, snapshot });
       const claims = await Promise.all(
         ['a', 'b'].map((owner) =>
-          claimAttempt(quire.db.pool, { jobId: job.id, owner, tokenHash: hashToken(newAttemptToken()), maxAttempts: 5 }),
+          claimAttempt(quire.db.pool, {
+            jobId: job.id,
+            owner,
+            tokenHash: hashToken(newAttemptToken()),
+            maxAttempts: 5,
+          }),
         ),
       );
       expect(claims.every((c) => c.state === 'claimed')).toBe(true);
@@ -132,7 +190,13 @@ describe('races, 100 iterations each, audited after each', () => {
     for (let i = 0; i < 100; i++) {
       const { jobId, pageId, fence } = await claimed();
       const [commit, created] = await Promise.allSettled([
-        commitPageRevision(quire.db.pool, fence, { segments, completed: 1, failed: 0, total: 1, engine }),
+        commitPageRevision(quire.db.pool, fence, {
+          segments,
+          completed: 1,
+          failed: 0,
+          total: 1,
+          engine,
+        }),
         createJob(quire.db.pool, { workspaceId: ws, pageId, snapshot }),
       ]);
       if (created.status === 'rejected') throw created.reason;
@@ -158,7 +222,13 @@ describe('races, 100 iterations each, audited after each', () => {
       const batchId = await createBatch(quire.db.pool, ws);
       const { jobId, fence } = await claimed(batchId);
       const [commit, cancel] = await Promise.allSettled([
-        commitPageRevision(quire.db.pool, fence, { segments, completed: 1, failed: 0, total: 1, engine }),
+        commitPageRevision(quire.db.pool, fence, {
+          segments,
+          completed: 1,
+          failed: 0,
+          total: 1,
+          engine,
+        }),
         cancelBatch(quire.db.pool, ws, batchId),
       ]);
       if (cancel.status === 'rejected') throw cancel.reason;

@@ -6,7 +6,7 @@ import { createBatch, getJob, listAttempts } from '../../db/jobs';
 import { getPage, savePageEdit } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { createProviderRegistry } from '../../providers/registry';
-import { SimulatedProvider, type SimulatedOptions } from '../../providers/simulated';
+import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, eventually, type TestQuire } from '../support/quire';
 
@@ -34,7 +34,11 @@ afterAll(async () => {
   await quire?.close();
 });
 
-async function start(pageId: number, simulated: SimulatedOptions, extra: Record<string, unknown> = {}) {
+async function start(
+  pageId: number,
+  simulated: SimulatedOptions,
+  extra: Record<string, unknown> = {},
+) {
   return quire.client.startJob({ workspaceId: ws, pageId, options: { simulated }, ...extra });
 }
 
@@ -75,7 +79,10 @@ describe('transcription workflow (SPEC §4)', () => {
     const segments = segmentsOf(page!.annotationPage);
     expect(segments).toHaveLength(3);
     expect(segments[1]?.target).toEqual({ kind: 't', start: 2.5, end: 4.7 });
-    const engine = await quire.db.pool.query('SELECT deleted_at FROM engine_jobs WHERE job_id = $1', [job.jobId]);
+    const engine = await quire.db.pool.query(
+      'SELECT deleted_at FROM engine_jobs WHERE job_id = $1',
+      [job.jobId],
+    );
     expect(engine.rows).toHaveLength(1);
     expect(engine.rows[0].deleted_at).not.toBeNull();
     expect(counting.calls.some((c) => c.op === 'delete' && c.jobId === job.jobId)).toBe(true);
@@ -85,7 +92,9 @@ describe('transcription workflow (SPEC §4)', () => {
     const pageId = await quire.page(ws);
     const job = await start(pageId, {
       lines: 8,
-      faults: [{ op: 'recognize', category: 'outage', segments: [5], attempts: [1], retryAfterMs: 100 }],
+      faults: [
+        { op: 'recognize', category: 'outage', segments: [5], attempts: [1], retryAfterMs: 100 },
+      ],
     });
     const outcome = await result(job.workflowId);
     expect(outcome.status).toBe('completed');
@@ -96,7 +105,9 @@ describe('transcription workflow (SPEC §4)', () => {
     ]);
     for (let i = 0; i < 5; i++) expect(counting.recognizedCount(job.jobId, i)).toBe(1);
     expect(counting.recognizedCount(job.jobId, 5)).toBe(2);
-    const resumed = counting.calls.filter((c) => c.jobId === job.jobId && c.op === 'recognize' && c.attempt === 2);
+    const resumed = counting.calls.filter(
+      (c) => c.jobId === job.jobId && c.op === 'recognize' && c.attempt === 2,
+    );
     expect(resumed.map((c) => c.segment)).toEqual([5, 6, 7]);
     const job2 = await getJob(quire.db.pool, ws, job.jobId);
     expect([job2?.completedSegments, job2?.failedSegments, job2?.totalSegments]).toEqual([8, 0, 8]);
@@ -124,12 +135,17 @@ describe('transcription workflow (SPEC §4)', () => {
 
   it('J3 five attempts then failed, with a categorical reason', async () => {
     const pageId = await quire.page(ws);
-    const job = await start(pageId, { lines: 2, faults: [{ op: 'recognize', category: 'timeout' }] });
+    const job = await start(pageId, {
+      lines: 2,
+      faults: [{ op: 'recognize', category: 'timeout' }],
+    });
     const outcome = await result(job.workflowId);
     expect(outcome).toMatchObject({ status: 'failed', errorCategory: 'timeout' });
     const attempts = await listAttempts(quire.db.pool, job.jobId);
     expect(attempts).toHaveLength(5);
-    expect(attempts.every((a) => a.outcome === 'retryable_failed' && a.errorCategory === 'timeout')).toBe(true);
+    expect(
+      attempts.every((a) => a.outcome === 'retryable_failed' && a.errorCategory === 'timeout'),
+    ).toBe(true);
     const row = await getJob(quire.db.pool, ws, job.jobId);
     expect([row?.status, row?.errorCategory]).toEqual(['failed', 'timeout']);
     expect(row?.errorDetail).toMatch(/attempts exhausted/);
@@ -144,7 +160,12 @@ describe('transcription workflow (SPEC §4)', () => {
     });
     expect((await result(job.workflowId)).status).toBe('completed');
     const attempts = await listAttempts(quire.db.pool, job.jobId);
-    expect(attempts.map((a) => a.outcome)).toEqual(['retryable_failed', 'retryable_failed', 'retryable_failed', 'completed']);
+    expect(attempts.map((a) => a.outcome)).toEqual([
+      'retryable_failed',
+      'retryable_failed',
+      'retryable_failed',
+      'completed',
+    ]);
     const texts = await pageTexts(pageId);
     expect(texts[0]).toMatch(/^line 1 [a-z ]+$/);
     expect(counting.calls.some((c) => c.jobId === job.jobId && c.op === 'polish')).toBe(false);
@@ -153,7 +174,10 @@ describe('transcription workflow (SPEC §4)', () => {
   it('Q3a image and content failures of every line fail the job at once', async () => {
     const pageId = await quire.page(ws);
     const job = await start(pageId, { lines: 3, faults: [{ op: 'recognize', category: 'image' }] });
-    expect(await result(job.workflowId)).toMatchObject({ status: 'failed', errorCategory: 'image' });
+    expect(await result(job.workflowId)).toMatchObject({
+      status: 'failed',
+      errorCategory: 'image',
+    });
     const attempts = await listAttempts(quire.db.pool, job.jobId);
     expect(attempts.map((a) => [a.outcome, a.errorCategory])).toEqual([['failed', 'image']]);
   });
@@ -161,20 +185,34 @@ describe('transcription workflow (SPEC §4)', () => {
   it('J1 a page edited since the input revision fails the job with conflict and writes nothing', async () => {
     const pageId = await quire.page(ws);
     const job = await start(pageId, { lines: 4, latencyMs: 150 });
-    await eventually(async () => ((await getJob(quire.db.pool, ws, job.jobId))?.status === 'running' ? true : undefined));
+    await eventually(async () =>
+      (await getJob(quire.db.pool, ws, job.jobId))?.status === 'running' ? true : undefined,
+    );
     const edit = await withTransaction(quire.db.pool, (tx) =>
       savePageEdit(tx, {
         workspaceId: ws,
         pageId,
         expectedRevision: 0,
-        segments: [{ index: 0, target: { kind: 'xywh', box: { x: 1, y: 1, w: 10, h: 10 } }, text: 'an editor was here' }],
+        segments: [
+          {
+            index: 0,
+            target: { kind: 'xywh', box: { x: 1, y: 1, w: 10, h: 10 } },
+            text: 'an editor was here',
+          },
+        ],
         editedBy: 'test',
       }),
     );
     expect(edit.state).toBe('saved');
-    expect(await result(job.workflowId)).toMatchObject({ status: 'failed', errorCategory: 'conflict' });
+    expect(await result(job.workflowId)).toMatchObject({
+      status: 'failed',
+      errorCategory: 'conflict',
+    });
     expect(await pageTexts(pageId)).toEqual(['an editor was here']);
-    const revisions = await quire.db.pool.query('SELECT revision, source FROM page_revisions WHERE page_id = $1 ORDER BY revision', [pageId]);
+    const revisions = await quire.db.pool.query(
+      'SELECT revision, source FROM page_revisions WHERE page_id = $1 ORDER BY revision',
+      [pageId],
+    );
     expect(revisions.rows).toEqual([
       { revision: 0, source: 'initial' },
       { revision: 1, source: 'human' },
@@ -186,7 +224,10 @@ describe('transcription workflow (SPEC §4)', () => {
   it('J4 a new job for the page supersedes the running one, which stops without committing', async () => {
     const pageId = await quire.page(ws);
     const old = await start(pageId, { lines: 20, latencyMs: 100 });
-    await eventually(async () => ((await getJob(quire.db.pool, ws, old.jobId))?.completedSegments ?? 0) >= 2 || undefined);
+    await eventually(
+      async () =>
+        ((await getJob(quire.db.pool, ws, old.jobId))?.completedSegments ?? 0) >= 2 || undefined,
+    );
     const fresh = await start(pageId, { lines: 3, seed: 'fresh' });
     expect((await result(fresh.workflowId)).status).toBe('completed');
     await expect(result(old.workflowId)).rejects.toThrow();
@@ -202,17 +243,25 @@ describe('transcription workflow (SPEC §4)', () => {
   it('J5 cancel a job: the database first, then the workflow; nothing is committed', async () => {
     const pageId = await quire.page(ws);
     const job = await start(pageId, { lines: 20, latencyMs: 100 });
-    await eventually(async () => ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 1 || undefined);
+    await eventually(
+      async () =>
+        ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 1 || undefined,
+    );
     await quire.client.cancelJob(ws, job.jobId);
     // The moment cancel returns, no token of the job can write.
     const row = await getJob(quire.db.pool, ws, job.jobId);
     expect(row?.status).toBe('canceled');
-    expect((await listAttempts(quire.db.pool, job.jobId)).map((a) => a.outcome)).toEqual(['canceled']);
+    expect((await listAttempts(quire.db.pool, job.jobId)).map((a) => a.outcome)).toEqual([
+      'canceled',
+    ]);
     await expect(result(job.workflowId)).rejects.toThrow();
     const after = await getJob(quire.db.pool, ws, job.jobId);
     expect(after?.completedSegments).toBe(row?.completedSegments);
     expect((await getPage(quire.db.pool, ws, pageId))?.revision).toBe(0);
-    const events = await quire.db.pool.query(`SELECT type FROM event_outbox WHERE data->>'jobId' = $1`, [job.jobId]);
+    const events = await quire.db.pool.query(
+      `SELECT type FROM event_outbox WHERE data->>'jobId' = $1`,
+      [job.jobId],
+    );
     expect(events.rows.map((r) => r.type)).toEqual(['dev.quire.transcription.canceled']);
   });
 
@@ -221,7 +270,14 @@ describe('transcription workflow (SPEC §4)', () => {
     const jobs = [];
     for (let i = 0; i < 3; i++) {
       const pageId = await quire.page(ws);
-      jobs.push(await quire.client.startJob({ workspaceId: ws, pageId, batchId, options: { simulated: { lines: 30, latencyMs: 100 } } }));
+      jobs.push(
+        await quire.client.startJob({
+          workspaceId: ws,
+          pageId,
+          batchId,
+          options: { simulated: { lines: 30, latencyMs: 100 } },
+        }),
+      );
     }
     const canceled = await quire.client.cancelBatch(ws, batchId);
     expect(canceled.canceled).toBe(3);
@@ -249,7 +305,10 @@ describe('transcription workflow (SPEC §4)', () => {
     const b = await start(pageId, { lines: 2 }, { idempotencyKey: 'upload-42' });
     expect(b.jobId).toBe(a.jobId);
     expect([a.created, b.created]).toEqual([true, false]);
-    const count = await quire.db.pool.query('SELECT count(*)::int AS n FROM transcription_jobs WHERE page_id = $1', [pageId]);
+    const count = await quire.db.pool.query(
+      'SELECT count(*)::int AS n FROM transcription_jobs WHERE page_id = $1',
+      [pageId],
+    );
     expect(count.rows[0].n).toBe(1);
     expect((await result(a.workflowId)).status).toBe('completed');
   });
@@ -282,7 +341,12 @@ describe('transcription workflow (SPEC §4)', () => {
       const p = await quire.client.getProgress(job.jobId);
       return p.stage === 'recognize' && p.completedSegments >= 10 ? p : undefined;
     });
-    expect(progress).toMatchObject({ jobId: job.jobId, status: 'running', attemptNumber: 1, totalSegments: 25 });
+    expect(progress).toMatchObject({
+      jobId: job.jobId,
+      status: 'running',
+      attemptNumber: 1,
+      totalSegments: 25,
+    });
     await result(job.workflowId);
     const done = await quire.client.getProgress(job.jobId);
     expect(done).toMatchObject({ status: 'completed', stage: 'done', completedSegments: 25 });
@@ -291,8 +355,12 @@ describe('transcription workflow (SPEC §4)', () => {
   it('§8 invalid start input is rejected with a clear error and writes nothing', async () => {
     const before = await quire.db.pool.query('SELECT count(*)::int AS n FROM transcription_jobs');
     await expect(quire.client.startJob({ workspaceId: ws, pageId: -1 })).rejects.toThrow(/pageId/);
-    await expect(quire.client.startJob({ workspaceId: ws, pageId: 1, provider: 'nope' })).rejects.toThrow(/unknown provider/);
-    await expect(quire.client.startJob({ workspaceId: ws, pageId: 999_999 })).rejects.toThrow(/page 999999 not found/);
+    await expect(
+      quire.client.startJob({ workspaceId: ws, pageId: 1, provider: 'nope' }),
+    ).rejects.toThrow(/unknown provider/);
+    await expect(quire.client.startJob({ workspaceId: ws, pageId: 999_999 })).rejects.toThrow(
+      /page 999999 not found/,
+    );
     const after = await quire.db.pool.query('SELECT count(*)::int AS n FROM transcription_jobs');
     expect(after.rows[0].n).toBe(before.rows[0].n);
   });

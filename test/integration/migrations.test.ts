@@ -19,7 +19,8 @@ async function emptyDatabase(): Promise<string> {
 afterEach(async () => {
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
-  for (const name of created.splice(0)) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  for (const name of created.splice(0))
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.end();
 });
 
@@ -60,8 +61,12 @@ describe('migrations', () => {
     expect([a.code, b.code]).toEqual([0, 0]);
     const client = new pg.Client({ connectionString: url });
     await client.connect();
-    const { rows } = await client.query('SELECT name, count(*)::int AS n FROM schema_migrations GROUP BY name');
-    const tables = await client.query(`SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'transcription_jobs'`);
+    const { rows } = await client.query(
+      'SELECT name, count(*)::int AS n FROM schema_migrations GROUP BY name',
+    );
+    const tables = await client.query(
+      `SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'transcription_jobs'`,
+    );
     await client.end();
     expect(rows.length).toBeGreaterThanOrEqual(1);
     expect(rows.every((r) => r.n === 1)).toBe(true);
@@ -74,7 +79,8 @@ describe('migrations', () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      const ws = (await client.query(`INSERT INTO workspaces (name) VALUES ('w') RETURNING id`)).rows[0].id;
+      const ws = (await client.query(`INSERT INTO workspaces (name) VALUES ('w') RETURNING id`))
+        .rows[0].id;
       await client.query(`INSERT INTO items (workspace_id, id) VALUES ($1, 'i')`, [ws]);
       await expect(
         client.query(
@@ -109,7 +115,9 @@ describe('migrations', () => {
       await attempt(1);
       await expect(attempt(2)).rejects.toThrow(/one_running/);
       await expect(
-        client.query(`UPDATE transcription_job_attempts SET outcome = 'bogus', ended_at = now() WHERE job_id = 'j1'`),
+        client.query(
+          `UPDATE transcription_job_attempts SET outcome = 'bogus', ended_at = now() WHERE job_id = 'j1'`,
+        ),
       ).rejects.toThrow(/check/);
     } finally {
       await client.end();

@@ -8,7 +8,7 @@ import { auditInvariants } from '../../db/audit';
 import { setGlobalBudget, setWorkspaceBudget } from '../../db/budget';
 import { getJob, listAttempts } from '../../db/jobs';
 import { createProviderRegistry } from '../../providers/registry';
-import { SimulatedProvider, type SimulatedOptions } from '../../providers/simulated';
+import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
 import { notifyPauseOnce } from '../../worker/notify';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, eventually, type TestQuire } from '../support/quire';
@@ -85,25 +85,45 @@ describe('pause instead of fail (Q3)', () => {
     expect(attempts[0]).toMatchObject({ refunded: false, errorCategory: category });
   });
 
-  it.each<FailureClass>(['image', 'content'])('Q3a %s on every line fails the job at once, charged', async (category) => {
-    const job = await start({ lines: 2, faults: [{ op: 'recognize', category }] });
-    expect(await result(job.workflowId)).toMatchObject({ status: 'failed', errorCategory: category });
-    expect((await listAttempts(quire.db.pool, job.jobId)).map((a) => [a.outcome, a.refunded])).toEqual([['failed', false]]);
-  });
+  it.each<FailureClass>(['image', 'content'])(
+    'Q3a %s on every line fails the job at once, charged',
+    async (category) => {
+      const job = await start({ lines: 2, faults: [{ op: 'recognize', category }] });
+      expect(await result(job.workflowId)).toMatchObject({
+        status: 'failed',
+        errorCategory: category,
+      });
+      expect(
+        (await listAttempts(quire.db.pool, job.jobId)).map((a) => [a.outcome, a.refunded]),
+      ).toEqual([['failed', false]]);
+    },
+  );
 
   it('Q3 Q4 credit pauses the provider until an operator resumes it; one notice per episode; no line lost', async () => {
     notices.length = 0;
-    const first = await start({ lines: 5, faults: [{ op: 'recognize', category: 'credit', segments: [2], attempts: [1] }] });
-    const second = await start({ lines: 2, faults: [{ op: 'recognize', category: 'credit', attempts: [1] }] });
+    const first = await start({
+      lines: 5,
+      faults: [{ op: 'recognize', category: 'credit', segments: [2], attempts: [1] }],
+    });
+    const second = await start({
+      lines: 2,
+      faults: [{ op: 'recognize', category: 'credit', attempts: [1] }],
+    });
     await eventually(async () => {
       const states = await getProviderStates(quire.db.pool);
-      return states.find((s) => s.provider === 'simulated' && s.status === 'paused' && s.reason === 'credit');
+      return states.find(
+        (s) => s.provider === 'simulated' && s.status === 'paused' && s.reason === 'credit',
+      );
     });
-    await eventually(async () => ((await getJob(quire.db.pool, ws, second.jobId))?.stage === 'paused' ? true : undefined));
+    await eventually(async () =>
+      (await getJob(quire.db.pool, ws, second.jobId))?.stage === 'paused' ? true : undefined,
+    );
     // Credit does not resume on a timer: still paused a while later.
     await new Promise((r) => setTimeout(r, 2_500));
     expect((await getJob(quire.db.pool, ws, first.jobId))?.status).toBe('pending');
-    expect((await getProviderStates(quire.db.pool)).find((s) => s.provider === 'simulated')?.status).toBe('paused');
+    expect(
+      (await getProviderStates(quire.db.pool)).find((s) => s.provider === 'simulated')?.status,
+    ).toBe('paused');
     const resumed = await quire.client.resumeProvider('simulated');
     expect(resumed.resumed).toBe(true);
     expect((await result(first.workflowId)).status).toBe('completed');
@@ -121,10 +141,12 @@ describe('pause instead of fail (Q3)', () => {
     expect(notices).toEqual([JSON.stringify({ text: 'Quire paused provider simulated: credit' })]);
   });
 
-  it('Q3 outage resumes on its own after the provider\'s Retry-After, refunded', async () => {
+  it("Q3 outage resumes on its own after the provider's Retry-After, refunded", async () => {
     const job = await start({
       lines: 3,
-      faults: [{ op: 'recognize', category: 'outage', attempts: [1], segments: [0], retryAfterMs: 300 }],
+      faults: [
+        { op: 'recognize', category: 'outage', attempts: [1], segments: [0], retryAfterMs: 300 },
+      ],
     });
     expect((await result(job.workflowId)).status).toBe('completed');
     const attempts = await listAttempts(quire.db.pool, job.jobId);
@@ -137,7 +159,9 @@ describe('pause instead of fail (Q3)', () => {
   it('Q3 refunded pauses never use up attempts: six pauses, then success', async () => {
     const job = await start({
       lines: 1,
-      faults: [{ op: 'recognize', category: 'outage', attempts: [1, 2, 3, 4, 5, 6], retryAfterMs: 50 }],
+      faults: [
+        { op: 'recognize', category: 'outage', attempts: [1, 2, 3, 4, 5, 6], retryAfterMs: 50 },
+      ],
     });
     expect((await result(job.workflowId)).status).toBe('completed');
     const attempts = await listAttempts(quire.db.pool, job.jobId);
@@ -153,7 +177,11 @@ describe('daily budget (B1)', () => {
     await setWorkspaceBudget(quire.db.pool, other, 750);
     const pageId = await quire.page(other);
     // Prices: 500 per page segmentation, 100 per line; the third line would cross 750.
-    const job = await quire.client.startJob({ workspaceId: other, pageId, options: { simulated: { lines: 4 } } });
+    const job = await quire.client.startJob({
+      workspaceId: other,
+      pageId,
+      options: { simulated: { lines: 4 } },
+    });
     expect(clock().getUTCHours()).toBe(23);
     expect((await result(job.workflowId)).status).toBe('completed');
     expect(clock().getUTCDate()).toBe(18);

@@ -13,7 +13,14 @@ import { PocketsphinxProvider } from '../../providers/pocketsphinx';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { TesseractProvider } from '../../providers/tesseract';
-import { makeTempDir, PAGE_LINES, removeDir, renderPage, SPEECH_SENTENCES, synthesizeSpeech } from '../support/fixtures';
+import {
+  makeTempDir,
+  PAGE_LINES,
+  removeDir,
+  renderPage,
+  SPEECH_SENTENCES,
+  synthesizeSpeech,
+} from '../support/fixtures';
 import { createTestQuire, type TestQuire } from '../support/quire';
 
 /**
@@ -88,7 +95,9 @@ describe('real engines through the workflow (Q2)', () => {
     expect(job?.provider).toBe('tesseract');
     expect(job?.totalSegments).toBe(PAGE_LINES.length);
     const page = await getPage(quire.db.pool, ws, pageId);
-    const text = segmentsOf(page!.annotationPage).map((s) => s.text).join('\n');
+    const text = segmentsOf(page!.annotationPage)
+      .map((s) => s.text)
+      .join('\n');
     expect(characterErrorRate(PAGE_LINES.join('\n'), text)).toBeLessThanOrEqual(0.05);
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });

@@ -1,10 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getJob } from '../../db/jobs';
-import { createTestQuire, eventually, temporalAddress, type TestQuire } from '../support/quire';
+import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
 
 /**
  * Workflow code must replay every history it ever wrote. Histories of the main paths are
@@ -37,17 +37,45 @@ describe('replay (determinism)', () => {
       const paths: Array<[string, 'image' | 'audio', Record<string, unknown>]> = [
         ['image-complete', 'image', { lines: 4 }],
         ['audio-complete', 'audio', { audioSegments: 2 }],
-        ['image-partial', 'image', { lines: 4, faults: [{ op: 'recognize', category: 'content', segments: [2] }] }],
-        ['image-retry-then-complete', 'image', { lines: 2, faults: [{ op: 'recognize', category: 'timeout', attempts: [1] }] }],
-        ['image-pause-then-complete', 'image', {
-          lines: 3,
-          faults: [{ op: 'recognize', category: 'outage', attempts: [1], segments: [1], retryAfterMs: 50 }],
-        }],
-        ['image-permanent-failure', 'image', { lines: 2, faults: [{ op: 'recognize', category: 'image' }] }],
+        [
+          'image-partial',
+          'image',
+          { lines: 4, faults: [{ op: 'recognize', category: 'content', segments: [2] }] },
+        ],
+        [
+          'image-retry-then-complete',
+          'image',
+          { lines: 2, faults: [{ op: 'recognize', category: 'timeout', attempts: [1] }] },
+        ],
+        [
+          'image-pause-then-complete',
+          'image',
+          {
+            lines: 3,
+            faults: [
+              {
+                op: 'recognize',
+                category: 'outage',
+                attempts: [1],
+                segments: [1],
+                retryAfterMs: 50,
+              },
+            ],
+          },
+        ],
+        [
+          'image-permanent-failure',
+          'image',
+          { lines: 2, faults: [{ op: 'recognize', category: 'image' }] },
+        ],
       ];
       for (const [name, kind, simulated] of paths) {
         const pageId = await quire.page(ws, kind);
-        const job = await quire.client.startJob({ workspaceId: ws, pageId, options: { simulated } });
+        const job = await quire.client.startJob({
+          workspaceId: ws,
+          pageId,
+          options: { simulated },
+        });
         await quire.temporal.workflow.getHandle(job.workflowId).result();
         recorded.push({ name, workflowId: job.workflowId });
       }
@@ -57,9 +85,16 @@ describe('replay (determinism)', () => {
         pageId,
         options: { simulated: { lines: 20, latencyMs: 100 } },
       });
-      await eventually(async () => ((await getJob(quire.db.pool, ws, canceled.jobId))?.completedSegments ?? 0) >= 1 || undefined);
+      await eventually(
+        async () =>
+          ((await getJob(quire.db.pool, ws, canceled.jobId))?.completedSegments ?? 0) >= 1 ||
+          undefined,
+      );
       await quire.client.cancelJob(ws, canceled.jobId);
-      await quire.temporal.workflow.getHandle(canceled.workflowId).result().catch(() => undefined);
+      await quire.temporal.workflow
+        .getHandle(canceled.workflowId)
+        .result()
+        .catch(() => undefined);
       recorded.push({ name: 'image-canceled', workflowId: canceled.workflowId });
     });
 
@@ -71,13 +106,21 @@ describe('replay (determinism)', () => {
         mkdirSync(FIXTURES, { recursive: true });
         // The CLI writes the same JSON an operator gets from `temporal workflow show -o json`.
         const json = execFileSync(process.env.QUIRE_TEMPORAL_BIN_RESOLVED ?? 'temporal', [
-          'workflow', 'show', '--workflow-id', workflowId, '--address', temporalAddress(), '--output', 'json',
+          'workflow',
+          'show',
+          '--workflow-id',
+          workflowId,
+          '--address',
+          temporalAddress(),
+          '--output',
+          'json',
         ]);
         writeFileSync(join(FIXTURES, `${name}.json`), json);
       }
     }
     const results = [];
-    for await (const result of Worker.runReplayHistories(replayOptions(), histories)) results.push(result);
+    for await (const result of Worker.runReplayHistories(replayOptions(), histories))
+      results.push(result);
     expect(results).toHaveLength(recorded.length);
     expect(results.filter((r) => r.error)).toEqual([]);
   });
@@ -88,7 +131,9 @@ describe('replay (determinism)', () => {
     expect(files.length).toBeGreaterThanOrEqual(5);
     for (const file of files) {
       const history = JSON.parse(readFileSync(join(FIXTURES, file), 'utf8'));
-      await expect(Worker.runReplayHistory(replayOptions(), history, file)).resolves.toBeUndefined();
+      await expect(
+        Worker.runReplayHistory(replayOptions(), history, file),
+      ).resolves.toBeUndefined();
     }
   });
 });

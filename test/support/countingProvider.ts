@@ -19,7 +19,9 @@ export class CountingProvider implements TranscriptionProvider {
   }
 
   recognizedCount(jobId: string, segment: number): number {
-    return this.calls.filter((c) => c.op === 'recognize' && c.jobId === jobId && c.segment === segment).length;
+    return this.calls.filter(
+      (c) => c.op === 'recognize' && c.jobId === jobId && c.segment === segment,
+    ).length;
   }
 
   identity(model?: string) {

@@ -6,7 +6,8 @@ import { createPool, type Pool } from '../../db/pool';
  * Each test file gets its own database, cloned from the migrated template that the global
  * setup prepared, so tests never see each other's rows.
  */
-export const ADMIN_URL = process.env.QUIRE_TEST_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const ADMIN_URL =
+  process.env.QUIRE_TEST_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const TEMPLATE_DB_DEFAULT = 'quire_test_template';
 const templateDb = () => process.env.QUIRE_TEST_TEMPLATE_DB ?? TEMPLATE_DB_DEFAULT;
 

@@ -1,11 +1,11 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import pg from 'pg';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import pg from 'pg';
 import { migrate } from '../../db/migrate';
-import { WORKFLOWS_PATH } from '../../worker/createWorker';
 import { ensurePostgres } from '../../scripts/lib/postgres';
-import { findOrBuildTemporal, startDevServer, type DevServer } from '../../scripts/lib/temporal';
+import { type DevServer, findOrBuildTemporal, startDevServer } from '../../scripts/lib/temporal';
+import { WORKFLOWS_PATH } from '../../worker/createWorker';
 import { ADMIN_URL, databaseUrl } from './db';
 
 /**

@@ -2,16 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BlobStore, createLocalBlobStore } from '../../blobs';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { type BlobStore, createLocalBlobStore } from '../../blobs';
 import type { QuireClient } from '../../client';
 import { parseConfig, type QuireConfig } from '../../core/config';
 import { ensureItem, insertPage } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { createProviderRegistry, type ProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
-import { createQuireClient, createQuireWorker, type QuireWorkerDeps } from '../../worker/createWorker';
+import {
+  createQuireClient,
+  createQuireWorker,
+  type QuireWorkerDeps,
+} from '../../worker/createWorker';
 import { createTestDatabase, type TestDatabase } from './db';
 
 /**
@@ -26,7 +30,10 @@ export interface TestQuire {
   providers: ProviderRegistry;
   connection: NativeConnection;
   blobStore: BlobStore;
-  newWorker(identity?: string, extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now'>>): Promise<Worker>;
+  newWorker(
+    identity?: string,
+    extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now'>>,
+  ): Promise<Worker>;
   workspace(name?: string): Promise<number>;
   page(workspaceId: number, kind?: 'image' | 'audio'): Promise<number>;
   close(): Promise<void>;
@@ -51,7 +58,8 @@ export function testConfig(overrides: Record<string, string> = {}): QuireConfig 
 
 export function temporalAddress(): string {
   const address = process.env.QUIRE_TEST_TEMPORAL_ADDRESS;
-  if (!address) throw new Error('no Temporal dev server: run tests through the integration project');
+  if (!address)
+    throw new Error('no Temporal dev server: run tests through the integration project');
   return address;
 }
 
@@ -63,7 +71,10 @@ export async function createTestQuire(
   const config = { ...testConfig(overrides), DATABASE_URL: db.url };
   const connection = await NativeConnection.connect({ address: temporalAddress() });
   const clientConnection = await Connection.connect({ address: temporalAddress() });
-  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  const temporal = new Client({
+    connection: clientConnection,
+    namespace: config.TEMPORAL_NAMESPACE,
+  });
   const client = createQuireClient(config, temporal, db.pool, providers.names());
   let pageCounter = 0;
   const blobStore = createLocalBlobStore(mkdtempSync(join(tmpdir(), 'quire-blobs-')));
@@ -92,7 +103,10 @@ export async function createTestQuire(
         audioPollMs: 50,
       }),
     async workspace(name = 'Test archive') {
-      const { rows } = await db.pool.query('INSERT INTO workspaces (name) VALUES ($1) RETURNING id', [name]);
+      const { rows } = await db.pool.query(
+        'INSERT INTO workspaces (name) VALUES ($1) RETURNING id',
+        [name],
+      );
       return rows[0].id as number;
     },
     async page(workspaceId, kind = 'image') {
@@ -116,7 +130,11 @@ export async function createTestQuire(
 }
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

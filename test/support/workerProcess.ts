@@ -13,7 +13,11 @@ export interface WorkerProcess {
   output(): string;
 }
 
-export function spawnWorker(quire: TestQuire, name: string, env: Record<string, string> = {}): WorkerProcess {
+export function spawnWorker(
+  quire: TestQuire,
+  name: string,
+  env: Record<string, string> = {},
+): WorkerProcess {
   const healthFile = join(tmpdir(), `quire-health-${name}-${process.pid}-${Date.now()}.json`);
   rmSync(healthFile, { force: true });
   const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
@@ -56,7 +60,9 @@ export async function waitHealthy(worker: WorkerProcess, timeoutMs = 60_000): Pr
   throw new Error(`worker not healthy within ${timeoutMs} ms:\n${worker.output()}`);
 }
 
-export function readCallLog(path: string): Array<{ op: string; jobId: string; attempt: number; segment: number }> {
+export function readCallLog(
+  path: string,
+): Array<{ op: string; jobId: string; attempt: number; segment: number }> {
   if (!existsSync(path)) return [];
   return readFileSync(path, 'utf8')
     .split('\n')

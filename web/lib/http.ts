@@ -5,7 +5,12 @@ import { authenticateApiKey, type Principal } from '../../db/workspaces';
 import { pool } from './server';
 
 /** JSON errors with a stable code (SPEC §7). */
-export function apiError(status: number, code: string, message: string, headers?: HeadersInit): NextResponse {
+export function apiError(
+  status: number,
+  code: string,
+  message: string,
+  headers?: HeadersInit,
+): NextResponse {
   return NextResponse.json({ error: { code, message } }, { status, headers });
 }
 
@@ -20,17 +25,30 @@ export async function authorize(
   const key = bearerKey(request.headers.get('authorization'));
   if (!key) {
     return {
-      response: apiError(401, 'unauthenticated', 'an API key is required: Authorization: Bearer <key>', {
-        'WWW-Authenticate': 'Bearer',
-      }),
+      response: apiError(
+        401,
+        'unauthenticated',
+        'an API key is required: Authorization: Bearer <key>',
+        {
+          'WWW-Authenticate': 'Bearer',
+        },
+      ),
     };
   }
   const principal = await authenticateApiKey(pool(), key);
   if (!principal) {
-    return { response: apiError(401, 'unauthenticated', 'the API key is not valid', { 'WWW-Authenticate': 'Bearer' }) };
+    return {
+      response: apiError(401, 'unauthenticated', 'the API key is not valid', {
+        'WWW-Authenticate': 'Bearer',
+      }),
+    };
   }
   const workspaceId = Number(workspaceParam);
-  if (!Number.isSafeInteger(workspaceId) || workspaceId <= 0 || workspaceId !== principal.workspaceId) {
+  if (
+    !Number.isSafeInteger(workspaceId) ||
+    workspaceId <= 0 ||
+    workspaceId !== principal.workspaceId
+  ) {
     return { response: apiError(404, 'workspace_not_found', 'workspace not found') };
   }
   return { principal };

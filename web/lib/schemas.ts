@@ -108,10 +108,10 @@ export const createWebhookBody = z
       .min(1)
       .max(2048)
       .describe('Absolute https URL without credentials, query or fragment.'),
+    // Bytes, not characters, are checked after parsing (core/webhookValidation.ts, 422).
     secret: z
       .string()
-      .min(32)
-      .max(1024)
+      .max(4096)
       .describe('Caller-generated, 32-1024 bytes, no surrounding whitespace; write-only.'),
     eventTypes: z.array(z.enum(QUIRE_EVENT_TYPES)).min(1).max(50).optional(),
   })

@@ -1,9 +1,9 @@
 import 'server-only';
 import { Client, Connection } from '@temporalio/client';
-import { loadConfig } from '../../core/config';
-import { createPool, type Pool } from '../../db/pool';
-import { createJobStore } from '../../db/jobStore';
 import { QuireClient } from '../../client';
+import { loadConfig } from '../../core/config';
+import { createJobStore } from '../../db/jobStore';
+import { createPool, type Pool } from '../../db/pool';
 
 /**
  * Process-wide handles of the web app: one Postgres pool and one Temporal client per
@@ -23,7 +23,10 @@ export function pool(): Pool {
 }
 
 export function temporal(): Promise<Client> {
-  globals.quireTemporal ??= Connection.connect({ address: config().TEMPORAL_ADDRESS, connectTimeout: 5_000 })
+  globals.quireTemporal ??= Connection.connect({
+    address: config().TEMPORAL_ADDRESS,
+    connectTimeout: 5_000,
+  })
     .then((connection) => new Client({ connection, namespace: config().TEMPORAL_NAMESPACE }))
     .catch((error) => {
       globals.quireTemporal = undefined;

@@ -14,12 +14,18 @@ export const SESSION_COOKIE = 'quire_session';
 const SESSION_DAYS = 7;
 
 function sign(payload: string): string {
-  return createHmac('sha256', `${config().QUIRE_SECRET_KEY}:console-session`).update(payload).digest('base64url');
+  return createHmac('sha256', `${config().QUIRE_SECRET_KEY}:console-session`)
+    .update(payload)
+    .digest('base64url');
 }
 
 export function sessionValue(principal: Principal, now = Date.now()): string {
   const payload = Buffer.from(
-    JSON.stringify({ k: principal.apiKeyId, w: principal.workspaceId, e: now + SESSION_DAYS * 86_400_000 }),
+    JSON.stringify({
+      k: principal.apiKeyId,
+      w: principal.workspaceId,
+      e: now + SESSION_DAYS * 86_400_000,
+    }),
   ).toString('base64url');
   return `${payload}.${sign(payload)}`;
 }
@@ -55,5 +61,11 @@ export async function requirePrincipal(): Promise<Principal> {
 }
 
 export function sessionCookieOptions(secure: boolean) {
-  return { httpOnly: true, sameSite: 'strict' as const, secure, path: '/', maxAge: SESSION_DAYS * 86_400 };
+  return {
+    httpOnly: true,
+    sameSite: 'strict' as const,
+    secure,
+    path: '/',
+    maxAge: SESSION_DAYS * 86_400,
+  };
 }

@@ -1,13 +1,24 @@
 'use client';
 import { useActionState } from 'react';
-import { signIn, type SignInState } from './actions';
+import { type SignInState, signIn } from './actions';
 
 export function SignInForm() {
   const [state, action, pending] = useActionState<SignInState, FormData>(signIn, { error: null });
   return (
-    <form action={action} className="card stack" aria-describedby={state.error ? 'signin-error' : undefined}>
+    <form
+      action={action}
+      className="card stack"
+      aria-describedby={state.error ? 'signin-error' : undefined}
+    >
       <label htmlFor="apiKey">Workspace API key</label>
-      <input id="apiKey" name="apiKey" type="password" autoComplete="off" required placeholder="qk_…" />
+      <input
+        id="apiKey"
+        name="apiKey"
+        type="password"
+        autoComplete="off"
+        required
+        placeholder="qk_…"
+      />
       {state.error ? (
         <p id="signin-error" role="alert" className="error">
           {state.error}

@@ -15,7 +15,11 @@ export async function signIn(_previous: SignInState, form: FormData): Promise<Si
   const principal = await authenticateApiKey(pool(), key);
   if (!principal) return { error: 'That API key is not valid.' };
   const proto = (await headers()).get('x-forwarded-proto');
-  (await cookies()).set(SESSION_COOKIE, sessionValue(principal), sessionCookieOptions(proto === 'https'));
+  (await cookies()).set(
+    SESSION_COOKIE,
+    sessionValue(principal),
+    sessionCookieOptions(proto === 'https'),
+  );
   redirect('/jobs');
 }
 

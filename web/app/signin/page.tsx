@@ -7,8 +7,9 @@ export default function SignInPage() {
     <main className="narrow">
       <h1>Sign in to Quire</h1>
       <p className="muted">
-        Use the API key of your workspace. <code>npm start</code> prints one for the development workspace; an operator
-        creates others with <code>quire admin create-workspace --name …</code>.
+        Use the API key of your workspace. <code>npm start</code> prints one for the development
+        workspace; an operator creates others with{' '}
+        <code>quire admin create-workspace --name …</code>.
       </p>
       <SignInForm />
     </main>

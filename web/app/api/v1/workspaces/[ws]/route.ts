@@ -13,5 +13,9 @@ export async function GET(request: Request, { params }: { params: Promise<{ ws: 
   if ('response' in auth) return auth.response;
   const workspace = await getWorkspace(pool(), auth.principal.workspaceId);
   if (!workspace) return apiError(404, 'workspace_not_found', 'workspace not found');
-  return NextResponse.json({ workspaceId: workspace.id, name: workspace.name, createdAt: workspace.createdAt });
+  return NextResponse.json({
+    workspaceId: workspace.id,
+    name: workspace.name,
+    createdAt: workspace.createdAt,
+  });
 }

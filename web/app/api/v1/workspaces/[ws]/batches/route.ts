@@ -1,8 +1,13 @@
 import { NextResponse } from 'next/server';
 import type { JobRecord } from '../../../../../../../core/jobStore';
-import { AUTO_PROVIDER, buildSnapshot, KNOWN_PROVIDERS, resolveProvider } from '../../../../../../../core/pricing';
+import {
+  AUTO_PROVIDER,
+  buildSnapshot,
+  KNOWN_PROVIDERS,
+  resolveProvider,
+} from '../../../../../../../core/pricing';
 import { createJobIn } from '../../../../../../../db/jobs';
-import { ingestBatch, ingestErrorResponse, IngestError } from '../../../../../../../ingest/batch';
+import { IngestError, ingestBatch, ingestErrorResponse } from '../../../../../../../ingest/batch';
 import { blobStore } from '../../../../../../lib/blobs';
 import { apiError, authorize } from '../../../../../../lib/http';
 import { config, pool, quireClient } from '../../../../../../lib/server';

@@ -7,7 +7,10 @@ export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
 /** POST /api/v1/workspaces/{ws}/batches/{batchId}/cancel (J5). */
-export async function POST(request: Request, { params }: { params: Promise<{ ws: string; batchId: string }> }) {
+export async function POST(
+  request: Request,
+  { params }: { params: Promise<{ ws: string; batchId: string }> },
+) {
   const { ws, batchId } = await params;
   const auth = await authorize(request, ws);
   if ('response' in auth) return auth.response;
