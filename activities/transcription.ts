@@ -23,6 +23,7 @@ import {
   recordProgress,
   saveCheckpoint,
 } from '../db/attempts';
+import { scheduleBlobDeletion } from '../db/blobs';
 import { checkBudget } from '../db/budget';
 import { cancelJobIfActive } from '../db/jobs';
 import { recordProviderCall } from '../db/ledger';
@@ -485,6 +486,18 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
               `UPDATE transcription_jobs SET stage = 'recognize', updated_at = now() WHERE id = $1`,
               [ref.jobId],
             );
+            // T2/U3: the engine holds the recording and its job id is saved in this very
+            // transaction, so our copy is released now (patient audio stays no longer than it
+            // must); the cleanup deletes it, fenced against new references.
+            const released = await client.query(
+              `UPDATE pages p SET blob_key = NULL, updated_at = now()
+                 FROM pages old WHERE p.id = old.id AND p.id = $1 AND old.blob_key IS NOT NULL
+               RETURNING old.blob_key AS key`,
+              [ctx.pageId],
+            );
+            if (released.rows[0]) {
+              await scheduleBlobDeletion(client, ctx.workspaceId, released.rows[0].key);
+            }
           },
         );
         await ledger(ctx, 'submit', result.cost, 'ok');

@@ -9,6 +9,7 @@ import { auditInvariants } from '../../db/audit';
 import { createJobIn, getJob } from '../../db/jobs';
 import { getPage } from '../../db/pages';
 import { ingestBatch } from '../../ingest/batch';
+import { runBlobCleanup } from '../../worker/cleanup';
 import { PocketsphinxProvider } from '../../providers/pocketsphinx';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
@@ -114,6 +115,19 @@ describe('real engines through the workflow (Q2)', () => {
     expect(segments.length).toBeGreaterThan(0);
     expect(segments.every((s) => s.target.kind === 't')).toBe(true);
     expect(wordErrorRate(sentence, segments.map((s) => s.text).join(' '))).toBeLessThanOrEqual(0.2);
+    // T2/U3: our copy of the recording was released once the engine held it; the cleanup
+    // deletes it and the quota no longer counts it.
+    expect(page?.blobKey).toBeNull();
+    const { rows } = await quire.db.pool.query(
+      `SELECT c.blob_key AS key FROM blob_cleanups c JOIN blobs b ON b.key = c.blob_key
+        WHERE c.workspace_id = $1 AND c.reason = 'delete' AND c.status = 'due' AND b.media_type LIKE 'audio/%'`,
+      [ws],
+    );
+    expect(rows).toHaveLength(1);
+    const key = rows[0].key as string;
+    expect(await quire.blobStore.exists(key)).toBe(true);
+    await runBlobCleanup({ pool: quire.db.pool, blobStore: quire.blobStore });
+    expect(await quire.blobStore.exists(key)).toBe(false);
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 });
