@@ -41,7 +41,7 @@ const CHECKS: Array<{ name: string; sql: string }> = [
   },
   {
     name: 'J1 a completed job has exactly one engine revision, and no other job state has any',
-    sql: `SELECT j.id AS subject FROM transcription_jobs j
+    sql: `SELECT j.id AS subject FROM transcription_jobs j JOIN pages pg ON pg.id = j.page_id AND pg.deleted_at IS NULL
            WHERE (SELECT count(*) FROM page_revisions r WHERE r.job_id = j.id)
                  <> CASE WHEN j.status = 'completed' THEN 1 ELSE 0 END
               OR (j.status = 'completed' AND NOT EXISTS (
@@ -63,9 +63,9 @@ const CHECKS: Array<{ name: string; sql: string }> = [
   {
     name: 'J1 every page revision chain is contiguous from 0 to the current revision',
     sql: `SELECT p.id::text AS subject FROM pages p
-           WHERE (SELECT count(*) FROM page_revisions r WHERE r.page_id = p.id) <> p.revision + 1
+           WHERE p.deleted_at IS NULL AND ((SELECT count(*) FROM page_revisions r WHERE r.page_id = p.id) <> p.revision + 1
               OR (SELECT max(revision) FROM page_revisions r WHERE r.page_id = p.id) <> p.revision
-              OR NOT EXISTS (SELECT 1 FROM page_revisions r WHERE r.page_id = p.id AND r.revision = 0)`,
+              OR NOT EXISTS (SELECT 1 FROM page_revisions r WHERE r.page_id = p.id AND r.revision = 0))`,
   },
   {
     name: 'J1 the page holds the AnnotationPage of its current revision',

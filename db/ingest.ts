@@ -90,7 +90,11 @@ export async function prepareItem(
 ): Promise<number> {
   await client.query(
     `INSERT INTO items (workspace_id, id, title, external_reference_id, metadata)
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workspace_id, id) DO NOTHING`,
+     VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (workspace_id, id) DO UPDATE
+       SET deleted_at = NULL, title = EXCLUDED.title, external_reference_id = EXCLUDED.external_reference_id,
+           metadata = EXCLUDED.metadata
+       WHERE items.deleted_at IS NOT NULL`,
     [
       workspaceId,
       itemId,

@@ -1,4 +1,10 @@
-import { type AnnotationPage, buildAnnotationPage, emptyAnnotationPage, plainText, type Segment } from '../core/annotation';
+import {
+  type AnnotationPage,
+  buildAnnotationPage,
+  emptyAnnotationPage,
+  plainText,
+  type Segment,
+} from '../core/annotation';
 import { canvasUriFor } from '../core/ids';
 import { appendEvent } from './events';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
@@ -42,17 +48,21 @@ function toPage(r: Record<string, unknown>): PageRow {
   };
 }
 
-export async function getPage(db: Queryable, workspaceId: number, pageId: number): Promise<PageRow | undefined> {
-  const { rows } = await db.query(`SELECT ${PAGE_COLUMNS} FROM pages WHERE workspace_id = $1 AND id = $2`, [
-    workspaceId,
-    pageId,
-  ]);
+export async function getPage(
+  db: Queryable,
+  workspaceId: number,
+  pageId: number,
+): Promise<PageRow | undefined> {
+  const { rows } = await db.query(
+    `SELECT ${PAGE_COLUMNS} FROM pages WHERE workspace_id = $1 AND id = $2 AND deleted_at IS NULL`,
+    [workspaceId, pageId],
+  );
   return rows[0] ? toPage(rows[0]) : undefined;
 }
 
 export async function getPageForUpdate(client: PoolClient, workspaceId: number, pageId: number) {
   const { rows } = await client.query(
-    `SELECT ${PAGE_COLUMNS} FROM pages WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
+    `SELECT ${PAGE_COLUMNS} FROM pages WHERE workspace_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
     [workspaceId, pageId],
   );
   return rows[0] ? toPage(rows[0]) : undefined;
@@ -75,17 +85,31 @@ export async function ensureItem(
   client: Queryable,
   workspaceId: number,
   itemId: string,
-  fields: { title?: string | null; externalReferenceId?: string | null; metadata?: Record<string, unknown> } = {},
+  fields: {
+    title?: string | null;
+    externalReferenceId?: string | null;
+    metadata?: Record<string, unknown>;
+  } = {},
 ): Promise<void> {
   await client.query(
     `INSERT INTO items (workspace_id, id, title, external_reference_id, metadata)
      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workspace_id, id) DO NOTHING`,
-    [workspaceId, itemId, fields.title ?? null, fields.externalReferenceId ?? null, JSON.stringify(fields.metadata ?? {})],
+    [
+      workspaceId,
+      itemId,
+      fields.title ?? null,
+      fields.externalReferenceId ?? null,
+      JSON.stringify(fields.metadata ?? {}),
+    ],
   );
 }
 
 /** Creates a page at revision 0 (the empty AnnotationPage) with its revision-0 history row. */
-export async function insertPage(client: PoolClient, page: NewPage, publicBaseUrl: string): Promise<PageRow> {
+export async function insertPage(
+  client: PoolClient,
+  page: NewPage,
+  publicBaseUrl: string,
+): Promise<PageRow> {
   const { rows } = await client.query(
     `INSERT INTO pages (workspace_id, item_id, position, kind, canvas_uri, blob_key, media_type, width, height,
        duration_ms, annotation_page)
@@ -141,7 +165,12 @@ export async function savePageEdit(
   if (!page) return { state: 'missing', revision: -1 };
   if (page.revision !== args.expectedRevision) return { state: 'stale', revision: page.revision };
   const revision = page.revision + 1;
-  const annotationPage = buildAnnotationPage(page.canvasUri, revision, args.segments, args.language);
+  const annotationPage = buildAnnotationPage(
+    page.canvasUri,
+    revision,
+    args.segments,
+    args.language,
+  );
   await client.query(
     `UPDATE pages SET revision = $2, annotation_page = $3, search_text = $4, updated_at = now()
       WHERE id = $1 AND revision = $5`,
@@ -190,10 +219,10 @@ export async function listRevisions(
   pageId: number,
   options: { beforeRevision?: number; limit: number },
 ): Promise<RevisionSummary[] | undefined> {
-  const page = await db.query('SELECT 1 FROM pages WHERE workspace_id = $1 AND id = $2', [
-    workspaceId,
-    pageId,
-  ]);
+  const page = await db.query(
+    'SELECT 1 FROM pages WHERE workspace_id = $1 AND id = $2 AND deleted_at IS NULL',
+    [workspaceId, pageId],
+  );
   if (page.rowCount === 0) return undefined;
   const { rows } = await db.query(
     `SELECT ${REVISION_COLUMNS} FROM page_revisions r
