@@ -1,14 +1,20 @@
 import type { ReactNode } from 'react';
-import { config } from '../lib/server';
+import { providersDigest } from '../../db/console';
+import { LiveRefresh } from '../components/LiveRefresh';
+import { NavLinks } from '../components/NavLinks';
+import { PausedBanner } from '../components/PausedBanner';
+import { config, pool } from '../lib/server';
 import { currentPrincipal } from '../lib/session';
 import { signOut } from './signin/actions';
 import './globals.css';
 
 export const metadata = { title: 'Quire', description: 'Transcriptions of pages and recordings' };
+export const viewport = { width: 'device-width', initialScale: 1 };
 export const dynamic = 'force-dynamic';
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
   const principal = await currentPrincipal();
+  const providers = principal ? await providersDigest(pool()).catch(() => undefined) : undefined;
   return (
     <html lang="en">
       <body>
@@ -16,17 +22,13 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
           Skip to content
         </a>
         <header className="topbar">
-          <a className="brand" href="/jobs">
+          <a className="brand" href={principal ? '/jobs' : '/signin'}>
+            <span className="brand-mark" aria-hidden="true">
+              Q
+            </span>
             Quire
           </a>
-          {principal ? (
-            <nav aria-label="Main">
-              <a href="/jobs">Jobs</a>
-              <a href={config().QUIRE_TEMPORAL_UI_URL} target="_blank" rel="noreferrer">
-                Temporal UI
-              </a>
-            </nav>
-          ) : null}
+          {principal ? <NavLinks temporalUiUrl={config().QUIRE_TEMPORAL_UI_URL} /> : null}
           {principal ? (
             <form action={signOut} className="signout">
               <span className="muted">Workspace {principal.workspaceId}</span>
@@ -36,7 +38,15 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
             </form>
           ) : null}
         </header>
-        <div id="main">{children}</div>
+        {principal ? (
+          <>
+            <PausedBanner />
+            <LiveRefresh topics={['providers']} baselines={providers ? { providers } : {}} quiet />
+          </>
+        ) : null}
+        <div id="main" tabIndex={-1}>
+          {children}
+        </div>
       </body>
     </html>
   );

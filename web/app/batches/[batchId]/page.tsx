@@ -1,0 +1,75 @@
+import Link from 'next/link';
+import { notFound } from 'next/navigation';
+import { getBatchCreatedAt, jobsDigest } from '../../../../db/console';
+import { listJobSummaries } from '../../../../db/jobList';
+import { CancelBatchButton } from '../../../components/CancelBatchButton';
+import { shortId } from '../../../components/format';
+import { JobsTable } from '../../../components/JobsTable';
+import { LiveRefresh } from '../../../components/LiveRefresh';
+import { Time } from '../../../components/Time';
+import { pool } from '../../../lib/server';
+import { requirePrincipal } from '../../../lib/session';
+
+export const dynamic = 'force-dynamic';
+export const metadata = { title: 'Batch · Quire' };
+
+export default async function BatchPage({ params }: { params: Promise<{ batchId: string }> }) {
+  const principal = await requirePrincipal();
+  const { batchId } = await params;
+  if (batchId.length > 100) notFound();
+  const createdAt = await getBatchCreatedAt(pool(), principal.workspaceId, batchId);
+  if (!createdAt) notFound();
+  const [jobs, digest] = await Promise.all([
+    listJobSummaries(pool(), principal.workspaceId, { batchId, limit: 100 }),
+    jobsDigest(pool(), principal.workspaceId),
+  ]);
+  const count = (status: string) => jobs.filter((j) => j.status === status).length;
+  const active = count('pending') + count('running');
+  const done = jobs.length - active;
+  return (
+    <main>
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/batches">Batches</Link> <span aria-hidden="true">/</span>{' '}
+        <span className="mono">{shortId(batchId)}</span>
+      </nav>
+      <div className="page-head">
+        <div>
+          <h1>
+            Batch <span className="mono">{shortId(batchId)}</span>
+          </h1>
+          <p className="muted">
+            Uploaded <Time date={createdAt} /> · {jobs.length} job(s): {count('completed')}{' '}
+            completed, {active} active, {count('failed')} failed, {count('canceled')} canceled
+          </p>
+        </div>
+        <div className="page-head-actions">
+          <LiveRefresh
+            workspaceId={principal.workspaceId}
+            eventTypes={['dev.quire.transcription.']}
+            topics={['jobs']}
+            baselines={{ jobs: digest }}
+          />
+        </div>
+      </div>
+      <section className="card" aria-labelledby="batch-progress">
+        <h2 id="batch-progress">Batch progress</h2>
+        <p>
+          <progress max={Math.max(1, jobs.length)} value={done} aria-label="Jobs finished" /> {done}{' '}
+          of {jobs.length} finished
+        </p>
+        <CancelBatchButton batchId={batchId} active={active} />
+      </section>
+      <h2>Jobs</h2>
+      {jobs.length === 0 ? (
+        <p className="empty card muted">This batch has no jobs.</p>
+      ) : (
+        <JobsTable jobs={jobs} caption="Jobs of this batch" />
+      )}
+      <p>
+        <Link href={`/jobs?batch=${encodeURIComponent(batchId)}`}>
+          Open these jobs in the jobs list
+        </Link>
+      </p>
+    </main>
+  );
+}

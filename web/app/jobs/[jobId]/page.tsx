@@ -1,0 +1,253 @@
+import Link from 'next/link';
+import { notFound } from 'next/navigation';
+import { jobsDigest } from '../../../../db/console';
+import { getJob, listAttempts } from '../../../../db/jobs';
+import { getPage } from '../../../../db/pages';
+import { formatDuration, shortId } from '../../../components/format';
+import { JobActions } from '../../../components/JobActions';
+import { SegmentCounts } from '../../../components/JobsTable';
+import { LiveRefresh } from '../../../components/LiveRefresh';
+import { Status } from '../../../components/Status';
+import { Time } from '../../../components/Time';
+import { config, pool } from '../../../lib/server';
+import { requirePrincipal } from '../../../lib/session';
+
+export const dynamic = 'force-dynamic';
+
+export async function generateMetadata({ params }: { params: Promise<{ jobId: string }> }) {
+  const { jobId } = await params;
+  return { title: `Job ${shortId(jobId)} · Quire` };
+}
+
+const STAGES = {
+  image: ['segment', 'recognize', 'polish', 'commit'],
+  audio: ['submit', 'recognize', 'polish', 'commit'],
+} as const;
+
+type StepState = 'done' | 'current' | 'todo' | 'stopped';
+
+function timeline(
+  kind: 'image' | 'audio',
+  status: string,
+  stage: string | null,
+): Array<{ name: string; state: StepState }> {
+  const stages = STAGES[kind];
+  const index = stage ? stages.indexOf(stage as never) : -1;
+  return stages.map((name, i) => {
+    if (status === 'completed') return { name, state: 'done' };
+    if (status === 'pending' && index < 0) return { name, state: 'todo' };
+    if (status !== 'pending' && status !== 'running')
+      return { name, state: index < 0 || i >= index ? 'stopped' : 'done' };
+    if (index < 0) return { name, state: 'todo' };
+    return { name, state: i < index ? 'done' : i === index ? 'current' : 'todo' };
+  });
+}
+
+export default async function JobPage({ params }: { params: Promise<{ jobId: string }> }) {
+  const principal = await requirePrincipal();
+  const { jobId } = await params;
+  if (jobId.length > 64) notFound();
+  const job = await getJob(pool(), principal.workspaceId, jobId);
+  if (!job) notFound();
+  const [attempts, page, digest] = await Promise.all([
+    listAttempts(pool(), job.id),
+    getPage(pool(), principal.workspaceId, job.pageId),
+    jobsDigest(pool(), principal.workspaceId),
+  ]);
+  const kind = page?.kind ?? 'image';
+  const active = job.status === 'pending' || job.status === 'running';
+  const steps = timeline(kind, job.status, job.stage);
+  const temporalUrl = `${config().QUIRE_TEMPORAL_UI_URL.replace(/\/$/, '')}/namespaces/${encodeURIComponent(config().TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(job.workflowId)}`;
+
+  return (
+    <main>
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/jobs">Jobs</Link> <span aria-hidden="true">/</span>{' '}
+        <span className="mono">{shortId(job.id)}</span>
+      </nav>
+      <div className="page-head">
+        <div>
+          <h1>
+            Job <span className="mono">{shortId(job.id)}</span>
+          </h1>
+          <p className="lede">
+            <Status value={job.status} detail={job.errorCategory} />{' '}
+            <span className="muted">for</span>{' '}
+            <Link href={`/pages/${job.pageId}`}>page {job.pageId}</Link>
+            {job.stage === 'paused' ? (
+              <span className="muted"> · waiting for the provider to resume</span>
+            ) : null}
+          </p>
+        </div>
+        <div className="page-head-actions">
+          {active ? (
+            <LiveRefresh
+              workspaceId={principal.workspaceId}
+              topics={['jobs']}
+              baselines={{ jobs: digest }}
+            />
+          ) : null}
+          <a className="button secondary" href={temporalUrl} target="_blank" rel="noreferrer">
+            Open in Temporal UI<span className="sr-only"> (opens in a new tab)</span>
+          </a>
+        </div>
+      </div>
+
+      <section aria-labelledby="progress-heading" className="card">
+        <h2 id="progress-heading">Progress</h2>
+        <ol className="timeline" aria-label="Stages">
+          {steps.map((step) => (
+            <li
+              key={step.name}
+              className={`step step-${step.state}`}
+              aria-current={step.state === 'current' ? 'step' : undefined}
+            >
+              <span className="step-dot" aria-hidden="true" />
+              <span className="step-name">{step.name}</span>
+              <span className="sr-only">
+                {' '}
+                (
+                {step.state === 'todo'
+                  ? 'not started'
+                  : step.state === 'stopped'
+                    ? 'not reached'
+                    : step.state}
+                )
+              </span>
+            </li>
+          ))}
+        </ol>
+        <p className="progress-line" data-testid="job-progress">
+          Segments done / failed / total:{' '}
+          <SegmentCounts
+            completed={job.completedSegments}
+            failed={job.failedSegments}
+            total={job.totalSegments}
+          />
+        </p>
+        {job.errorDetail ? (
+          <p className="notice notice-error">
+            <strong>{job.errorCategory}</strong>: {job.errorDetail}
+          </p>
+        ) : null}
+        <JobActions jobId={job.id} active={active} />
+      </section>
+
+      <section aria-labelledby="facts-heading">
+        <h2 id="facts-heading">Details</h2>
+        <dl className="facts">
+          <div>
+            <dt>Provider</dt>
+            <dd>
+              {job.provider}
+              {job.snapshot.model ? <span className="muted"> · {job.snapshot.model}</span> : null}
+            </dd>
+          </div>
+          <div>
+            <dt>Input revision</dt>
+            <dd>{job.inputRevision}</dd>
+          </div>
+          <div>
+            <dt>Result revision</dt>
+            <dd>{job.resultRevision ?? '–'}</dd>
+          </div>
+          <div>
+            <dt>Batch</dt>
+            <dd>
+              {job.batchId ? (
+                <Link href={`/batches/${job.batchId}`} className="mono">
+                  {shortId(job.batchId)}
+                </Link>
+              ) : (
+                '–'
+              )}
+            </dd>
+          </div>
+          <div>
+            <dt>Created</dt>
+            <dd>
+              <Time date={job.createdAt} />
+            </dd>
+          </div>
+          <div>
+            <dt>Ended</dt>
+            <dd>
+              <Time date={job.endedAt} />
+            </dd>
+          </div>
+          {job.supersededBy ? (
+            <div>
+              <dt>Superseded by</dt>
+              <dd>
+                <Link href={`/jobs/${job.supersededBy}`} className="mono">
+                  {shortId(job.supersededBy)}
+                </Link>
+              </dd>
+            </div>
+          ) : null}
+          <div>
+            <dt>Workflow</dt>
+            <dd className="mono small">{job.workflowId}</dd>
+          </div>
+        </dl>
+      </section>
+
+      <section aria-labelledby="attempts-heading">
+        <h2 id="attempts-heading">Attempts</h2>
+        {attempts.length === 0 ? (
+          <p className="empty card muted">
+            No attempt has started yet{active ? '; a worker will claim the job shortly.' : '.'}
+          </p>
+        ) : (
+          <div className="table-wrap">
+            <table className="attempts">
+              <caption className="sr-only">Attempt audit, oldest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">#</th>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">Started</th>
+                  <th scope="col">Duration</th>
+                  <th scope="col">Error category</th>
+                  <th scope="col">Result revision</th>
+                  <th scope="col">Segments</th>
+                </tr>
+              </thead>
+              <tbody>
+                {attempts.map((a) => (
+                  <tr key={a.attemptNumber} data-attempt={a.attemptNumber} data-outcome={a.outcome}>
+                    <td data-label="#">{a.attemptNumber}</td>
+                    <td data-label="Outcome">
+                      <Status value={a.outcome} detail={a.refunded ? 'refunded' : null} />
+                    </td>
+                    <td data-label="Started">
+                      <Time date={a.startedAt} />
+                    </td>
+                    <td data-label="Duration">
+                      {a.endedAt ? (
+                        formatDuration(a.endedAt.getTime() - a.startedAt.getTime())
+                      ) : (
+                        <span className="muted">running</span>
+                      )}
+                    </td>
+                    <td data-label="Error category">
+                      {a.errorCategory ? (
+                        <span title={a.errorDetail ?? undefined}>{a.errorCategory}</span>
+                      ) : (
+                        <span className="muted">–</span>
+                      )}
+                    </td>
+                    <td data-label="Result revision">{a.resultRevision ?? '–'}</td>
+                    <td data-label="Segments">
+                      {a.completedSegments} / {a.failedSegments} / {a.totalSegments ?? '–'}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+    </main>
+  );
+}

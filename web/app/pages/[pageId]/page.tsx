@@ -1,0 +1,258 @@
+import Link from 'next/link';
+import { notFound } from 'next/navigation';
+import { segmentsOf } from '../../../../core/annotation';
+import { listJobSummaries } from '../../../../db/jobList';
+import { getPage, getRevision, listRevisions } from '../../../../db/pages';
+import { diffLines } from '../../../components/diff';
+import { shortId } from '../../../components/format';
+import { PageWorkspace, type ViewSegment } from '../../../components/PageWorkspace';
+import { PublishButton } from '../../../components/PublishButton';
+import { Status } from '../../../components/Status';
+import { Time } from '../../../components/Time';
+import { pool } from '../../../lib/server';
+import { requirePrincipal } from '../../../lib/session';
+
+export const dynamic = 'force-dynamic';
+
+export async function generateMetadata({ params }: { params: Promise<{ pageId: string }> }) {
+  const { pageId } = await params;
+  return { title: `Page ${pageId} · Quire` };
+}
+
+const EXPORTS = {
+  image: [
+    { format: 'iiif', label: 'IIIF AnnotationPage' },
+    { format: 'text', label: 'Plain text' },
+    { format: 'alto', label: 'ALTO XML' },
+  ],
+  audio: [
+    { format: 'iiif', label: 'IIIF AnnotationPage' },
+    { format: 'text', label: 'Plain text' },
+    { format: 'vtt', label: 'WebVTT' },
+    { format: 'srt', label: 'SRT' },
+  ],
+} as const;
+
+function revisionParam(value: string | string[] | undefined): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  return v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined;
+}
+
+export default async function PageView({
+  params,
+  searchParams,
+}: {
+  params: Promise<{ pageId: string }>;
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
+  const principal = await requirePrincipal();
+  const { pageId: raw } = await params;
+  if (!/^\d{1,15}$/.test(raw)) notFound();
+  const pageId = Number(raw);
+  const page = await getPage(pool(), principal.workspaceId, pageId);
+  if (!page) notFound();
+  const query = await searchParams;
+  const [revisions, jobs] = await Promise.all([
+    listRevisions(pool(), principal.workspaceId, pageId, { limit: 50 }),
+    listJobSummaries(pool(), principal.workspaceId, { pageId, limit: 5 }),
+  ]);
+  const from = revisionParam(query.from);
+  const to = revisionParam(query.to);
+  let diff:
+    | { from: number; to: number; lines: ReturnType<typeof diffLines> }
+    | 'missing'
+    | undefined;
+  if (from !== undefined && to !== undefined) {
+    const [a, b] = await Promise.all([
+      getRevision(pool(), principal.workspaceId, pageId, from),
+      getRevision(pool(), principal.workspaceId, pageId, to),
+    ]);
+    diff =
+      a && b
+        ? {
+            from,
+            to,
+            lines: diffLines(
+              segmentsOf(a.annotationPage).map((s) => s.text),
+              segmentsOf(b.annotationPage).map((s) => s.text),
+            ),
+          }
+        : 'missing';
+  }
+  const segments: ViewSegment[] = segmentsOf(page.annotationPage).map((s) => ({
+    index: s.index,
+    text: s.text,
+    ...(s.target.kind === 'xywh'
+      ? { box: s.target.box }
+      : { start: s.target.start, end: s.target.end }),
+    ...(s.speaker ? { speaker: s.speaker } : {}),
+  }));
+  const latestJob = jobs[0];
+  const defaultFrom = from ?? Math.max(0, page.revision - 1);
+  const defaultTo = to ?? page.revision;
+
+  return (
+    <main className="wide">
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/jobs">Jobs</Link> <span aria-hidden="true">/</span> <span>Page {page.id}</span>
+      </nav>
+      <div className="page-head">
+        <div>
+          <h1>Page {page.id}</h1>
+          <p className="muted">
+            {page.kind === 'image' ? 'Image' : 'Recording'} · item{' '}
+            <span className="mono">{shortId(page.itemId)}</span> · revision {page.revision} ·{' '}
+            {page.publishedRevision === null
+              ? 'not published'
+              : `revision ${page.publishedRevision} published`}
+            {latestJob ? (
+              <>
+                {' '}
+                · latest job <Link href={`/jobs/${latestJob.id}`}>{shortId(latestJob.id)}</Link>{' '}
+                <Status value={latestJob.status} />
+              </>
+            ) : null}
+          </p>
+        </div>
+        <PublishButton
+          pageId={page.id}
+          revision={page.revision}
+          publishedRevision={page.publishedRevision}
+        />
+      </div>
+
+      <PageWorkspace
+        key={page.id}
+        pageId={page.id}
+        kind={page.kind}
+        width={page.width}
+        height={page.height}
+        revision={page.revision}
+        segments={segments}
+        mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
+      />
+
+      <div className="columns">
+        <section aria-labelledby="exports-heading">
+          <h2 id="exports-heading">Exports</h2>
+          <p className="muted small">The current revision ({page.revision}).</p>
+          <ul className="link-list">
+            {EXPORTS[page.kind].map((e) => (
+              <li key={e.format}>
+                <a href={`/console-api/pages/${page.id}/export?format=${e.format}`} download>
+                  {e.label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </section>
+
+        <section aria-labelledby="history-heading">
+          <h2 id="history-heading">Revision history</h2>
+          {revisions && revisions.length > 1 ? (
+            <form method="get" className="filters" aria-label="Compare revisions">
+              <div className="field">
+                <label htmlFor="from">From</label>
+                <select id="from" name="from" defaultValue={String(defaultFrom)}>
+                  {revisions.map((r) => (
+                    <option key={r.revision} value={r.revision}>
+                      {r.revision}
+                    </option>
+                  ))}
+                </select>
+              </div>
+              <div className="field">
+                <label htmlFor="to">To</label>
+                <select id="to" name="to" defaultValue={String(defaultTo)}>
+                  {revisions.map((r) => (
+                    <option key={r.revision} value={r.revision}>
+                      {r.revision}
+                    </option>
+                  ))}
+                </select>
+              </div>
+              <div className="field-actions">
+                <button type="submit" className="secondary">
+                  Compare
+                </button>
+              </div>
+            </form>
+          ) : null}
+          {diff === 'missing' ? (
+            <p role="alert" className="notice notice-error">
+              One of those revisions does not exist.
+            </p>
+          ) : diff ? (
+            <figure className="diff" aria-labelledby="diff-caption">
+              <figcaption id="diff-caption">
+                Changes from revision {diff.from} to revision {diff.to}
+                {diff.lines.every((l) => l.op === 'same') ? ': none' : ''}
+              </figcaption>
+              <ol>
+                {diff.lines.map((line, i) => (
+                  // biome-ignore lint/suspicious/noArrayIndexKey: diff lines have no identity beyond their order
+                  <li key={i} className={`diff-${line.op}`}>
+                    <span className="diff-op" aria-hidden="true">
+                      {line.op === 'added' ? '+' : line.op === 'removed' ? '−' : ' '}
+                    </span>
+                    <span className="sr-only">
+                      {line.op === 'same' ? 'unchanged: ' : `${line.op}: `}
+                    </span>
+                    {line.text || ' '}
+                  </li>
+                ))}
+              </ol>
+            </figure>
+          ) : null}
+          <div className="table-wrap">
+            <table>
+              <caption className="sr-only">Revisions, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Revision</th>
+                  <th scope="col">Source</th>
+                  <th scope="col">By</th>
+                  <th scope="col">When</th>
+                </tr>
+              </thead>
+              <tbody>
+                {(revisions ?? []).map((r) => (
+                  <tr key={r.revision}>
+                    <td data-label="Revision">
+                      {r.revision}
+                      {r.revision === page.publishedRevision ? (
+                        <span className="badge badge-completed"> public</span>
+                      ) : null}
+                    </td>
+                    <td data-label="Source">{r.source}</td>
+                    <td data-label="By">
+                      {r.source === 'engine' ? (
+                        <>
+                          {r.engine} {r.model}
+                          {r.jobId ? (
+                            <>
+                              {' '}
+                              · <Link href={`/jobs/${r.jobId}`}>job {shortId(r.jobId)}</Link>,
+                              attempt {r.attemptNumber}
+                            </>
+                          ) : null}
+                        </>
+                      ) : r.source === 'human' ? (
+                        (r.editedBy ?? 'an editor')
+                      ) : (
+                        <span className="muted">created empty</span>
+                      )}
+                    </td>
+                    <td data-label="When">
+                      <Time date={r.createdAt} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </section>
+      </div>
+    </main>
+  );
+}

@@ -1,0 +1,20 @@
+'use client';
+import { deleteWebhookAction } from '../app/webhooks/actions';
+
+export function DeleteWebhookButton({ webhookId, url }: { webhookId: string; url: string }) {
+  return (
+    <form
+      action={deleteWebhookAction}
+      className="inline-form"
+      onSubmit={(e) => {
+        if (!window.confirm(`Delete the webhook to ${url}? Its delivery log is deleted too.`))
+          e.preventDefault();
+      }}
+    >
+      <input type="hidden" name="webhookId" value={webhookId} />
+      <button type="submit" className="danger" aria-label={`Delete webhook to ${url}`}>
+        Delete
+      </button>
+    </form>
+  );
+}

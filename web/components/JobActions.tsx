@@ -1,0 +1,39 @@
+'use client';
+import { useActionState } from 'react';
+import { cancelJobAction, type JobActionState, rerunJobAction } from '../app/jobs/actions';
+
+const initial: JobActionState = { error: null, done: null };
+
+/** Cancel (while active) and Re-run (always) for one job. */
+export function JobActions({ jobId, active }: { jobId: string; active: boolean }) {
+  const [cancelState, cancel, canceling] = useActionState(cancelJobAction, initial);
+  const [rerunState, rerun, rerunning] = useActionState(rerunJobAction, initial);
+  const error = cancelState.error ?? rerunState.error;
+  return (
+    <div className="actions">
+      {active ? (
+        <form
+          action={cancel}
+          onSubmit={(e) => {
+            if (!window.confirm('Cancel this job? Work not yet committed is discarded.'))
+              e.preventDefault();
+          }}
+        >
+          <input type="hidden" name="jobId" value={jobId} />
+          <button type="submit" className="danger" disabled={canceling}>
+            {canceling ? 'Canceling…' : 'Cancel job'}
+          </button>
+        </form>
+      ) : null}
+      <form action={rerun}>
+        <input type="hidden" name="jobId" value={jobId} />
+        <button type="submit" className="secondary" disabled={rerunning}>
+          {rerunning ? 'Starting…' : 'Re-run'}
+        </button>
+      </form>
+      <span role="status" aria-live="polite" className={error ? 'error' : 'muted'}>
+        {error ?? cancelState.done ?? ''}
+      </span>
+    </div>
+  );
+}

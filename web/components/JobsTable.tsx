@@ -1,0 +1,88 @@
+import Link from 'next/link';
+import type { JobSummary } from '../../db/jobList';
+import { shortId } from './format';
+import { Status } from './Status';
+import { Time } from './Time';
+
+/** Segments as "done / failed / total" with a small bar; unknown totals read "–". */
+export function SegmentCounts({
+  completed,
+  failed,
+  total,
+}: {
+  completed: number;
+  failed: number;
+  total: number | null;
+}) {
+  const pct = total ? Math.round(((completed + failed) / total) * 100) : 0;
+  return (
+    <span className="counts">
+      <span>
+        {completed} / {failed} / {total ?? '–'}
+      </span>
+      {total ? (
+        <span className="meter" aria-hidden="true">
+          <span className="meter-ok" style={{ width: `${(completed / total) * 100}%` }} />
+          <span className="meter-bad" style={{ width: `${(failed / total) * 100}%` }} />
+        </span>
+      ) : null}
+      <span className="sr-only">{total ? `${pct}% processed` : 'total not known yet'}</span>
+    </span>
+  );
+}
+
+/** Job summaries (L1) as a table; on narrow screens each row stacks as a card. */
+export function JobsTable({ jobs, caption }: { jobs: JobSummary[]; caption: string }) {
+  return (
+    <div className="table-wrap">
+      <table className="jobs">
+        <caption className="sr-only">{caption}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Job</th>
+            <th scope="col">Status</th>
+            <th scope="col">Page</th>
+            <th scope="col">Attempt</th>
+            <th scope="col">
+              Segments <span className="muted small">done / failed / total</span>
+            </th>
+            <th scope="col">Provider</th>
+            <th scope="col">Age</th>
+          </tr>
+        </thead>
+        <tbody>
+          {jobs.map((job) => (
+            <tr key={job.id} data-job-id={job.id} data-status={job.status}>
+              <td data-label="Job">
+                <Link href={`/jobs/${job.id}`} className="mono">
+                  {shortId(job.id)}
+                </Link>
+              </td>
+              <td data-label="Status">
+                <Status
+                  value={job.status}
+                  detail={job.errorCategory ?? (job.stage === 'paused' ? 'paused' : null)}
+                />
+              </td>
+              <td data-label="Page">
+                <Link href={`/pages/${job.pageId}`}>Page {job.pageId}</Link>
+              </td>
+              <td data-label="Attempt">{job.attemptNumber}</td>
+              <td data-label="Segments">
+                <SegmentCounts
+                  completed={job.completedSegments}
+                  failed={job.failedSegments}
+                  total={job.totalSegments}
+                />
+              </td>
+              <td data-label="Provider">{job.provider}</td>
+              <td data-label="Age">
+                <Time date={job.createdAt} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

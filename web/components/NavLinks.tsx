@@ -1,0 +1,41 @@
+'use client';
+import Link from 'next/link';
+import { usePathname } from 'next/navigation';
+
+const LINKS = [
+  { href: '/jobs', label: 'Jobs' },
+  { href: '/upload', label: 'Upload' },
+  { href: '/batches', label: 'Batches' },
+  { href: '/providers', label: 'Providers' },
+  { href: '/webhooks', label: 'Webhooks' },
+  { href: '/operations', label: 'Operations' },
+];
+
+/** The main navigation; the current section is marked for sight and for screen readers. */
+export function NavLinks({ temporalUiUrl }: { temporalUiUrl: string }) {
+  const pathname = usePathname() ?? '';
+  return (
+    <nav aria-label="Main" className="mainnav">
+      <ul>
+        {LINKS.map((link) => {
+          const current =
+            pathname === link.href ||
+            pathname.startsWith(`${link.href}/`) ||
+            (link.href === '/jobs' && pathname.startsWith('/pages/'));
+          return (
+            <li key={link.href}>
+              <Link href={link.href} aria-current={current ? 'page' : undefined}>
+                {link.label}
+              </Link>
+            </li>
+          );
+        })}
+        <li>
+          <a href={temporalUiUrl} target="_blank" rel="noreferrer">
+            Temporal UI<span className="sr-only"> (opens in a new tab)</span>
+          </a>
+        </li>
+      </ul>
+    </nav>
+  );
+}

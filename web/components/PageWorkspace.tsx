@@ -1,0 +1,358 @@
+'use client';
+import { useEffect, useRef, useState, useTransition } from 'react';
+import { type SaveResult, savePageAction } from '../app/pages/actions';
+import { formatSeconds } from './format';
+
+export interface ViewSegment {
+  index: number;
+  text: string;
+  box?: { x: number; y: number; w: number; h: number };
+  start?: number;
+  end?: number;
+  speaker?: string;
+}
+
+interface Props {
+  pageId: number;
+  kind: 'image' | 'audio';
+  width: number | null;
+  height: number | null;
+  revision: number;
+  segments: ViewSegment[];
+  mediaUrl: string | null;
+}
+
+type Conflict = {
+  revision: number;
+  current: Map<number, string>;
+  choice: Map<number, 'mine' | 'theirs'>;
+};
+
+/**
+ * The page view's working area: the image with its line boxes (or the audio player) beside
+ * the transcript, one highlighted line shared by both; inline editing saved by
+ * compare-and-set on the revision shown. A stale save shows, for every line edited, the
+ * editor's text and the page's current text side by side; nothing typed is dropped until
+ * the editor chooses.
+ */
+export function PageWorkspace({
+  pageId,
+  kind,
+  width,
+  height,
+  revision,
+  segments,
+  mediaUrl,
+}: Props) {
+  const [active, setActive] = useState<number | null>(null);
+  const [selected, setSelected] = useState<number | null>(null);
+  const [editing, setEditing] = useState(false);
+  const [drafts, setDrafts] = useState<Map<number, string>>(new Map());
+  const [baseRevision, setBaseRevision] = useState(revision);
+  const [conflict, setConflict] = useState<Conflict | null>(null);
+  const [status, setStatus] = useState<{ tone: 'ok' | 'error'; text: string } | null>(null);
+  const [pending, startTransition] = useTransition();
+  const audio = useRef<HTMLAudioElement>(null);
+  const [playing, setPlaying] = useState<number | null>(null);
+  const highlighted = active ?? selected ?? playing;
+
+  // A newer revision rendered by the server (after a save or a job) resets the view when
+  // nothing is being edited; during an edit the drafts and their base revision stay.
+  useEffect(() => {
+    if (!editing && !conflict) setBaseRevision(revision);
+  }, [revision, editing, conflict]);
+
+  const textOf = (s: ViewSegment) => drafts.get(s.index) ?? s.text;
+  const changed = segments.filter((s) => drafts.has(s.index) && drafts.get(s.index) !== s.text);
+
+  const save = (edits: Array<{ index: number; text: string }>, expectedRevision: number) => {
+    setStatus(null);
+    startTransition(async () => {
+      let result: SaveResult;
+      try {
+        result = await savePageAction({ pageId, expectedRevision, edits });
+      } catch {
+        setStatus({
+          tone: 'error',
+          text: 'The edit could not be saved; your text is still here. Try again.',
+        });
+        return;
+      }
+      if (result.state === 'saved') {
+        setDrafts(new Map());
+        setConflict(null);
+        setEditing(false);
+        setBaseRevision(result.revision);
+        setStatus({ tone: 'ok', text: `Saved as revision ${result.revision}.` });
+      } else if (result.state === 'stale') {
+        const current = new Map(result.current.map((c) => [c.index, c.text]));
+        const choice = new Map<number, 'mine' | 'theirs'>();
+        for (const e of edits) choice.set(e.index, 'mine');
+        setConflict({ revision: result.revision, current, choice });
+        setStatus({
+          tone: 'error',
+          text: `Someone saved revision ${result.revision} while you edited revision ${expectedRevision}. Nothing was overwritten: choose, line by line, which text to keep.`,
+        });
+      } else {
+        setStatus({ tone: 'error', text: result.message });
+      }
+    });
+  };
+
+  const onSave = () => {
+    if (changed.length === 0) {
+      setEditing(false);
+      setDrafts(new Map());
+      return;
+    }
+    save(
+      changed.map((s) => ({ index: s.index, text: drafts.get(s.index)! })),
+      baseRevision,
+    );
+  };
+
+  const onResolve = () => {
+    if (!conflict) return;
+    const edits = [...conflict.choice.entries()].map(([index, which]) => ({
+      index,
+      text: which === 'mine' ? (drafts.get(index) ?? '') : (conflict.current.get(index) ?? ''),
+    }));
+    save(edits, conflict.revision);
+  };
+
+  const seek = (s: ViewSegment) => {
+    if (audio.current && s.start !== undefined) {
+      audio.current.currentTime = s.start;
+      void audio.current.play().catch(() => {});
+    }
+  };
+
+  return (
+    <div className={`workspace workspace-${kind}`}>
+      <div className="viewer">
+        {kind === 'image' ? (
+          mediaUrl ? (
+            <figure className="canvas">
+              {/* biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset */}
+              <img
+                src={mediaUrl}
+                alt={`Scan of page ${pageId}`}
+                width={width ?? undefined}
+                height={height ?? undefined}
+              />
+              {width && height ? (
+                <svg
+                  className="boxes"
+                  viewBox={`0 0 ${width} ${height}`}
+                  preserveAspectRatio="none"
+                  aria-hidden="true"
+                >
+                  {segments.map((s) =>
+                    s.box ? (
+                      // biome-ignore lint/a11y/noStaticElementInteractions: a pointer shortcut; the transcript lines are the keyboard path
+                      <rect
+                        key={s.index}
+                        data-line={s.index}
+                        x={s.box.x}
+                        y={s.box.y}
+                        width={s.box.w}
+                        height={s.box.h}
+                        className={highlighted === s.index ? 'box box-active' : 'box'}
+                        onMouseEnter={() => setActive(s.index)}
+                        onMouseLeave={() => setActive(null)}
+                        onClick={() => setSelected(selected === s.index ? null : s.index)}
+                      />
+                    ) : null,
+                  )}
+                </svg>
+              ) : null}
+            </figure>
+          ) : (
+            <p className="empty card muted">This page has no image.</p>
+          )
+        ) : mediaUrl ? (
+          <div className="player card">
+            {/* biome-ignore lint/a11y/useMediaCaption: the transcript beside the player is the caption */}
+            <audio
+              ref={audio}
+              controls
+              preload="metadata"
+              src={mediaUrl}
+              onTimeUpdate={(e) => {
+                const t = e.currentTarget.currentTime;
+                const hit = segments.find(
+                  (s) => s.start !== undefined && s.end !== undefined && t >= s.start && t < s.end,
+                );
+                setPlaying(hit ? hit.index : null);
+              }}
+            />
+            <p className="muted small">Select a segment to play from its start.</p>
+          </div>
+        ) : (
+          <p className="empty card muted">This page has no recording.</p>
+        )}
+      </div>
+
+      <section className="transcript" aria-labelledby="transcript-heading">
+        <div className="transcript-head">
+          <h2 id="transcript-heading">
+            Transcript <span className="muted small">revision {baseRevision}</span>
+          </h2>
+          {segments.length > 0 && !editing && !conflict ? (
+            <button type="button" className="secondary" onClick={() => setEditing(true)}>
+              Edit
+            </button>
+          ) : null}
+        </div>
+        {segments.length === 0 ? (
+          <p className="empty muted">
+            No transcript yet. It appears here when the page's job completes.
+          </p>
+        ) : conflict ? (
+          <div className="conflict" data-testid="conflict">
+            <p role="alert" className="notice notice-error">
+              {status?.text}
+            </p>
+            <ol className="conflict-lines">
+              {[...conflict.choice.keys()].map((index) => {
+                const mine = drafts.get(index) ?? '';
+                const theirs = conflict.current.get(index) ?? '';
+                const name = `choice-${index}`;
+                return (
+                  <li key={index} className="conflict-line" data-line={index}>
+                    <fieldset>
+                      <legend>Line {index + 1}</legend>
+                      <label
+                        className={`choice${conflict.choice.get(index) === 'mine' ? ' choice-on' : ''}`}
+                      >
+                        <input
+                          type="radio"
+                          name={name}
+                          checked={conflict.choice.get(index) === 'mine'}
+                          onChange={() =>
+                            setConflict({
+                              ...conflict,
+                              choice: new Map(conflict.choice).set(index, 'mine'),
+                            })
+                          }
+                        />
+                        <span className="choice-label">Your text</span>
+                        <span className="choice-text" data-testid={`mine-${index}`}>
+                          {mine}
+                        </span>
+                      </label>
+                      <label
+                        className={`choice${conflict.choice.get(index) === 'theirs' ? ' choice-on' : ''}`}
+                      >
+                        <input
+                          type="radio"
+                          name={name}
+                          checked={conflict.choice.get(index) === 'theirs'}
+                          onChange={() =>
+                            setConflict({
+                              ...conflict,
+                              choice: new Map(conflict.choice).set(index, 'theirs'),
+                            })
+                          }
+                        />
+                        <span className="choice-label">Revision {conflict.revision}</span>
+                        <span className="choice-text" data-testid={`theirs-${index}`}>
+                          {theirs}
+                        </span>
+                      </label>
+                    </fieldset>
+                  </li>
+                );
+              })}
+            </ol>
+            <div className="actions">
+              <button type="button" onClick={onResolve} disabled={pending}>
+                {pending ? 'Saving…' : `Save on top of revision ${conflict.revision}`}
+              </button>
+            </div>
+          </div>
+        ) : (
+          <ol className="lines">
+            {segments.map((s) => (
+              <li
+                key={s.index}
+                data-line={s.index}
+                className={highlighted === s.index ? 'line line-active' : 'line'}
+                onMouseEnter={() => setActive(s.index)}
+                onMouseLeave={() => setActive(null)}
+              >
+                {editing ? (
+                  <label className="line-edit">
+                    <span className="line-no">
+                      <span className="sr-only">Line </span>
+                      {s.index + 1}
+                    </span>
+                    <input
+                      value={textOf(s)}
+                      onFocus={() => setSelected(s.index)}
+                      onChange={(e) => setDrafts(new Map(drafts).set(s.index, e.target.value))}
+                      aria-label={`Line ${s.index + 1}`}
+                      className={
+                        drafts.has(s.index) && drafts.get(s.index) !== s.text ? 'edited' : undefined
+                      }
+                    />
+                  </label>
+                ) : (
+                  <button
+                    type="button"
+                    className="line-button"
+                    aria-pressed={selected === s.index}
+                    onFocus={() => setActive(s.index)}
+                    onBlur={() => setActive(null)}
+                    onClick={() => {
+                      setSelected(selected === s.index ? null : s.index);
+                      if (kind === 'audio') seek(s);
+                    }}
+                  >
+                    <span className="line-no">
+                      {kind === 'audio' && s.start !== undefined
+                        ? formatSeconds(s.start)
+                        : s.index + 1}
+                    </span>
+                    {s.speaker ? <span className="speaker">{s.speaker}</span> : null}
+                    <span className="line-text">
+                      {s.text || <span className="muted">(empty)</span>}
+                    </span>
+                  </button>
+                )}
+              </li>
+            ))}
+          </ol>
+        )}
+        {editing && !conflict ? (
+          <div className="actions sticky-actions">
+            <button type="button" onClick={onSave} disabled={pending}>
+              {pending
+                ? 'Saving…'
+                : changed.length > 0
+                  ? `Save ${changed.length} change(s)`
+                  : 'Done'}
+            </button>
+            <button
+              type="button"
+              className="secondary"
+              disabled={pending}
+              onClick={() => {
+                setDrafts(new Map());
+                setEditing(false);
+                setStatus(null);
+              }}
+            >
+              Discard
+            </button>
+          </div>
+        ) : null}
+        {!conflict ? (
+          <p role="status" aria-live="polite" className={status?.tone === 'error' ? 'error' : 'ok'}>
+            {status?.text ?? ''}
+          </p>
+        ) : null}
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,311 @@
+'use client';
+import { useRouter } from 'next/navigation';
+import { useId, useRef, useState } from 'react';
+import { formatBytes } from './format';
+
+/**
+ * Upload: drop or pick many images or recordings, see each file's progress and validation,
+ * and send them as one batch (one request, so the batch is all-or-nothing like the API's).
+ * Progress comes from XMLHttpRequest upload events; each file's share is read off the byte
+ * offsets of the multipart body, in the order the files are sent.
+ */
+const ACCEPT =
+  '.png,.jpg,.jpeg,.tif,.tiff,.webp,.wav,.flac,.mp3,.ogg,.oga,.m4a,.mp4,image/*,audio/*';
+const EXTENSIONS = [
+  'png',
+  'jpg',
+  'jpeg',
+  'tif',
+  'tiff',
+  'webp',
+  'wav',
+  'flac',
+  'mp3',
+  'ogg',
+  'oga',
+  'm4a',
+  'mp4',
+];
+const MAX_FILE_BYTES = 1024 * 1024 * 1024;
+
+type FileState =
+  | { kind: 'ready' }
+  | { kind: 'invalid'; message: string }
+  | { kind: 'uploading'; loaded: number }
+  | { kind: 'stored' }
+  | { kind: 'rejected'; message: string }
+  | { kind: 'not-stored' };
+
+interface Entry {
+  id: number;
+  file: File;
+  state: FileState;
+}
+
+function validate(file: File): string | null {
+  const extension = file.name.includes('.') ? file.name.split('.').pop()!.toLowerCase() : '';
+  const typeOk =
+    file.type.startsWith('image/') ||
+    file.type.startsWith('audio/') ||
+    EXTENSIONS.includes(extension);
+  if (!typeOk)
+    return 'Not an image or audio file (PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, Ogg, M4A).';
+  if (file.size === 0) return 'The file is empty.';
+  if (file.size > MAX_FILE_BYTES) return `Larger than ${formatBytes(MAX_FILE_BYTES)}.`;
+  return null;
+}
+
+export function Uploader() {
+  const router = useRouter();
+  const inputId = useId();
+  const counter = useRef(0);
+  const [entries, setEntries] = useState<Entry[]>([]);
+  const [dragging, setDragging] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [message, setMessage] = useState<{ tone: 'error' | 'ok'; text: string } | null>(null);
+  const [mode, setMode] = useState<'perFile' | 'single'>('perFile');
+
+  const add = (files: FileList | File[]) => {
+    const added = Array.from(files).map((file) => {
+      counter.current += 1;
+      const problem = validate(file);
+      return {
+        id: counter.current,
+        file,
+        state: problem
+          ? ({ kind: 'invalid', message: problem } as const)
+          : ({ kind: 'ready' } as const),
+      };
+    });
+    setEntries((current) => [...current.filter((e) => e.state.kind !== 'stored'), ...added]);
+    setMessage(null);
+  };
+
+  const remove = (id: number) => setEntries((current) => current.filter((e) => e.id !== id));
+
+  const sendable = entries.filter(
+    (e) => e.state.kind !== 'invalid' && e.state.kind !== 'rejected' && e.state.kind !== 'stored',
+  );
+
+  const upload = () => {
+    if (sendable.length === 0 || busy) return;
+    const sending = sendable;
+    const ids = new Set(sending.map((e) => e.id));
+    const form = new FormData();
+    form.set('mode', mode);
+    for (const entry of sending) form.append('files[]', entry.file, entry.file.name);
+    // Approximate byte ranges of each file in the body (headers of each part are small).
+    const ends: number[] = [];
+    let offset = 0;
+    for (const entry of sending) {
+      offset += entry.file.size + 200;
+      ends.push(offset);
+    }
+    setBusy(true);
+    setMessage(null);
+    setEntries((current) =>
+      current.map((e) => (ids.has(e.id) ? { ...e, state: { kind: 'uploading', loaded: 0 } } : e)),
+    );
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', '/console-api/batches');
+    xhr.responseType = 'json';
+    xhr.upload.onprogress = (event) => {
+      const scale = event.lengthComputable && event.total > 0 ? offset / event.total : 1;
+      const sent = event.loaded * scale;
+      setEntries((current) =>
+        current.map((e) => {
+          const i = sending.findIndex((s) => s.id === e.id);
+          if (i < 0) return e;
+          const start = i === 0 ? 0 : ends[i - 1]!;
+          const loaded = Math.max(0, Math.min(e.file.size, sent - start));
+          return { ...e, state: { kind: 'uploading', loaded } };
+        }),
+      );
+    };
+    xhr.onerror = () => {
+      setBusy(false);
+      setMessage({
+        tone: 'error',
+        text: 'The connection failed before the upload finished. Nothing was stored; try again.',
+      });
+      setEntries((current) =>
+        current.map((e) => (ids.has(e.id) ? { ...e, state: { kind: 'ready' } } : e)),
+      );
+    };
+    xhr.onload = () => {
+      setBusy(false);
+      const body = xhr.response as
+        | { batchId: string; pages: Array<{ pageId: number; jobId?: string }> }
+        | { error: { code: string; message: string; fileIndex?: number } }
+        | null;
+      if (xhr.status === 201 && body && 'batchId' in body) {
+        setEntries((current) =>
+          current.map((e) => (ids.has(e.id) ? { ...e, state: { kind: 'stored' } } : e)),
+        );
+        setMessage({
+          tone: 'ok',
+          text: `Batch created with ${body.pages.length} page(s). Opening it…`,
+        });
+        router.push(`/batches/${body.batchId}`);
+        return;
+      }
+      if (xhr.status === 401) {
+        router.push('/signin');
+        return;
+      }
+      const error =
+        body && 'error' in body ? body.error : { code: 'internal', message: 'The upload failed.' };
+      const culprit = error.fileIndex !== undefined ? sending[error.fileIndex] : undefined;
+      setEntries((current) =>
+        current.map((e) => {
+          if (culprit && e.id === culprit.id)
+            return { ...e, state: { kind: 'rejected', message: error.message } };
+          return ids.has(e.id) ? { ...e, state: { kind: 'not-stored' } } : e;
+        }),
+      );
+      setMessage({
+        tone: 'error',
+        text: culprit
+          ? `“${culprit.file.name}” was refused, so nothing was stored. Remove it and upload the others again.`
+          : `The batch was refused: ${error.message}`,
+      });
+    };
+    xhr.send(form);
+  };
+
+  return (
+    <div className="uploader">
+      {/* biome-ignore lint/a11y/noStaticElementInteractions: dropping is a pointer shortcut; "Choose files" is the keyboard path */}
+      <div
+        className={`dropzone${dragging ? ' dropzone-active' : ''}`}
+        onDragEnter={(e) => {
+          e.preventDefault();
+          setDragging(true);
+        }}
+        onDragOver={(e) => {
+          e.preventDefault();
+          e.dataTransfer.dropEffect = 'copy';
+        }}
+        onDragLeave={(e) => {
+          if (e.currentTarget.contains(e.relatedTarget as Node | null)) return;
+          setDragging(false);
+        }}
+        onDrop={(e) => {
+          e.preventDefault();
+          setDragging(false);
+          if (e.dataTransfer.files.length > 0) add(e.dataTransfer.files);
+        }}
+        data-testid="dropzone"
+      >
+        <p className="dropzone-title">Drop page images or recordings here</p>
+        <p className="muted">PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, Ogg or M4A; up to 1 GB each.</p>
+        <label htmlFor={inputId} className="button secondary">
+          Choose files…
+        </label>
+        <input
+          id={inputId}
+          className="file-input"
+          type="file"
+          multiple
+          accept={ACCEPT}
+          onChange={(e) => {
+            if (e.target.files && e.target.files.length > 0) add(e.target.files);
+            e.target.value = '';
+          }}
+        />
+      </div>
+
+      {entries.length > 0 ? (
+        <ul className="file-list" aria-label="Files to upload">
+          {entries.map((entry) => (
+            <li
+              key={entry.id}
+              className={`file file-${entry.state.kind}`}
+              data-file={entry.file.name}
+            >
+              <div className="file-main">
+                <span className="file-name">{entry.file.name}</span>
+                <span className="muted small">{formatBytes(entry.file.size)}</span>
+              </div>
+              <FileStatus entry={entry} />
+              {entry.state.kind !== 'uploading' && entry.state.kind !== 'stored' ? (
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() => remove(entry.id)}
+                  aria-label={`Remove ${entry.file.name}`}
+                >
+                  Remove
+                </button>
+              ) : null}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+
+      <fieldset className="choices">
+        <legend>Items</legend>
+        <label>
+          <input
+            type="radio"
+            name="mode"
+            value="perFile"
+            checked={mode === 'perFile'}
+            onChange={() => setMode('perFile')}
+          />{' '}
+          One item per file
+        </label>
+        <label>
+          <input
+            type="radio"
+            name="mode"
+            value="single"
+            checked={mode === 'single'}
+            onChange={() => setMode('single')}
+          />{' '}
+          One item, the files as its pages in this order
+        </label>
+      </fieldset>
+
+      <div className="actions">
+        <button type="button" onClick={upload} disabled={busy || sendable.length === 0}>
+          {busy ? 'Uploading…' : sendable.length > 1 ? `Upload ${sendable.length} files` : 'Upload'}
+        </button>
+        <span
+          role="status"
+          aria-live="polite"
+          className={message?.tone === 'error' ? 'error' : 'ok'}
+        >
+          {message?.text ?? ''}
+        </span>
+      </div>
+    </div>
+  );
+}
+
+function FileStatus({ entry }: { entry: Entry }) {
+  const s = entry.state;
+  switch (s.kind) {
+    case 'ready':
+      return <span className="file-status muted">Ready</span>;
+    case 'invalid':
+    case 'rejected':
+      return (
+        <span className="file-status error" role="alert">
+          {s.message}
+        </span>
+      );
+    case 'uploading': {
+      const pct = Math.round((s.loaded / Math.max(1, entry.file.size)) * 100);
+      return (
+        <span className="file-status">
+          <progress max={100} value={pct} aria-label={`Upload of ${entry.file.name}`} /> {pct}%
+        </span>
+      );
+    }
+    case 'stored':
+      return <span className="file-status ok">Stored</span>;
+    case 'not-stored':
+      return <span className="file-status muted">Not stored (the batch was refused)</span>;
+  }
+}
