@@ -33,7 +33,14 @@ export async function listJobSummaries(
         AND ($5::text IS NULL OR id < $5)
       ORDER BY id DESC
       LIMIT $6`,
-    [workspaceId, filter.status ?? null, filter.batchId ?? null, filter.pageId ?? null, filter.beforeId ?? null, filter.limit],
+    [
+      workspaceId,
+      filter.status ?? null,
+      filter.batchId ?? null,
+      filter.pageId ?? null,
+      filter.beforeId ?? null,
+      filter.limit,
+    ],
   );
   return rows.map((r) => ({
     id: r.id,

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
-import { getJob, listAttempts } from '../../db/jobs';
-import { createTestQuire, eventually, type TestQuire } from '../support/quire';
+import { listAttempts } from '../../db/jobs';
+import { createTestQuire, type TestQuire, untilSegments, untilStatus } from '../support/quire';
 import {
   readCallLog,
   spawnWorker,
@@ -38,23 +38,13 @@ describe('worker processes die and drain (T3)', () => {
       pageId,
       options: { simulated: { lines: 30, latencyMs: 100 } },
     });
-    await eventually(
-      async () =>
-        ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 8 || undefined,
-    );
+    await untilSegments(quire, ws, job.jobId, 8);
     a.child.kill('SIGKILL');
     const killedAt = Date.now();
     await a.exited;
     const b = spawnWorker(quire, 'b', { QUIRE_SIMULATED_CALL_LOG: callLog });
     workers.push(b);
-    const done = await eventually(
-      async () => {
-        const row = await getJob(quire.db.pool, ws, job.jobId);
-        return row?.status === 'completed' ? row : undefined;
-      },
-      90_000,
-      200,
-    );
+    const done = await untilStatus(quire, ws, job.jobId, 'completed');
     const recoverySeconds = (Date.now() - killedAt) / 1000;
     expect(recoverySeconds).toBeLessThan(60);
     expect([
@@ -99,10 +89,7 @@ describe('worker processes die and drain (T3)', () => {
       pageId,
       options: { simulated: { lines: 14, latencyMs: 250 } },
     });
-    await eventually(
-      async () =>
-        ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 2 || undefined,
-    );
+    await untilSegments(quire, ws, job.jobId, 2);
     const signalled = Date.now();
     a.child.kill('SIGTERM');
     const exit = await a.exited;
@@ -118,14 +105,7 @@ describe('worker processes die and drain (T3)', () => {
     expect(a.output()).toContain('worker stopped');
     const b = spawnWorker(quire, 'after-drain');
     workers.push(b);
-    const done = await eventually(
-      async () => {
-        const row = await getJob(quire.db.pool, ws, job.jobId);
-        return row?.status === 'completed' ? row : undefined;
-      },
-      90_000,
-      200,
-    );
+    const done = await untilStatus(quire, ws, job.jobId, 'completed');
     expect(done.completedSegments).toBe(14);
     // Drained work was not cut off: the same attempt carried on, nothing was charged as a crash.
     expect((await listAttempts(quire.db.pool, job.jobId)).map((x) => x.outcome)).toEqual([

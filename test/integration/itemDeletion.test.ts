@@ -1,15 +1,13 @@
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobRecord } from '../../core/jobStore';
-import { buildSnapshot } from '../../core/pricing';
 import { auditInvariants } from '../../db/audit';
 import { blobUsage } from '../../db/blobs';
 import { ConflictError } from '../../db/errors';
 import { deleteItem } from '../../db/items';
-import { createJobIn, listAttempts } from '../../db/jobs';
+import { listAttempts } from '../../db/jobs';
 import { getPage } from '../../db/pages';
-import { ingestBatch } from '../../ingest/batch';
 import { runBlobCleanup } from '../../worker/cleanup';
+import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, type TestQuire } from '../support/quire';
 import { png } from '../support/uploadFixtures';
 
@@ -34,34 +32,10 @@ afterAll(async () => {
 async function ingestItem(itemId: string, simulated: Record<string, unknown>) {
   const form = new FormData();
   form.append('itemId', itemId);
-  for (const size of [40, 50])
-    form.append('files[]', new Blob([png(size, size)], { type: 'image/png' }), `p${size}.png`);
-  const records: JobRecord[] = [];
-  const result = await ingestBatch(
-    {
-      pool: quire.db.pool,
-      blobStore: quire.blobStore,
-      publicBaseUrl: 'http://quire.test',
-      createJobs: async (tx, pages, _fields, batchId) => {
-        const out = [];
-        for (const page of pages) {
-          const { job, kind } = await createJobIn(tx, {
-            workspaceId: ws,
-            pageId: page.pageId,
-            batchId,
-            snapshot: buildSnapshot({ provider: 'simulated', options: { simulated } }),
-          });
-          records.push({ ...job, kind, workspaceId: ws });
-          out.push({ pageId: page.pageId, jobId: job.id });
-        }
-        return out;
-      },
-    },
-    ws,
-    new Request('http://quire.test/upload', { method: 'POST', body: form }),
-  );
-  for (const record of records) await quire.client.startRecordedJob(record);
-  return { result, records };
+  for (const size of [40, 50]) {
+    form.append('files[]', new Blob([new Uint8Array(png(size, size))], { type: 'image/png' }), `p${size}.png`);
+  }
+  return ingestWithJobs(quire, ws, form, { provider: 'simulated', options: { simulated } });
 }
 
 describe('item deletion (U3)', () => {

@@ -8,7 +8,7 @@ import { withTransaction } from '../../db/pool';
 import { createProviderRegistry } from '../../providers/registry';
 import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
 import { CountingProvider } from '../support/countingProvider';
-import { createTestQuire, eventually, type TestQuire } from '../support/quire';
+import { createTestQuire, eventually, type TestQuire, untilSegments } from '../support/quire';
 
 const counting = new CountingProvider(new SimulatedProvider());
 let quire: TestQuire;
@@ -224,10 +224,7 @@ describe('transcription workflow (SPEC §4)', () => {
   it('J4 a new job for the page supersedes the running one, which stops without committing', async () => {
     const pageId = await quire.page(ws);
     const old = await start(pageId, { lines: 20, latencyMs: 100 });
-    await eventually(
-      async () =>
-        ((await getJob(quire.db.pool, ws, old.jobId))?.completedSegments ?? 0) >= 2 || undefined,
-    );
+    await untilSegments(quire, ws, old.jobId, 2);
     const fresh = await start(pageId, { lines: 3, seed: 'fresh' });
     expect((await result(fresh.workflowId)).status).toBe('completed');
     await expect(result(old.workflowId)).rejects.toThrow();
@@ -243,10 +240,7 @@ describe('transcription workflow (SPEC §4)', () => {
   it('J5 cancel a job: the database first, then the workflow; nothing is committed', async () => {
     const pageId = await quire.page(ws);
     const job = await start(pageId, { lines: 20, latencyMs: 100 });
-    await eventually(
-      async () =>
-        ((await getJob(quire.db.pool, ws, job.jobId))?.completedSegments ?? 0) >= 1 || undefined,
-    );
+    await untilSegments(quire, ws, job.jobId, 1);
     await quire.client.cancelJob(ws, job.jobId);
     // The moment cancel returns, no token of the job can write.
     const row = await getJob(quire.db.pool, ws, job.jobId);

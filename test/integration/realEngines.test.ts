@@ -2,18 +2,15 @@ import { readFile } from 'node:fs/promises';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
-import type { JobRecord } from '../../core/jobStore';
-import { buildSnapshot, resolveProvider } from '../../core/pricing';
 import { characterErrorRate, wordErrorRate } from '../../core/textMetrics';
 import { auditInvariants } from '../../db/audit';
-import { createJobIn, getJob } from '../../db/jobs';
+import { getJob } from '../../db/jobs';
 import { getPage } from '../../db/pages';
-import { ingestBatch } from '../../ingest/batch';
-import { runBlobCleanup } from '../../worker/cleanup';
 import { PocketsphinxProvider } from '../../providers/pocketsphinx';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { TesseractProvider } from '../../providers/tesseract';
+import { runBlobCleanup } from '../../worker/cleanup';
 import {
   makeTempDir,
   PAGE_LINES,
@@ -22,6 +19,7 @@ import {
   SPEECH_SENTENCES,
   synthesizeSpeech,
 } from '../support/fixtures';
+import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, type TestQuire } from '../support/quire';
 
 /**
@@ -57,32 +55,7 @@ afterAll(async () => {
 async function ingestAndRun(file: string, name: string, mediaType: string) {
   const form = new FormData();
   form.append('files[]', new Blob([await readFile(file)], { type: mediaType }), name);
-  const records: JobRecord[] = [];
-  const request = new Request('http://quire.test/upload', { method: 'POST', body: form });
-  const result = await ingestBatch(
-    {
-      pool: quire.db.pool,
-      blobStore: quire.blobStore,
-      publicBaseUrl: 'http://quire.test',
-      createJobs: async (tx, pages, _fields, batchId) => {
-        const out = [];
-        for (const page of pages) {
-          const { job, kind } = await createJobIn(tx, {
-            workspaceId: ws,
-            pageId: page.pageId,
-            batchId,
-            snapshot: (k) => buildSnapshot({ provider: resolveProvider('auto', k) }),
-          });
-          records.push({ ...job, kind, workspaceId: ws });
-          out.push({ pageId: page.pageId, jobId: job.id });
-        }
-        return out;
-      },
-    },
-    ws,
-    request,
-  );
-  for (const record of records) await quire.client.startRecordedJob(record);
+  const { result, records } = await ingestWithJobs(quire, ws, form);
   const outcome = await quire.temporal.workflow.getHandle(records[0]!.workflowId).result();
   return { result, outcome, jobId: records[0]!.id, pageId: result.pages[0]!.pageId };
 }

@@ -148,3 +148,36 @@ export async function eventually<T>(
   }
   throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
 }
+
+/** Waits until a job has recognized at least `count` segments. */
+export async function untilSegments(
+  quire: TestQuire,
+  workspaceId: number,
+  jobId: string,
+  count: number,
+) {
+  const { getJob } = await import('../../db/jobs');
+  return eventually(async () => {
+    const job = await getJob(quire.db.pool, workspaceId, jobId);
+    return job && job.completedSegments >= count ? job : undefined;
+  });
+}
+
+/** Waits until a job has the given status, and returns its row. */
+export async function untilStatus(
+  quire: TestQuire,
+  workspaceId: number,
+  jobId: string,
+  status: string,
+  timeoutMs = 90_000,
+) {
+  const { getJob } = await import('../../db/jobs');
+  return eventually(
+    async () => {
+      const job = await getJob(quire.db.pool, workspaceId, jobId);
+      return job?.status === status ? job : undefined;
+    },
+    timeoutMs,
+    200,
+  );
+}

@@ -103,6 +103,23 @@ export const OPERATIONS: Operation[] = [
     responses: { '200': { description: 'canceled' }, ...errors([401, 404]) },
   },
   {
+    method: 'delete',
+    path: `${ws}/items/{itemId}`,
+    summary: 'Delete an item: pages, revisions and checkpoints in one transaction, blobs to cleanup (U3)',
+    tag: 'items',
+    responses: {
+      '200': { description: '{itemId, pages, blobsHandedToCleanup}' },
+      ...errors([401, 404, 409]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/operations`,
+    summary: 'Alert figures: queue age, failed deliveries and cleanups, bytes stored (O3, U2)',
+    tag: 'operations',
+    responses: { '200': { description: '{queue, storage}' }, ...errors([401, 404]) },
+  },
+  {
     method: 'post',
     path: `${ws}/transcription-jobs`,
     summary: 'Start a transcription job (J4 supersede, J6 idempotency key)',
