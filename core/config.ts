@@ -54,6 +54,10 @@ const schema = z.object({
         return z.NEVER;
       }
     }),
+  /** E3: where published AnnotationPages are mirrored (HTTP PUT of `<url>/<pageId>`). */
+  QUIRE_MIRROR_URL: z.string().url().optional(),
+  /** W1: host names (or host:port) allowed despite resolving to loopback or private ranges; development only. */
+  QUIRE_WEBHOOK_ALLOW_HOSTS: z.string().optional(),
   /** O3: events and finished deliveries older than this are removed. */
   QUIRE_EVENT_RETENTION_DAYS: intFrom(1, 3650, 30),
   /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */

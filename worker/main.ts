@@ -20,6 +20,7 @@ import { checkAndRecordHealth, readHealth } from './health';
 import { createLogger } from './logger';
 import { type NotifyPauseArgs, notifyPauseOnce } from './notify';
 import { ensureSchedules } from './schedules';
+import { deliverMirrorOutbox } from './mirrorRelay';
 import { createWebhookRelay } from './webhookRelay';
 
 /**
@@ -95,6 +96,18 @@ async function main(): Promise<number> {
     databaseUrl: config.DATABASE_URL,
   });
   await relay.start();
+  // E3: published snapshots are PUT to the mirror; the rows are revision-fenced and leased,
+  // so any number of workers may run this pass.
+  let mirrorPass: Promise<unknown> = Promise.resolve();
+  const mirrorTimer = config.QUIRE_MIRROR_URL
+    ? setInterval(() => {
+        mirrorPass = deliverMirrorOutbox({
+          pool,
+          mirrorUrl: config.QUIRE_MIRROR_URL,
+          allowHosts: config.QUIRE_WEBHOOK_ALLOW_HOSTS,
+        }).catch((error) => logger.warn({ error: redactError(error) }, 'mirror pass failed'));
+      }, 2_000)
+    : undefined;
 
   const beat = () =>
     checkAndRecordHealth({
@@ -121,6 +134,8 @@ async function main(): Promise<number> {
     await worker.run();
   } finally {
     clearInterval(healthTimer);
+    if (mirrorTimer) clearInterval(mirrorTimer);
+    await mirrorPass;
     await relay.stop({ graceMs: Math.min(config.QUIRE_SHUTDOWN_GRACE_MS, 15_000) }).catch(() => {});
     await tesseract.close().catch(() => {});
     logger.info({ identity }, 'worker stopped');
