@@ -18,10 +18,12 @@ import {
   commitPageRevision,
   failOnConflict,
   loadCheckpoints,
-  lockRunningAttempt,
   pauseProvider as pauseProviderRow,
+  readRunningAttempt,
   recordProgress,
+  refreshRecognizeProgress,
   saveCheckpoint,
+  saveSegmentCheckpoint,
 } from '../db/attempts';
 import { scheduleBlobDeletion } from '../db/blobs';
 import { checkBudget } from '../db/budget';
@@ -83,6 +85,9 @@ export type ClaimOutcome =
   | { state: 'paused'; reason: FailureClass; resumeAtMs: number | null }
   | { state: 'exhausted'; category: FailureClass };
 
+/** How often a long recognition refreshes the job's live counters (the console reads them). */
+const PROGRESS_EVERY_MS = 500;
+
 export interface SegmentFailure {
   index: number;
   category: FailureClass;
@@ -141,7 +146,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
 
   async function attemptContext(ref: AttemptRef): Promise<AttemptContext> {
     const fence = fenceOf(ref);
-    const row = await withTransaction(pool, (client) => lockRunningAttempt(client, fence, 'SHARE'));
+    const row = await readRunningAttempt(pool, fence);
     return {
       fence,
       workspaceId: row.workspace_id,
@@ -392,6 +397,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         const failures: SegmentFailure[] = [];
         let completed = done.size;
         let pause: RecognizeOutcome['pause'] = null;
+        let progressAt = Date.now();
         await withHeartbeat(
           () => ({ stage: 'recognize', completed, total: lines.length }),
           async () => {
@@ -404,23 +410,28 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
                   line,
                   callContext(ctx, 'recognize', index),
                 );
-                await saveCheckpoint(
+                // Saved before the next line starts: a new attempt resumes after it (T2).
+                await saveSegmentCheckpoint(
                   pool,
                   ctx.fence,
-                  'recognize',
                   index,
                   { text: result.text, confidence: result.confidence ?? null },
-                  async (client, inserted) => {
-                    if (!inserted) return;
-                    await client.query(
-                      `UPDATE transcription_jobs SET completed_segments = completed_segments + 1, stage = 'recognize',
-                              updated_at = now() WHERE id = $1`,
-                      [ref.jobId],
-                    );
+                  {
+                    workspaceId: ctx.workspaceId,
+                    provider: ctx.snapshot.provider,
+                    units: result.cost.units,
+                    unit: result.cost.unit,
+                    costMicros: Math.round(
+                      result.cost.units * (ctx.snapshot.price[result.cost.unit] ?? 0),
+                    ),
+                    occurredAt: deps.now?.(),
                   },
                 );
-                await ledger(ctx, 'recognize', result.cost, 'ok');
                 completed += 1;
+                if (Date.now() - progressAt >= PROGRESS_EVERY_MS) {
+                  progressAt = Date.now();
+                  await refreshRecognizeProgress(pool, ref.jobId);
+                }
               } catch (error) {
                 if (
                   !(error instanceof ProviderError) ||
@@ -437,6 +448,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
             }
           },
         );
+        await refreshRecognizeProgress(pool, ref.jobId);
         const attempted = pause ? failures.length + (completed - done.size) : batch.length;
         return {
           total: lines.length,

@@ -629,3 +629,93 @@ export async function getProviderStates(db: Queryable) {
     episode: number;
   }>;
 }
+
+/**
+ * T2 hot path: one recognized segment, saved in a single fenced statement, with its ledger
+ * row (B1). The ledger row is written even when the token is stale: the call was paid for.
+ * Returns whether the checkpoint is new; a dead token throws `StaleAttemptError`.
+ */
+export async function saveSegmentCheckpoint(
+  db: Queryable,
+  fence: AttemptFence,
+  seq: number,
+  payload: unknown,
+  call: {
+    workspaceId: number;
+    provider: string;
+    units: number;
+    unit: string;
+    costMicros: number;
+    occurredAt?: Date;
+  },
+): Promise<boolean> {
+  const { rows } = await db.query<{ fenced: number; inserted: number }>(
+    `WITH fence AS (
+       SELECT job_id FROM transcription_job_attempts
+        WHERE job_id = $1 AND attempt_number = $2 AND token_hash = $3 AND outcome = 'running'
+        FOR SHARE),
+     saved AS (
+       INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload)
+       SELECT job_id, 'recognize', $4, $2, $5 FROM fence
+       ON CONFLICT (job_id, stage, seq) DO NOTHING RETURNING 1),
+     ledger AS (
+       INSERT INTO provider_calls (workspace_id, job_id, attempt_number, provider, operation, units, unit,
+                                   cost_micros, outcome, occurred_at)
+       VALUES ($6, $1, $2, $7, 'recognize', $8, $9, $10, 'ok', coalesce($11, now())) RETURNING 1)
+     SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM saved)::int AS inserted,
+            (SELECT count(*) FROM ledger)::int AS recorded`,
+    [
+      fence.jobId,
+      fence.attemptNumber,
+      fence.tokenHash,
+      seq,
+      JSON.stringify(payload),
+      call.workspaceId,
+      call.provider,
+      call.units,
+      call.unit,
+      call.costMicros,
+      call.occurredAt ?? null,
+    ],
+  );
+  if (rows[0]?.fenced !== 1) {
+    throw new StaleAttemptError(
+      `attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`,
+    );
+  }
+  return rows[0].inserted === 1;
+}
+
+/**
+ * Live progress for the console: the job's counters follow its checkpoints. Counted, not
+ * incremented, so a late or repeated write can only state the truth.
+ */
+export async function refreshRecognizeProgress(db: Queryable, jobId: string): Promise<void> {
+  await db.query(
+    `UPDATE transcription_jobs SET stage = 'recognize', updated_at = now(),
+            completed_segments = (SELECT count(*) FROM job_checkpoints WHERE job_id = $1 AND stage = 'recognize')
+      WHERE id = $1 AND status = 'running'`,
+    [jobId],
+  );
+}
+
+/** The running attempt's context, read without locks (every write is fenced on its own). */
+export async function readRunningAttempt(db: Queryable, fence: AttemptFence) {
+  const { rows } = await db.query(
+    `SELECT a.input_revision, a.snapshot, j.workspace_id, j.page_id
+       FROM transcription_job_attempts a JOIN transcription_jobs j ON j.id = a.job_id
+      WHERE a.job_id = $1 AND a.attempt_number = $2 AND a.token_hash = $3 AND a.outcome = 'running'`,
+    [fence.jobId, fence.attemptNumber, fence.tokenHash],
+  );
+  const row = rows[0];
+  if (!row)
+    throw new StaleAttemptError(
+      `attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`,
+    );
+  return row as {
+    input_revision: number;
+    snapshot: JobSnapshot;
+    workspace_id: number;
+    page_id: number;
+  };
+}
