@@ -439,6 +439,15 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
                 )
                   throw error;
                 await ledger(ctx, 'recognize', null, error.category);
+                deps.logger.warn(
+                  {
+                    jobId: ref.jobId,
+                    attempt: ref.attemptNumber,
+                    segment: index,
+                    errorClass: error.category,
+                  },
+                  'segment failed',
+                );
                 if (isPausing(error.category)) {
                   pause = pauseFrom(error);
                   return;
