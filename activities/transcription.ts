@@ -625,7 +625,12 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         const recognized = recognizedSegments(saved);
         if (recognized.length === 0) return { polished: false };
         const { kind } = await pageKind(pool, ctx.pageId);
-        const provider = deps.providers.get(ctx.snapshot.provider);
+        // The engine's own (offline, deterministic) polish, or a model pass through another
+        // provider named in the job's options, e.g. `{ polishProvider: "openai-chat" }`.
+        const polishWith = ctx.snapshot.options.polishProvider;
+        const provider = deps.providers.get(
+          typeof polishWith === 'string' ? polishWith : ctx.snapshot.provider,
+        );
         const raw = recognized.map((s) => s.text.replace(/\n/g, ' ')).join('\n');
         await recordProgress(pool, ctx.fence, { stage: 'polish' });
         await guardBudget(ctx, { units: 1, unit: 'call' });

@@ -359,3 +359,29 @@ describe('transcription workflow (SPEC §4)', () => {
     expect(after.rows[0].n).toBe(before.rows[0].n);
   });
 });
+
+describe('polish (T2)', () => {
+  it('T2 a job may polish through another provider named in its options', async () => {
+    const polisher = new CountingProvider(new SimulatedProvider({}, 'polisher'));
+    const local = await createTestQuire({}, createProviderRegistry([counting, polisher]));
+    const localWs = await local.workspace();
+    const localWorker = await local.newWorker();
+    try {
+      await localWorker.runUntil(async () => {
+        const pageId = await local.page(localWs);
+        const job = await local.client.startJob({
+          workspaceId: localWs,
+          pageId,
+          options: { simulated: { lines: 2 }, polishProvider: 'polisher' },
+        });
+        expect((await local.temporal.workflow.getHandle(job.workflowId).result()).status).toBe(
+          'completed',
+        );
+        expect(polisher.calls.map((c) => c.op)).toEqual(['polish']);
+        expect(counting.calls.some((c) => c.jobId === job.jobId && c.op === 'polish')).toBe(false);
+      });
+    } finally {
+      await local.close();
+    }
+  });
+});
