@@ -1,6 +1,7 @@
 'use client';
 import { useRouter } from 'next/navigation';
 import { useId, useRef, useState } from 'react';
+import { sniffMediaType } from '../../core/media';
 import { formatBytes } from './format';
 
 /**
@@ -42,7 +43,8 @@ interface Entry {
   state: FileState;
 }
 
-function validate(file: File): string | null {
+/** The checks the server makes first, made here so each file's problem is shown beside it. */
+async function validate(file: File): Promise<string | null> {
   const extension = file.name.includes('.') ? file.name.split('.').pop()!.toLowerCase() : '';
   const typeOk =
     file.type.startsWith('image/') ||
@@ -52,6 +54,11 @@ function validate(file: File): string | null {
     return 'Not an image or audio file (PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, Ogg, M4A).';
   if (file.size === 0) return 'The file is empty.';
   if (file.size > MAX_FILE_BYTES) return `Larger than ${formatBytes(MAX_FILE_BYTES)}.`;
+  // The same magic-byte sniffing as the ingest (U4): a renamed text file is caught here.
+  const head = new Uint8Array(await file.slice(0, 64).arrayBuffer());
+  if (!sniffMediaType(head)) {
+    return 'Its contents are not a PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, Ogg or M4A file.';
+  }
   return null;
 }
 
@@ -65,20 +72,23 @@ export function Uploader() {
   const [message, setMessage] = useState<{ tone: 'error' | 'ok'; text: string } | null>(null);
   const [mode, setMode] = useState<'perFile' | 'single'>('perFile');
 
-  const add = (files: FileList | File[]) => {
-    const added = Array.from(files).map((file) => {
-      counter.current += 1;
-      const problem = validate(file);
-      return {
-        id: counter.current,
-        file,
-        state: problem
-          ? ({ kind: 'invalid', message: problem } as const)
-          : ({ kind: 'ready' } as const),
-      };
-    });
-    setEntries((current) => [...current.filter((e) => e.state.kind !== 'stored'), ...added]);
+  const add = async (files: File[]) => {
     setMessage(null);
+    const added: Entry[] = await Promise.all(
+      files.map(async (file) => {
+        counter.current += 1;
+        const id = counter.current;
+        const problem = await validate(file).catch(() => 'The file could not be read.');
+        return {
+          id,
+          file,
+          state: problem
+            ? ({ kind: 'invalid', message: problem } as const)
+            : ({ kind: 'ready' } as const),
+        };
+      }),
+    );
+    setEntries((current) => [...current.filter((e) => e.state.kind !== 'stored'), ...added]);
   };
 
   const remove = (id: number) => setEntries((current) => current.filter((e) => e.id !== id));
@@ -193,7 +203,7 @@ export function Uploader() {
         onDrop={(e) => {
           e.preventDefault();
           setDragging(false);
-          if (e.dataTransfer.files.length > 0) add(e.dataTransfer.files);
+          if (e.dataTransfer.files.length > 0) void add(Array.from(e.dataTransfer.files));
         }}
         data-testid="dropzone"
       >
@@ -209,7 +219,7 @@ export function Uploader() {
           multiple
           accept={ACCEPT}
           onChange={(e) => {
-            if (e.target.files && e.target.files.length > 0) add(e.target.files);
+            if (e.target.files && e.target.files.length > 0) void add(Array.from(e.target.files));
             e.target.value = '';
           }}
         />
