@@ -1,10 +1,12 @@
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
 import { segmentsOf } from '../../../../core/annotation';
+import { jobsDigest } from '../../../../db/console';
 import { listJobSummaries } from '../../../../db/jobList';
 import { getPage, getRevision, listRevisions } from '../../../../db/pages';
 import { diffLines } from '../../../components/diff';
 import { shortId } from '../../../components/format';
+import { LiveRefresh } from '../../../components/LiveRefresh';
 import { PageWorkspace, type ViewSegment } from '../../../components/PageWorkspace';
 import { PublishButton } from '../../../components/PublishButton';
 import { Status } from '../../../components/Status';
@@ -52,9 +54,10 @@ export default async function PageView({
   const page = await getPage(pool(), principal.workspaceId, pageId);
   if (!page) notFound();
   const query = await searchParams;
-  const [revisions, jobs] = await Promise.all([
+  const [revisions, jobs, digest] = await Promise.all([
     listRevisions(pool(), principal.workspaceId, pageId, { limit: 50 }),
     listJobSummaries(pool(), principal.workspaceId, { pageId, limit: 5 }),
+    jobsDigest(pool(), principal.workspaceId),
   ]);
   const from = revisionParam(query.from);
   const to = revisionParam(query.to);
@@ -114,11 +117,17 @@ export default async function PageView({
             ) : null}
           </p>
         </div>
-        <PublishButton
-          pageId={page.id}
-          revision={page.revision}
-          publishedRevision={page.publishedRevision}
-        />
+        <div className="page-head-actions">
+          {latestJob && (latestJob.status === 'pending' || latestJob.status === 'running') ? (
+            // A running job's commit appears without a reload; drafts being edited are kept.
+            <LiveRefresh topics={['jobs']} baselines={{ jobs: digest }} label="Job running" />
+          ) : null}
+          <PublishButton
+            pageId={page.id}
+            revision={page.revision}
+            publishedRevision={page.publishedRevision}
+          />
+        </div>
       </div>
 
       <PageWorkspace
