@@ -1,0 +1,79 @@
+import 'server-only';
+import { NextResponse } from 'next/server';
+import type { JobRecord } from '../../core/jobStore';
+import {
+  AUTO_PROVIDER,
+  buildSnapshot,
+  KNOWN_PROVIDERS,
+  pricesWith,
+  resolveProvider,
+} from '../../core/pricing';
+import { createJobIn } from '../../db/jobs';
+import { IngestError, ingestBatch, ingestErrorResponse } from '../../ingest/batch';
+import { blobStore } from './blobs';
+import { apiError } from './http';
+import { config, pool, quireClient } from './server';
+
+/**
+ * The ingest behind both `POST /api/v1/workspaces/{ws}/batches` (bearer key) and the
+ * console's upload (session cookie): items, pages and one job per page are recorded in one
+ * transaction; the workflows start after it commits, and the reconciler starts any that a
+ * crash left unstarted (J6). Errors carry the index of the file they are about, when known.
+ */
+export async function ingestAndStart(workspaceId: number, request: Request): Promise<NextResponse> {
+  const records: JobRecord[] = [];
+  const settings = config();
+  try {
+    const result = await ingestBatch(
+      {
+        pool: pool(),
+        blobStore: blobStore(),
+        publicBaseUrl: settings.QUIRE_PUBLIC_URL,
+        globalQuotaBytes: settings.QUIRE_GLOBAL_QUOTA_BYTES ?? null,
+        createJobs: async (tx, pages, fields, batchId) => {
+          const provider = fields.provider ?? settings.QUIRE_DEFAULT_PROVIDER;
+          if (provider !== AUTO_PROVIDER && !KNOWN_PROVIDERS.includes(provider)) {
+            throw new IngestError('unknown_provider', 422, `unknown provider ${provider}`);
+          }
+          const jobs = [];
+          for (const page of pages) {
+            const { job, kind } = await createJobIn(tx, {
+              workspaceId,
+              pageId: page.pageId,
+              batchId,
+              snapshot: (k) =>
+                buildSnapshot({
+                  provider: resolveProvider(provider, k),
+                  prices: pricesWith(settings.QUIRE_PRICES),
+                }),
+              externalReferenceId: fields.externalReferenceId,
+              metadata: fields.metadata,
+            });
+            records.push({ ...job, kind, workspaceId, batchId });
+            jobs.push({ pageId: page.pageId, jobId: job.id });
+          }
+          return jobs;
+        },
+      },
+      workspaceId,
+      request,
+    );
+    if (records.length > 0) {
+      try {
+        const client = await quireClient();
+        for (const record of records) await client.startRecordedJob(record);
+      } catch {
+        // Recorded is enough: the reconciler starts these jobs once Temporal answers (J6).
+      }
+    }
+    return NextResponse.json(result, { status: 201 });
+  } catch (error) {
+    const mapped = ingestErrorResponse(error);
+    if (!mapped) return apiError(500, 'internal', 'the upload could not be stored');
+    const fileIndex = error instanceof IngestError ? error.fileIndex : undefined;
+    return NextResponse.json(
+      { error: { ...mapped.body.error, ...(fileIndex !== undefined ? { fileIndex } : {}) } },
+      { status: mapped.status },
+    );
+  }
+}
