@@ -47,7 +47,7 @@ import type {
 import { redactError } from '../core/redact';
 import { throwIfAborted } from './engineSupport';
 import { DEFAULT_TIMEOUT_MS, joinUrl, providerJson, unexpectedShape } from './http';
-import { polishText } from './polish';
+import { offlinePolish } from './polish';
 
 export interface OpenAiAudioOptions {
   /** Registry name; default `whisper`. */
@@ -282,13 +282,12 @@ export class OpenAiAudioProvider implements TranscriptionProvider {
     await rm(dir, { recursive: true, force: true });
   }
 
-  async polish(
+  polish(
     text: string,
     kind: 'image' | 'audio',
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }> {
-    throwIfAborted(ctx.signal);
-    return { text: polishText(text, kind), cost: { units: 1, unit: 'call' } };
+    return offlinePolish(text, kind, ctx.signal);
   }
 
   /** Engine jobs on this machine with their age, for the stranded-job sweep (O3). */

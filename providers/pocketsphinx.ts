@@ -41,7 +41,7 @@ import type {
   TranscriptionProvider,
 } from '../core/provider';
 import { requirePrograms, runProgram, throwIfAborted } from './engineSupport';
-import { polishText } from './polish';
+import { offlinePolish } from './polish';
 
 export interface SpeechModel {
   /** Acoustic model directory (`-hmm`). */
@@ -393,13 +393,12 @@ export class PocketsphinxProvider implements TranscriptionProvider {
     await rm(dir, { recursive: true, force: true });
   }
 
-  async polish(
+  polish(
     text: string,
     kind: 'image' | 'audio',
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }> {
-    throwIfAborted(ctx.signal);
-    return { text: polishText(text, kind), cost: { units: 1, unit: 'call' } };
+    return offlinePolish(text, kind, ctx.signal);
   }
 
   /** Engine jobs on this machine with their age, for the stranded-job sweep (O3). */

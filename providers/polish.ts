@@ -84,3 +84,16 @@ export function polishSegmentTexts(texts: readonly string[], kind: 'image' | 'au
 export function polishText(text: string, kind: 'image' | 'audio'): string {
   return polishSegmentTexts(text.split('\n'), kind).join('\n');
 }
+
+/**
+ * The offline engines' `polish` (tesseract, pocketsphinx, whisper): the deterministic pass
+ * above, free of charge, honouring cancellation.
+ */
+export async function offlinePolish(
+  text: string,
+  kind: 'image' | 'audio',
+  signal: AbortSignal,
+): Promise<{ text: string; cost: { units: number; unit: 'call' } }> {
+  if (signal.aborted) throw signal.reason ?? new Error('aborted');
+  return { text: polishText(text, kind), cost: { units: 1, unit: 'call' } };
+}

@@ -29,7 +29,7 @@ import type {
   TranscriptionProvider,
 } from '../core/provider';
 import { abortable, tesseractLanguages, throwIfAborted } from './engineSupport';
-import { polishText } from './polish';
+import { offlinePolish } from './polish';
 
 const require = createRequire(import.meta.url);
 
@@ -296,13 +296,12 @@ export class TesseractProvider implements TranscriptionProvider {
     // Nothing to delete: this engine never holds audio.
   }
 
-  async polish(
+  polish(
     text: string,
     kind: 'image' | 'audio',
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }> {
-    throwIfAborted(ctx.signal);
-    return { text: polishText(text, kind), cost: { units: 1, unit: 'call' } };
+    return offlinePolish(text, kind, ctx.signal);
   }
 
   /** Ends every engine worker. The provider may still be used: the next call starts a new one. */
