@@ -375,12 +375,14 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
 
     /**
      * T2 `recognize` for image pages: recognizes up to `maxSegments` lines not yet
-     * checkpointed, saving each line's text before going on. A pausing failure stops at
-     * once; a charged failure marks that line failed for this attempt (J2).
+     * checkpointed, for at most about `maxMillis`, saving each line's text before going on.
+     * A pausing failure stops at once; a charged failure marks that line failed for this
+     * attempt (J2). Bounding by time keeps the workflow's view of progress fresh and a
+     * drain short, whatever the engine's speed, with few activities per page.
      */
     async recognizeSegments(
       ref: AttemptRef,
-      args: { maxSegments: number; skip: number[] },
+      args: { maxSegments: number; skip: number[]; maxMillis?: number },
     ): Promise<RecognizeOutcome> {
       const ctx = await guarded(undefined, () => attemptContext(ref));
       return guarded(ctx, async () => {
@@ -398,10 +400,13 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         let completed = done.size;
         let pause: RecognizeOutcome['pause'] = null;
         let progressAt = Date.now();
+        const startedAt = Date.now();
+        let tried = 0;
         await withHeartbeat(
           () => ({ stage: 'recognize', completed, total: lines.length }),
           async () => {
             for (const index of batch) {
+              if (args.maxMillis && tried > 0 && Date.now() - startedAt >= args.maxMillis) break;
               try {
                 const line = lines[index]!;
                 await guardBudget(ctx, { units: 1, unit: 'line' });
@@ -428,6 +433,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
                   },
                 );
                 completed += 1;
+                tried += 1;
                 if (Date.now() - progressAt >= PROGRESS_EVERY_MS) {
                   progressAt = Date.now();
                   await refreshRecognizeProgress(pool, ref.jobId);
@@ -453,17 +459,17 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
                   return;
                 }
                 failures.push({ index, category: error.category });
+                tried += 1;
               }
             }
           },
         );
         await refreshRecognizeProgress(pool, ref.jobId);
-        const attempted = pause ? failures.length + (completed - done.size) : batch.length;
         return {
           total: lines.length,
           completed,
           failures,
-          remaining: todo.length - attempted,
+          remaining: todo.length - tried,
           pause,
         };
       });

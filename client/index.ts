@@ -85,6 +85,7 @@ export interface QuireClientOptions {
   retryInitialMs?: number;
   retryMaxMs?: number;
   heartbeatTimeoutMs?: number;
+  recognizeSliceMs?: number;
   defaultProvider?: string;
   /** Known providers; a job naming another is rejected before anything is written. */
   providers?: string[];
@@ -111,6 +112,7 @@ export class QuireClient {
       retryInitialMs: config.QUIRE_RETRY_INITIAL_MS,
       retryMaxMs: config.QUIRE_RETRY_MAX_MS,
       heartbeatTimeoutMs: config.QUIRE_HEARTBEAT_TIMEOUT_MS,
+      recognizeSliceMs: config.QUIRE_RECOGNIZE_SLICE_MS,
       defaultProvider: config.QUIRE_DEFAULT_PROVIDER,
       providers,
       snapshot: (request) =>
@@ -173,6 +175,7 @@ export class QuireClient {
       retryInitialMs: this.options.retryInitialMs ?? 2_000,
       retryMaxMs: this.options.retryMaxMs ?? 60_000,
       heartbeatTimeoutMs: this.options.heartbeatTimeoutMs ?? 15_000,
+      recognizeSliceMs: this.options.recognizeSliceMs ?? 10_000,
     };
     try {
       await this.options.temporal.workflow.start(TRANSCRIPTION_WORKFLOW, {

@@ -29,6 +29,8 @@ const schema = z.object({
   QUIRE_MAX_ATTEMPTS: intFrom(1, 100, 5),
   QUIRE_POLISH_ATTEMPTS: intFrom(0, 100, 3),
   QUIRE_RETRY_INITIAL_MS: intFrom(1, 3_600_000, 2_000),
+  /** How long one recognize activity runs before the workflow hears of its progress. */
+  QUIRE_RECOGNIZE_SLICE_MS: intFrom(100, 600_000, 10_000),
   QUIRE_RETRY_MAX_MS: intFrom(1, 86_400_000, 60_000),
   QUIRE_RECONCILE_AFTER_MS: intFrom(1_000, 86_400_000, 60_000),
   /** A provider name, or `auto`: tesseract for images, pocketsphinx for audio. */

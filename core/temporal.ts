@@ -71,6 +71,8 @@ export interface TranscriptionJobInput {
   retryInitialMs: number;
   retryMaxMs: number;
   heartbeatTimeoutMs: number;
+  /** How long one recognize activity runs before reporting back (default 10 s). */
+  recognizeSliceMs?: number;
 }
 
 export interface JobProgress {

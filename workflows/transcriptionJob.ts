@@ -66,7 +66,11 @@ const cleanup = proxyActivities<TranscriptionActivities>({
   retry: { initialInterval: '1s', maximumInterval: '1m' },
 });
 
-const RECOGNIZE_CHUNK = 10;
+// One recognize activity takes up to this many lines, for about this long: few activities per
+// page (each costs the Temporal server a round of history writes), yet fresh progress and a
+// drain that ends well inside the shutdown grace period.
+const RECOGNIZE_CHUNK = 500;
+const RECOGNIZE_SLICE_MS = 10_000;
 const PAUSE_RECHECK_MS = 10 * 60_000;
 
 type AttemptEnd = { kind: 'final'; result: TranscriptionJobResult } | { kind: 'again' };
@@ -202,6 +206,7 @@ export async function transcriptionJob(
         for (;;) {
           const chunk = await engine.recognizeSegments(ref, {
             maxSegments: RECOGNIZE_CHUNK,
+            maxMillis: input.recognizeSliceMs ?? RECOGNIZE_SLICE_MS,
             skip: failures.map((f) => f.index),
           });
           failures.push(...chunk.failures);

@@ -17,7 +17,11 @@ let running: Promise<void>;
 let ws: number;
 
 beforeAll(async () => {
-  quire = await createTestQuire({}, createProviderRegistry([counting]));
+  // Short recognize slices, so the workflow's progress query moves while a page is read.
+  quire = await createTestQuire(
+    { QUIRE_RECOGNIZE_SLICE_MS: '300' },
+    createProviderRegistry([counting]),
+  );
   ws = await quire.workspace();
   worker = await quire.newWorker();
   running = worker.run();
