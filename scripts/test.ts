@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { ensurePostgres } from './lib/postgres';
 import { findOrBuildTemporal } from './lib/temporal';
 
@@ -6,16 +7,35 @@ import { findOrBuildTemporal } from './lib/temporal';
  * `npm test`: every test, against real PostgreSQL and a real Temporal dev server. The
  * Temporal CLI is found or built here, before the test runner's own time limits apply
  * (the first build takes minutes); the runner's global setup then starts the server.
+ * The last line is the plain count CI reads: `tests: N passed, N failed`.
  */
 const adminUrl = process.env.QUIRE_TEST_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 await ensurePostgres(adminUrl);
 const temporal = findOrBuildTemporal((line) => process.stderr.write(`quire: ${line}\n`));
-const result = spawnSync(
+mkdirSync('.data', { recursive: true });
+const results = '.data/test-results.json';
+rmSync(results, { force: true });
+const run = spawnSync(
   process.execPath,
-  ['node_modules/vitest/vitest.mjs', 'run', ...process.argv.slice(2)],
-  {
-    stdio: 'inherit',
-    env: { ...process.env, QUIRE_TEMPORAL_BIN: temporal },
-  },
+  [
+    'node_modules/vitest/vitest.mjs',
+    'run',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${results}`,
+    ...process.argv.slice(2),
+  ],
+  { stdio: 'inherit', env: { ...process.env, QUIRE_TEMPORAL_BIN: temporal } },
 );
-process.exit(result.status ?? 1);
+if (existsSync(results)) {
+  const summary = JSON.parse(readFileSync(results, 'utf8')) as {
+    numPassedTests: number;
+    numFailedTests: number;
+    numTotalTests: number;
+  };
+  process.stdout.write(
+    `tests: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed\n`,
+  );
+  if (summary.numTotalTests === 0) process.exit(1);
+}
+process.exit(run.status ?? 1);
