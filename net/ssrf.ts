@@ -1,4 +1,5 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
+import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
 import { validateWebhookUrl, WebhookValidationError } from '../core/webhookValidation';
 
@@ -289,4 +290,19 @@ export async function assertWebhookTargetAllowed(
     throw error;
   }
   return url;
+}
+
+/**
+ * A `lookup` that answers with the one address the SSRF check approved, so the socket
+ * connects where the check looked and DNS cannot be re-asked (rebinding).
+ */
+export function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
+  return ((
+    _hostname: string,
+    options: { all?: boolean },
+    callback: (...args: unknown[]) => void,
+  ) => {
+    if (options?.all) callback(null, [{ address, family }]);
+    else callback(null, address, family);
+  }) as unknown as LookupFunction;
 }

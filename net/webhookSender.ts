@@ -1,11 +1,10 @@
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { redact, redactError } from '../core/redact';
 import { parseRetryAfter } from '../core/webhookSchedule';
 import { signedDeliveryHeaders, unixSeconds } from '../core/webhookSignature';
-import { type AllowList, type LookupAll, resolveTarget, SsrfError } from './ssrf';
+import { type AllowList, type LookupAll, pinnedLookup, resolveTarget, SsrfError } from './ssrf';
 
 /**
  * W2: one delivery attempt, one HTTPS POST. The body is sent exactly as given; the timestamp
@@ -49,17 +48,6 @@ export interface SendResult {
 }
 
 const sharedAgent = new https.Agent({ keepAlive: true, maxSockets: 64, timeout: 30_000 });
-
-function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
-  return ((
-    _hostname: string,
-    options: { all?: boolean },
-    callback: (...args: unknown[]) => void,
-  ) => {
-    if (options?.all) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  }) as unknown as LookupFunction;
-}
 
 export async function sendWebhook(
   request: WebhookRequest,

@@ -1,6 +1,5 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { redact, redactError } from '../core/redact';
@@ -15,6 +14,7 @@ import {
   type AllowList,
   type LookupAll,
   parseAllowHosts,
+  pinnedLookup,
   resolveTarget,
   SsrfError,
 } from '../net/ssrf';
@@ -148,17 +148,6 @@ interface PutResult {
   statusCode?: number;
   latencyMs: number;
   error?: string;
-}
-
-function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
-  return ((
-    _hostname: string,
-    options: { all?: boolean },
-    callback: (...args: unknown[]) => void,
-  ) => {
-    if (options?.all) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  }) as unknown as LookupFunction;
 }
 
 async function putSnapshot(
