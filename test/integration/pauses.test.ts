@@ -141,6 +141,26 @@ describe('pause instead of fail (Q3)', () => {
     expect(notices).toEqual([JSON.stringify({ text: 'Quire paused provider simulated: credit' })]);
   });
 
+  it('Q3 auth pauses the provider like credit and waits for Resume; nothing is charged', async () => {
+    const job = await start({
+      lines: 2,
+      faults: [{ op: 'segment', category: 'auth', attempts: [1] }],
+    });
+    const paused = await eventually(async () =>
+      (await getProviderStates(quire.db.pool)).find(
+        (s) => s.provider === 'simulated' && s.reason === 'auth',
+      ),
+    );
+    expect(paused.resume_at).toBeNull();
+    await quire.client.resumeProvider('simulated');
+    expect((await result(job.workflowId)).status).toBe('completed');
+    const attempts = await listAttempts(quire.db.pool, job.jobId);
+    expect(attempts.map((a) => [a.outcome, a.refunded, a.errorCategory])).toEqual([
+      ['retryable_failed', true, 'auth'],
+      ['completed', false, null],
+    ]);
+  });
+
   it("Q3 outage resumes on its own after the provider's Retry-After, refunded", async () => {
     const job = await start({
       lines: 3,
