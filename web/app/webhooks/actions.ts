@@ -41,7 +41,7 @@ export async function createWebhookAction(
     validateWebhookSecret(secret);
     validateEventTypes(eventTypes.length > 0 ? eventTypes : null);
     await resolveTarget(url, {
-      allowHosts: parseAllowHosts(config().QUIRE_WEBHOOK_ALLOW_HOSTS),
+      allowHosts: parseAllowHosts(process.env.QUIRE_WEBHOOK_ALLOW_HOSTS),
     });
     const subscription = await createSubscription(pool(), config().QUIRE_SECRET_KEY, {
       workspaceId: principal.workspaceId,

@@ -29,7 +29,7 @@ export async function POST(request: Request, context: RouteContext<Params>) {
     validateEventTypes(body.eventTypes);
     try {
       await resolveTarget(url, {
-        allowHosts: parseAllowHosts(config().QUIRE_WEBHOOK_ALLOW_HOSTS),
+        allowHosts: parseAllowHosts(process.env.QUIRE_WEBHOOK_ALLOW_HOSTS),
       });
     } catch (error) {
       if (error instanceof SsrfError)
