@@ -133,7 +133,10 @@ export class SimulatedProvider implements TranscriptionProvider {
 
   private async call(op: SimulatedOp, ctx: CallContext, options: SimulatedOptions): Promise<void> {
     if (this.defaults.callLog) {
-      appendFileSync(this.defaults.callLog, `${op} ${ctx.callKey.split(':')[0]} ${ctx.attemptNumber ?? 0} ${ctx.segmentIndex ?? -1}\n`);
+      appendFileSync(
+        this.defaults.callLog,
+        `${op} ${ctx.callKey.split(':')[0]} ${ctx.attemptNumber ?? 0} ${ctx.segmentIndex ?? -1}\n`,
+      );
     }
     if (options.latencyMs) await sleep(options.latencyMs, ctx.signal);
     if (ctx.signal.aborted) throw new ProviderError('timeout', 'call aborted');
@@ -145,13 +148,29 @@ export class SimulatedProvider implements TranscriptionProvider {
       const rate = fault.rate ?? 1;
       const key = `${options.seed ?? 'quire'}|${op}|${ctx.attemptNumber ?? 0}|${ctx.segmentIndex ?? -1}|${fault.category}`;
       if (rate >= 1 || unitHash(key) < rate) {
-        throw new ProviderError(fault.category, `simulated ${fault.category} on ${op}`, fault.retryAfterMs);
+        throw new ProviderError(
+          fault.category,
+          `simulated ${fault.category} on ${op}`,
+          fault.retryAfterMs,
+        );
       }
     }
   }
 }
 
-const WORDS = ['ledger', 'parish', 'harvest', 'letter', 'river', 'council', 'winter', 'mill', 'road', 'widow', 'grain'];
+const WORDS = [
+  'ledger',
+  'parish',
+  'harvest',
+  'letter',
+  'river',
+  'council',
+  'winter',
+  'mill',
+  'road',
+  'widow',
+  'grain',
+];
 
 /** Lower-case text without final punctuation, so a polish pass is visible in tests (J3). */
 export function simulatedText(seed: string, index: number): string {

@@ -10,7 +10,13 @@ const config: NextConfig = {
   turbopack: { root },
   outputFileTracingRoot: root,
   // Native and gRPC packages run as plain Node modules, never bundled.
-  serverExternalPackages: ['@temporalio/client', '@temporalio/common', '@temporalio/proto', 'pg', 'pino'],
+  serverExternalPackages: [
+    '@temporalio/client',
+    '@temporalio/common',
+    '@temporalio/proto',
+    'pg',
+    'pino',
+  ],
   poweredByHeader: false,
   reactStrictMode: true,
   output: 'standalone',

@@ -18,9 +18,9 @@ import {
 } from './createWorker';
 import { checkAndRecordHealth, readHealth } from './health';
 import { createLogger } from './logger';
+import { deliverMirrorOutbox } from './mirrorRelay';
 import { type NotifyPauseArgs, notifyPauseOnce } from './notify';
 import { ensureSchedules } from './schedules';
-import { deliverMirrorOutbox } from './mirrorRelay';
 import { createWebhookRelay } from './webhookRelay';
 
 /**

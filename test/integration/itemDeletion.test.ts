@@ -33,7 +33,11 @@ async function ingestItem(itemId: string, simulated: Record<string, unknown>) {
   const form = new FormData();
   form.append('itemId', itemId);
   for (const size of [40, 50]) {
-    form.append('files[]', new Blob([new Uint8Array(png(size, size))], { type: 'image/png' }), `p${size}.png`);
+    form.append(
+      'files[]',
+      new Blob([new Uint8Array(png(size, size))], { type: 'image/png' }),
+      `p${size}.png`,
+    );
   }
   return ingestWithJobs(quire, ws, form, { provider: 'simulated', options: { simulated } });
 }

@@ -179,10 +179,7 @@ describe('O3 stranded engine-job sweep', () => {
   it('O3 on-disk engine jobs (whisper adapter) are listed and removed when stranded', async () => {
     const workDir = await mkdtemp(path.join(dir, 'whisper-'));
     const whisper = new OpenAiAudioProvider({ baseUrl: fake.url, workDir, timeoutMs: 2_000 });
-    const stranded = await whisper.submitAudio(
-      { path: audioPath, mediaType: 'audio/wav' },
-      ctx(),
-    );
+    const stranded = await whisper.submitAudio({ path: audioPath, mediaType: 'audio/wav' }, ctx());
     const kept = await whisper.submitAudio({ path: audioPath, mediaType: 'audio/wav' }, ctx());
     await record('whisper', kept.engineJobId, await quireJob('pending'), new Date());
     const now = new Date(Date.now() + 7 * HOUR);

@@ -105,7 +105,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'delete',
     path: `${ws}/items/{itemId}`,
-    summary: 'Delete an item: pages, revisions and checkpoints in one transaction, blobs to cleanup (U3)',
+    summary:
+      'Delete an item: pages, revisions and checkpoints in one transaction, blobs to cleanup (U3)',
     tag: 'items',
     responses: {
       '200': { description: '{itemId, pages, blobsHandedToCleanup}' },
