@@ -4,7 +4,7 @@
  * transcript text or file contents.
  */
 import { spawn } from 'node:child_process';
-import { access, constants } from 'node:fs/promises';
+import { access, constants, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ProviderError } from '../core/failures';
 
@@ -161,4 +161,38 @@ export function runProgram(
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
+}
+
+/** Engine job ids of the on-disk engines: one directory per job, named by a UUID. */
+export const ENGINE_JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The engine jobs kept on this machine under `workDir` (one directory each, with a
+ * `job.json` holding `createdAt`), for the stranded-job sweep (O3). A job cut off during
+ * submit has no record yet: its directory's age stands in.
+ */
+export async function listOnDiskEngineJobs(
+  workDir: string,
+): Promise<{ engineJobId: string; createdAt: Date }[]> {
+  let names: string[];
+  try {
+    names = await readdir(workDir);
+  } catch {
+    return [];
+  }
+  const jobs: { engineJobId: string; createdAt: Date }[] = [];
+  for (const name of names) {
+    if (!ENGINE_JOB_ID.test(name)) continue;
+    const dir = path.join(workDir, name);
+    try {
+      const record = JSON.parse(await readFile(path.join(dir, 'job.json'), 'utf8')) as {
+        createdAt: string;
+      };
+      jobs.push({ engineJobId: name, createdAt: new Date(record.createdAt) });
+    } catch {
+      const info = await stat(dir).catch(() => undefined);
+      if (info) jobs.push({ engineJobId: name, createdAt: info.mtime });
+    }
+  }
+  return jobs;
 }

@@ -20,17 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
-import {
-  copyFile,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  stat,
-  writeFile,
-} from 'node:fs/promises';
+import { copyFile, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Segment } from '../core/annotation';
@@ -45,7 +35,7 @@ import type {
   TranscriptionProvider,
 } from '../core/provider';
 import { redactError } from '../core/redact';
-import { throwIfAborted } from './engineSupport';
+import { ENGINE_JOB_ID, listOnDiskEngineJobs, throwIfAborted } from './engineSupport';
 import { DEFAULT_TIMEOUT_MS, joinUrl, providerJson, unexpectedShape } from './http';
 import { offlinePolish } from './polish';
 
@@ -84,7 +74,7 @@ interface StoredError {
   retryAfterMs?: number;
 }
 
-const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const JOB_ID = ENGINE_JOB_ID;
 /** This process, as a runner: tells our own in-flight requests from a dead predecessor's. */
 const INSTANCE = randomUUID();
 
@@ -291,27 +281,8 @@ export class OpenAiAudioProvider implements TranscriptionProvider {
   }
 
   /** Engine jobs on this machine with their age, for the stranded-job sweep (O3). */
-  async listEngineJobs(): Promise<{ engineJobId: string; createdAt: Date }[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.workDir);
-    } catch {
-      return [];
-    }
-    const jobs: { engineJobId: string; createdAt: Date }[] = [];
-    for (const name of names) {
-      if (!JOB_ID.test(name)) continue;
-      const dir = this.jobDir(name);
-      const record = await this.readJsonFile<JobRecord>(dir, 'job.json');
-      if (record) {
-        jobs.push({ engineJobId: name, createdAt: new Date(record.createdAt) });
-      } else {
-        // Cut off during submit: the directory's age stands in.
-        const info = await stat(dir).catch(() => undefined);
-        if (info) jobs.push({ engineJobId: name, createdAt: info.mtime });
-      }
-    }
-    return jobs;
+  listEngineJobs(): Promise<{ engineJobId: string; createdAt: Date }[]> {
+    return listOnDiskEngineJobs(this.workDir);
   }
 
   private modelOf(model?: string): string {

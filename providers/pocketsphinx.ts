@@ -18,7 +18,6 @@ import { randomUUID } from 'node:crypto';
 import {
   copyFile,
   mkdir,
-  readdir,
   readFile,
   readlink,
   rename,
@@ -40,7 +39,13 @@ import type {
   MediaInput,
   TranscriptionProvider,
 } from '../core/provider';
-import { requirePrograms, runProgram, throwIfAborted } from './engineSupport';
+import {
+  ENGINE_JOB_ID,
+  listOnDiskEngineJobs,
+  requirePrograms,
+  runProgram,
+  throwIfAborted,
+} from './engineSupport';
 import { offlinePolish } from './polish';
 
 export interface SpeechModel {
@@ -87,7 +92,7 @@ interface JobRecord {
   restarts: number;
 }
 
-const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const JOB_ID = ENGINE_JOB_ID;
 
 /** Media types sox knows by another name than their subtype; the rest go by file extension. */
 const SOX_TYPES: Record<string, string> = {
@@ -402,27 +407,8 @@ export class PocketsphinxProvider implements TranscriptionProvider {
   }
 
   /** Engine jobs on this machine with their age, for the stranded-job sweep (O3). */
-  async listEngineJobs(): Promise<{ engineJobId: string; createdAt: Date }[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.workDir);
-    } catch {
-      return [];
-    }
-    const jobs: { engineJobId: string; createdAt: Date }[] = [];
-    for (const name of names) {
-      if (!JOB_ID.test(name)) continue;
-      const dir = path.join(this.workDir, name);
-      try {
-        const record = JSON.parse(await readFile(path.join(dir, 'job.json'), 'utf8')) as JobRecord;
-        jobs.push({ engineJobId: name, createdAt: new Date(record.createdAt) });
-      } catch {
-        // A job cut off during submit has no record: its directory's age stands in.
-        const info = await stat(dir).catch(() => undefined);
-        if (info) jobs.push({ engineJobId: name, createdAt: info.mtime });
-      }
-    }
-    return jobs;
+  listEngineJobs(): Promise<{ engineJobId: string; createdAt: Date }[]> {
+    return listOnDiskEngineJobs(this.workDir);
   }
 
   private languageOf(language: string): string {
