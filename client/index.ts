@@ -219,11 +219,18 @@ export class QuireClient {
     return { canceled: workflowIds.length };
   }
 
-  /** J5: every active job of the batch in one transaction, then their workflows. */
-  async cancelBatch(workspaceId: number, batchId: string): Promise<{ canceled: number }> {
+  /**
+   * J5: every active job of the batch in one transaction (their tokens die), then their
+   * workflows, then the batch's uploads that never got a transcript go to cleanup.
+   */
+  async cancelBatch(
+    workspaceId: number,
+    batchId: string,
+  ): Promise<{ canceled: number; releasedPages: number }> {
     const { workflowIds } = await this.options.jobs.cancelBatch(workspaceId, batchId);
     await Promise.all(workflowIds.map((id) => this.cancelWorkflow(id)));
-    return { canceled: workflowIds.length };
+    const { pages } = await this.options.jobs.releaseIncompleteBatch(workspaceId, batchId);
+    return { canceled: workflowIds.length, releasedPages: pages };
   }
 
   /** Q3: an operator's Resume; wakes every workflow waiting on the provider. */

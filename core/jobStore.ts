@@ -34,6 +34,8 @@ export interface JobStore {
   markWorkflowStarted(jobId: string): Promise<void>;
   cancelJob(workspaceId: number, jobId: string): Promise<{ workflowIds: string[] }>;
   cancelBatch(workspaceId: number, batchId: string): Promise<{ workflowIds: string[] }>;
+  /** J5: once the cancel has committed, the batch's never-transcribed uploads go to cleanup. */
+  releaseIncompleteBatch(workspaceId: number, batchId: string): Promise<{ pages: number }>;
   resumeProvider(provider: string): Promise<boolean>;
   activeWorkflowsForProvider(provider: string): Promise<string[]>;
   findUnstartedJobs(olderThanMs: number, limit: number): Promise<JobRecord[]>;

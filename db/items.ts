@@ -1,7 +1,7 @@
 import { emptyAnnotationPage } from '../core/annotation';
 import { scheduleBlobDeletion } from './blobs';
 import { ConflictError, NotFoundError } from './errors';
-import { type Pool, withTransaction } from './pool';
+import { type Pool, type PoolClient, withTransaction } from './pool';
 
 export interface DeletedItem {
   itemId: string;
@@ -43,32 +43,85 @@ export async function deleteItem(
         `item ${itemId} has active jobs; cancel them first`,
       );
     }
-    await client.query(
-      `DELETE FROM job_checkpoints WHERE job_id IN (SELECT id FROM transcription_jobs WHERE page_id = ANY($1))`,
-      [pageIds],
-    );
-    await client.query('DELETE FROM mirror_outbox WHERE page_id = ANY($1)', [pageIds]);
-    await client.query('DELETE FROM page_revisions WHERE page_id = ANY($1)', [pageIds]);
-    let blobs = 0;
-    for (const page of pages.rows) {
-      await client.query(
-        `UPDATE pages SET deleted_at = now(), blob_key = NULL, annotation_page = $2, search_text = '',
-                published_snapshot = NULL, published_revision = NULL, updated_at = now()
-          WHERE id = $1`,
-        [page.id, JSON.stringify(emptyAnnotationPage(page.canvas_uri))],
-      );
-      if (page.blob_key) {
-        // Another page may share the object (it never does today: each upload is its own
-        // object), so the cleanup checks references again before it deletes anything.
-        await scheduleBlobDeletion(client, workspaceId, page.blob_key);
-        blobs += 1;
-      }
-    }
+    const blobs = await tombstonePages(client, workspaceId, pages.rows);
     await client.query(
       `UPDATE items SET deleted_at = now(), title = NULL, metadata = '{}'::jsonb, external_reference_id = NULL
         WHERE workspace_id = $1 AND id = $2`,
       [workspaceId, itemId],
     );
     return { itemId, pages: pageIds.length, blobsHandedToCleanup: blobs };
+  });
+}
+
+/**
+ * Children first, then the pages themselves: checkpoints (they hold recognized text),
+ * mirror rows and revisions go; each page stays as an emptied tombstone (jobs and attempts
+ * keep pointing at it, A2) and its blob goes to the fenced cleanup. Returns the blobs handed
+ * over. The caller holds the pages' row locks.
+ */
+async function tombstonePages(
+  client: PoolClient,
+  workspaceId: number,
+  pages: Array<{ id: number; canvas_uri: string; blob_key: string | null }>,
+): Promise<number> {
+  const pageIds = pages.map((p) => p.id);
+  await client.query(
+    `DELETE FROM job_checkpoints WHERE job_id IN (SELECT id FROM transcription_jobs WHERE page_id = ANY($1))`,
+    [pageIds],
+  );
+  await client.query('DELETE FROM mirror_outbox WHERE page_id = ANY($1)', [pageIds]);
+  await client.query('DELETE FROM page_revisions WHERE page_id = ANY($1)', [pageIds]);
+  let blobs = 0;
+  for (const page of pages) {
+    await client.query(
+      `UPDATE pages SET deleted_at = now(), blob_key = NULL, annotation_page = $2, search_text = '',
+              published_snapshot = NULL, published_revision = NULL, updated_at = now()
+        WHERE id = $1`,
+      [page.id, JSON.stringify(emptyAnnotationPage(page.canvas_uri))],
+    );
+    if (page.blob_key) {
+      // The cleanup checks references again before it deletes anything.
+      await scheduleBlobDeletion(client, workspaceId, page.blob_key);
+      blobs += 1;
+    }
+  }
+  return blobs;
+}
+
+/**
+ * J5: after a batch's cancel has committed (every token of it is dead), its incomplete
+ * uploads go: pages never transcribed (still at revision 0, no active job) become
+ * tombstones and their blobs go to cleanup; items left with no page follow. Pages that
+ * already hold a transcript are kept: that work was done and is not lost.
+ */
+export async function releaseIncompleteBatchPages(
+  pool: Pool,
+  workspaceId: number,
+  batchId: string,
+): Promise<{ pages: number; blobsHandedToCleanup: number }> {
+  return withTransaction(pool, async (client) => {
+    const pages = await client.query<{
+      id: number;
+      canvas_uri: string;
+      blob_key: string | null;
+      item_id: string;
+    }>(
+      `SELECT p.id, p.canvas_uri, p.blob_key, p.item_id FROM pages p JOIN batch_pages bp ON bp.page_id = p.id
+        WHERE bp.batch_id = $1 AND p.workspace_id = $2 AND p.deleted_at IS NULL AND p.revision = 0
+          AND NOT EXISTS (SELECT 1 FROM transcription_jobs j
+                           WHERE j.page_id = p.id AND j.status IN ('pending', 'running'))
+        ORDER BY p.id FOR UPDATE OF p`,
+      [batchId, workspaceId],
+    );
+    if (pages.rowCount === 0) return { pages: 0, blobsHandedToCleanup: 0 };
+    const blobs = await tombstonePages(client, workspaceId, pages.rows);
+    await client.query(
+      `UPDATE items i SET deleted_at = now(), title = NULL, metadata = '{}'::jsonb, external_reference_id = NULL
+        WHERE i.workspace_id = $1 AND i.id = ANY($2) AND i.deleted_at IS NULL
+          AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.workspace_id = i.workspace_id AND p.item_id = i.id
+                           AND p.deleted_at IS NULL)`,
+      [workspaceId, [...new Set(pages.rows.map((p) => p.item_id))]],
+    );
+    return { pages: pages.rowCount ?? 0, blobsHandedToCleanup: blobs };
   });
 }

@@ -1,5 +1,6 @@
 import type { JobRecord, JobStore } from '../core/jobStore';
 import { resumeProvider } from './attempts';
+import { releaseIncompleteBatchPages } from './items';
 import {
   activeWorkflowsForProvider,
   cancelBatch,
@@ -38,6 +39,8 @@ export function createJobStore(pool: Pool): JobStore {
     markWorkflowStarted: (jobId) => markWorkflowStarted(pool, jobId),
     cancelJob: (workspaceId, jobId) => cancelJob(pool, workspaceId, jobId),
     cancelBatch: (workspaceId, batchId) => cancelBatch(pool, workspaceId, batchId),
+    releaseIncompleteBatch: (workspaceId, batchId) =>
+      releaseIncompleteBatchPages(pool, workspaceId, batchId),
     resumeProvider: (provider) => resumeProvider(pool, provider),
     activeWorkflowsForProvider: (provider) => activeWorkflowsForProvider(pool, provider),
     async findUnstartedJobs(olderThanMs, limit) {

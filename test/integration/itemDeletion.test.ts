@@ -94,3 +94,36 @@ describe('item deletion (U3)', () => {
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 });
+
+describe('batch cancel releases incomplete uploads (J5)', () => {
+  it('J5 pages never transcribed go to cleanup after the cancel; transcribed pages stay', async () => {
+    const done = await ingestItem('register-3', { lines: 2 });
+    for (const r of done.records) await quire.temporal.workflow.getHandle(r.workflowId).result();
+    const slow = await ingestItem('register-4', { lines: 40, latencyMs: 100 });
+    const slowKeys = (
+      await quire.db.pool.query('SELECT blob_key FROM pages WHERE id = ANY($1)', [
+        slow.result.pages.map((p) => p.pageId),
+      ])
+    ).rows.map((r) => r.blob_key as string);
+
+    const canceled = await quire.client.cancelBatch(ws, slow.result.batchId);
+    expect(canceled).toEqual({ canceled: 2, releasedPages: 2 });
+    for (const page of slow.result.pages)
+      expect(await getPage(quire.db.pool, ws, page.pageId)).toBeUndefined();
+    await runBlobCleanup({ pool: quire.db.pool, blobStore: quire.blobStore });
+    for (const key of slowKeys) expect(await quire.blobStore.exists(key)).toBe(false);
+    for (const r of slow.records) {
+      expect((await listAttempts(quire.db.pool, r.id)).every((a) => a.outcome !== 'running')).toBe(
+        true,
+      );
+    }
+
+    // A batch whose work is done keeps it, canceled or not.
+    const kept = await quire.client.cancelBatch(ws, done.result.batchId);
+    expect(kept).toEqual({ canceled: 0, releasedPages: 0 });
+    for (const page of done.result.pages) {
+      expect((await getPage(quire.db.pool, ws, page.pageId))?.revision).toBe(1);
+    }
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+  });
+});

@@ -16,8 +16,16 @@ export async function POST(
   if ('response' in auth) return auth.response;
   try {
     const client = await quireClient();
-    const { canceled } = await client.cancelBatch(auth.principal.workspaceId, batchId);
-    return NextResponse.json({ batchId, status: 'canceled', canceledJobs: canceled });
+    const { canceled, releasedPages } = await client.cancelBatch(
+      auth.principal.workspaceId,
+      batchId,
+    );
+    return NextResponse.json({
+      batchId,
+      status: 'canceled',
+      canceledJobs: canceled,
+      releasedPages,
+    });
   } catch (error) {
     if (error instanceof NotFoundError) return apiError(404, error.code, 'batch not found');
     throw error;
