@@ -12,6 +12,7 @@ import type { CallContext, CallCost, JobSnapshot, LineBox, MediaInput } from '..
 import { redactError } from '../core/redact';
 import {
   type AttemptFence,
+  appendTaskEvent,
   type CheckpointStage,
   claimAttempt as claimAttemptRow,
   closeAttempt as closeAttemptRow,
@@ -402,6 +403,13 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
         let progressAt = Date.now();
         const startedAt = Date.now();
         let tried = 0;
+        const previews: Array<{ index: number; text: string }> = [];
+        if (batch.length > 0) {
+          await appendTaskEvent(pool, ctx.fence, 'started', {
+            segments: batch,
+            totalSegments: lines.length,
+          });
+        }
         await withHeartbeat(
           () => ({ stage: 'recognize', completed, total: lines.length }),
           async () => {
@@ -434,6 +442,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
                 );
                 completed += 1;
                 tried += 1;
+                previews.push({ index, text: result.text });
                 if (Date.now() - progressAt >= PROGRESS_EVERY_MS) {
                   progressAt = Date.now();
                   await refreshRecognizeProgress(pool, ref.jobId);
@@ -465,6 +474,16 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
           },
         );
         await refreshRecognizeProgress(pool, ref.jobId);
+        if (tried > 0) {
+          // A preview of this slice's lines: transient, not the canonical transcript.
+          await appendTaskEvent(pool, ctx.fence, 'completed', {
+            segments: previews,
+            failed: failures.map((f) => ({ index: f.index, errorCategory: f.category })),
+            completedSegments: completed,
+            failedSegments: failures.length,
+            totalSegments: lines.length,
+          });
+        }
         return {
           total: lines.length,
           completed,

@@ -719,3 +719,29 @@ export async function readRunningAttempt(db: Queryable, fence: AttemptFence) {
     page_id: number;
   };
 }
+
+/**
+ * E1: the transient previews of a running attempt (`task.started`, `task.completed`),
+ * fenced like every other write, so a stale attempt cannot show progress it no longer owns;
+ * each carries the attempt number so clients can tell a retry's previews apart.
+ */
+export async function appendTaskEvent(
+  pool: Pool,
+  fence: AttemptFence,
+  type: 'started' | 'completed',
+  extra: Record<string, unknown>,
+): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'SHARE');
+    const { workspaceId, data } = await jobEventData(client, fence.jobId, {
+      attemptNumber: fence.attemptNumber,
+      ...extra,
+    });
+    return appendEvent(client, {
+      workspaceId,
+      type: type === 'started' ? EVENT_TYPES.taskStarted : EVENT_TYPES.taskCompleted,
+      subject: `transcription-jobs/${fence.jobId}`,
+      data,
+    });
+  });
+}

@@ -117,6 +117,42 @@ describe('transcription workflow (SPEC §4)', () => {
     expect([job2?.completedSegments, job2?.failedSegments, job2?.totalSegments]).toEqual([8, 0, 8]);
   });
 
+  it('E1 a job emits fenced task previews with its attempt number, then its completion', async () => {
+    const pageId = await quire.page(ws);
+    const job = await start(pageId, {
+      lines: 4,
+      faults: [{ op: 'recognize', category: 'content', segments: [2] }],
+    });
+    await result(job.workflowId);
+    const { rows } = await quire.db.pool.query(
+      `SELECT type, data FROM event_outbox WHERE data->>'jobId' = $1 ORDER BY id`,
+      [job.jobId],
+    );
+    expect(rows.map((r) => r.type)).toEqual([
+      'dev.quire.transcription.task.started',
+      'dev.quire.transcription.task.completed',
+      'dev.quire.transcription.completed',
+    ]);
+    expect(rows[0].data).toMatchObject({
+      attemptNumber: 1,
+      segments: [0, 1, 2, 3],
+      totalSegments: 4,
+      pageId,
+    });
+    expect(rows[1].data).toMatchObject({
+      attemptNumber: 1,
+      completedSegments: 3,
+      failedSegments: 1,
+      failed: [{ index: 2, errorCategory: 'content' }],
+    });
+    expect(rows[1].data.segments.map((s: { index: number }) => s.index)).toEqual([0, 1, 3]);
+    expect(rows[2].data).toMatchObject({
+      completedSegments: 3,
+      failedSegments: 1,
+      totalSegments: 4,
+    });
+  });
+
   it('J2 partial commit keeps failed lines unchanged and counts them', async () => {
     const pageId = await quire.page(ws);
     const first = await start(pageId, { lines: 6, seed: 'first' });
@@ -260,7 +296,9 @@ describe('transcription workflow (SPEC §4)', () => {
       `SELECT type FROM event_outbox WHERE data->>'jobId' = $1`,
       [job.jobId],
     );
-    expect(events.rows.map((r) => r.type)).toEqual(['dev.quire.transcription.canceled']);
+    // Task previews may precede it; the only outcome event is the cancellation.
+    const outcomes = events.rows.map((r) => r.type).filter((t) => !t.includes('.task.'));
+    expect(outcomes).toEqual(['dev.quire.transcription.canceled']);
   });
 
   it('J5 cancel a batch: every active job of it, in one call', async () => {
