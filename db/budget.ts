@@ -68,7 +68,17 @@ export async function checkBudget(
   args: { workspaceId: number; provider: string; estimatedMicros: number; now: Date },
 ): Promise<BudgetCheck> {
   if (args.estimatedMicros <= 0) return { ok: true };
-  const ws = await workspaceBudget(db, args.workspaceId);
+  // Both limits in one round trip: this runs before every paid call.
+  const limits = await db.query(
+    `SELECT w.daily_budget_micros AS ws, (SELECT value FROM settings WHERE key = $2) AS global
+       FROM workspaces w WHERE w.id = $1`,
+    [args.workspaceId, GLOBAL_BUDGET_KEY],
+  );
+  if (!limits.rows[0]) {
+    throw new NotFoundError('workspace_not_found', `workspace ${args.workspaceId} does not exist`);
+  }
+  const ws = limits.rows[0].ws === null ? null : Number(limits.rows[0].ws);
+  const globalValue: unknown = limits.rows[0].global;
   const { start, end } = utcDayBounds(args.now);
   if (ws !== null) {
     const spent = await spentBetween(db, args.workspaceId, start, end);
@@ -82,7 +92,10 @@ export async function checkBudget(
       };
     }
   }
-  const global = await getGlobalBudget(db);
+  const global =
+    typeof globalValue === 'number' && Number.isFinite(globalValue) && globalValue >= 0
+      ? globalValue
+      : null;
   if (global !== null) {
     const spent = await spentBetween(db, null, start, end);
     if (spent + args.estimatedMicros > global) {
