@@ -158,6 +158,10 @@ describe('console (C)', () => {
 
   it('C upload: per-file validation, then a rendered page image becomes a batch whose job reaches completed live', async () => {
     await page.goto('/upload');
+    // Q2: the console says which engine reads what, and that offline speech is weak on real audio.
+    await expect
+      .poll(() => page.locator('aside.engine-note').textContent())
+      .toContain('weak on real recordings');
     const input = page.locator('input[type="file"]');
     await input.setInputFiles([
       join(files, 'register-p1.png'),

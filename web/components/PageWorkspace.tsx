@@ -189,7 +189,10 @@ export function PageWorkspace({
             <p className="muted small">Select a segment to play from its start.</p>
           </div>
         ) : (
-          <p className="empty card muted">This page has no recording.</p>
+          <p className="empty card muted">
+            No recording is stored for this page: Quire deletes its copy of a recording as soon as
+            the speech engine holds it.
+          </p>
         )}
       </div>
 

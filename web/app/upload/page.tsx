@@ -17,6 +17,14 @@ export default async function UploadPage() {
           </p>
         </div>
       </div>
+      <aside className="notice engine-note" aria-label="Which engine reads your files">
+        <strong>Which engine reads your files.</strong> Page images go to tesseract (printed text;
+        for Fraktur ask for the <code>frk</code> language). Recordings go to the built-in offline
+        speech engine, which reads clear speech but is <strong>weak on real recordings</strong>{' '}
+        (about two words in three right on a 1961 speech). For interviews and sessions, an operator
+        can connect a Whisper-compatible server (<code>QUIRE_WHISPER_BASE_URL</code>) and jobs can
+        use the <code>whisper</code> provider.
+      </aside>
       <Uploader />
     </main>
   );
