@@ -31,7 +31,6 @@ import { checkBudget } from '../db/budget';
 import { cancelJobIfActive } from '../db/jobs';
 import { recordProviderCall } from '../db/ledger';
 import type { Pool } from '../db/pool';
-import { withTransaction } from '../db/pool';
 import type { ProviderRegistry } from '../providers/registry';
 
 /**

@@ -32,7 +32,7 @@ import type {
   MediaInput,
   TranscriptionProvider,
 } from '../core/provider';
-import { throwIfAborted } from './engineSupport';
+import { audioOnly, throwIfAborted } from './engineSupport';
 import {
   DEFAULT_TIMEOUT_MS,
   joinUrl,
@@ -85,15 +85,11 @@ export class AsyncSpeechProvider implements TranscriptionProvider {
   }
 
   segmentPage(): Promise<{ lines: LineBox[]; cost: CallCost }> {
-    return Promise.reject(
-      new ProviderError('invalid', `${this.name} transcribes audio only, not images`),
-    );
+    return audioOnly(this.name);
   }
 
   recognizeLine(): Promise<{ text: string; confidence?: number; cost: CallCost }> {
-    return Promise.reject(
-      new ProviderError('invalid', `${this.name} transcribes audio only, not images`),
-    );
+    return audioOnly(this.name);
   }
 
   async submitAudio(

@@ -35,7 +35,7 @@ import type {
   TranscriptionProvider,
 } from '../core/provider';
 import { redactError } from '../core/redact';
-import { ENGINE_JOB_ID, listOnDiskEngineJobs, throwIfAborted } from './engineSupport';
+import { audioOnly, ENGINE_JOB_ID, listOnDiskEngineJobs, throwIfAborted } from './engineSupport';
 import { DEFAULT_TIMEOUT_MS, joinUrl, providerJson, unexpectedShape } from './http';
 import { offlinePolish } from './polish';
 
@@ -177,15 +177,11 @@ export class OpenAiAudioProvider implements TranscriptionProvider {
   }
 
   segmentPage(): Promise<{ lines: LineBox[]; cost: CallCost }> {
-    return Promise.reject(
-      new ProviderError('invalid', `${this.name} transcribes audio only, not images`),
-    );
+    return audioOnly(this.name);
   }
 
   recognizeLine(): Promise<{ text: string; confidence?: number; cost: CallCost }> {
-    return Promise.reject(
-      new ProviderError('invalid', `${this.name} transcribes audio only, not images`),
-    );
+    return audioOnly(this.name);
   }
 
   async submitAudio(

@@ -40,6 +40,7 @@ import type {
   TranscriptionProvider,
 } from '../core/provider';
 import {
+  audioOnly,
   ENGINE_JOB_ID,
   listOnDiskEngineJobs,
   requirePrograms,
@@ -265,15 +266,11 @@ export class PocketsphinxProvider implements TranscriptionProvider {
   }
 
   segmentPage(): Promise<{ lines: LineBox[]; cost: CallCost }> {
-    return Promise.reject(
-      new ProviderError('invalid', 'pocketsphinx reads audio only, not images'),
-    );
+    return audioOnly(this.name);
   }
 
   recognizeLine(): Promise<{ text: string; confidence?: number; cost: CallCost }> {
-    return Promise.reject(
-      new ProviderError('invalid', 'pocketsphinx reads audio only, not images'),
-    );
+    return audioOnly(this.name);
   }
 
   async submitAudio(

@@ -160,26 +160,8 @@ export default async function PageView({
           <h2 id="history-heading">Revision history</h2>
           {revisions && revisions.length > 1 ? (
             <form method="get" className="filters" aria-label="Compare revisions">
-              <div className="field">
-                <label htmlFor="from">From</label>
-                <select id="from" name="from" defaultValue={String(defaultFrom)}>
-                  {revisions.map((r) => (
-                    <option key={r.revision} value={r.revision}>
-                      {r.revision}
-                    </option>
-                  ))}
-                </select>
-              </div>
-              <div className="field">
-                <label htmlFor="to">To</label>
-                <select id="to" name="to" defaultValue={String(defaultTo)}>
-                  {revisions.map((r) => (
-                    <option key={r.revision} value={r.revision}>
-                      {r.revision}
-                    </option>
-                  ))}
-                </select>
-              </div>
+              <RevisionSelect name="from" label="From" revisions={revisions} value={defaultFrom} />
+              <RevisionSelect name="to" label="To" revisions={revisions} value={defaultTo} />
               <div className="field-actions">
                 <button type="submit" className="secondary">
                   Compare
@@ -263,5 +245,25 @@ export default async function PageView({
         </section>
       </div>
     </main>
+  );
+}
+
+function RevisionSelect(props: {
+  name: 'from' | 'to';
+  label: string;
+  revisions: Array<{ revision: number }>;
+  value: number;
+}) {
+  return (
+    <div className="field">
+      <label htmlFor={props.name}>{props.label}</label>
+      <select id={props.name} name={props.name} defaultValue={String(props.value)}>
+        {props.revisions.map((r) => (
+          <option key={r.revision} value={r.revision}>
+            {r.revision}
+          </option>
+        ))}
+      </select>
+    </div>
   );
 }
