@@ -14,13 +14,7 @@ import { SimulatedProvider } from '../../providers/simulated';
 import { createWebhookRelay, type WebhookRelay } from '../../worker/webhookRelay';
 import { launchBrowser, screenshots, seriousViolations } from '../support/browser';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/httpsReceiver';
-import {
-  createTestQuire,
-  eventually,
-  silentLogger,
-  type TestQuire,
-  temporalAddress,
-} from '../support/quire';
+import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**

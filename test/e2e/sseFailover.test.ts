@@ -2,6 +2,7 @@ import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace } from '../../db/workspaces';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { waitUntil } from '../support/wait';
 import { commitEvent } from '../support/webhookFixtures';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
@@ -54,12 +55,11 @@ function follow(url: string, key: string, lastEventId?: string) {
   return { source, ids, kinds, lastId: () => lastId };
 }
 
+/** Waits for a condition, naming it when it does not come. */
 async function until(check: () => boolean, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await waitUntil(check, timeoutMs, 25).catch(() => {
+    throw new Error(`timed out waiting for ${what}`);
+  });
 }
 
 describe('event stream across web processes (S1)', () => {

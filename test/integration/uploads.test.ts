@@ -54,6 +54,19 @@ async function rowCounts() {
   return rows[0];
 }
 
+/** U4: a refused upload leaves no file under the blob directory and no row anywhere. */
+async function expectNothingStored() {
+  expect(await filesUnder(blobDir)).toEqual([]);
+  expect(await rowCounts()).toEqual({
+    blobs: 0,
+    cleanups: 0,
+    pages: 0,
+    items: 0,
+    batches: 0,
+    revisions: 0,
+  });
+}
+
 async function refusal(
   parts: Part[],
   headers: Record<string, string> = {},
@@ -340,15 +353,7 @@ describe('U4 bad uploads are refused with a clear code and store nothing', () =>
     expect(refused.status).toBe(status);
     expect(refused.body.error.code).toBe(code);
     expect(refused.body.error.message).not.toMatch(/just some text/);
-    expect(await filesUnder(blobDir)).toEqual([]);
-    expect(await rowCounts()).toEqual({
-      blobs: 0,
-      cleanups: 0,
-      pages: 0,
-      items: 0,
-      batches: 0,
-      revisions: 0,
-    });
+    await expectNothingStored();
   });
 
   it('U4 a request above the byte limit is refused (413) and stores nothing', async () => {
@@ -372,15 +377,7 @@ describe('U4 bad uploads are refused with a clear code and store nothing', () =>
       code: 'request_too_large',
       status: 413,
     });
-    expect(await filesUnder(blobDir)).toEqual([]);
-    expect(await rowCounts()).toEqual({
-      blobs: 0,
-      cleanups: 0,
-      pages: 0,
-      items: 0,
-      batches: 0,
-      revisions: 0,
-    });
+    await expectNothingStored();
   });
 
   it('U4 not multipart, or a truncated body, is refused and stores nothing', async () => {
@@ -402,15 +399,7 @@ describe('U4 bad uploads are refused with a clear code and store nothing', () =>
       body: new Uint8Array(whole).subarray(0, whole.byteLength - 300),
     });
     await expect(ingestBatch(deps, ws, truncated)).rejects.toBeInstanceOf(IngestError);
-    expect(await filesUnder(blobDir)).toEqual([]);
-    expect(await rowCounts()).toEqual({
-      blobs: 0,
-      cleanups: 0,
-      pages: 0,
-      items: 0,
-      batches: 0,
-      revisions: 0,
-    });
+    await expectNothingStored();
   });
 });
 
@@ -447,14 +436,6 @@ describe('U2 quota', () => {
     await expect(
       ingestBatch({ ...deps, globalQuotaBytes: 100 }, ws, uploadRequest([file(wav(100))])),
     ).rejects.toMatchObject({ code: 'quota_exceeded', scope: 'global' });
-    expect(await filesUnder(blobDir)).toEqual([]);
-    expect(await rowCounts()).toEqual({
-      blobs: 0,
-      cleanups: 0,
-      pages: 0,
-      items: 0,
-      batches: 0,
-      revisions: 0,
-    });
+    await expectNothingStored();
   });
 });

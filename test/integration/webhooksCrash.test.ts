@@ -8,6 +8,7 @@ import { createSubscription, listDeliveries } from '../../db/webhooks';
 import { createWebhookRelay } from '../../worker/webhookRelay';
 import { createTestDatabase } from '../support/db';
 import { startHttpsReceiver } from '../support/httpsReceiver';
+import { waitUntil } from '../support/wait';
 import {
   captureLogger,
   commitEvent,
@@ -81,14 +82,6 @@ function spawnRelay(env: Record<string, string>): RelayChild {
       });
     },
   };
-}
-
-async function waitUntil(check: () => Promise<boolean>, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('W2 dispatch without loss', () => {

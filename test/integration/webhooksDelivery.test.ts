@@ -20,6 +20,7 @@ import {
   type SelfSignedCertificate,
   startHttpsReceiver,
 } from '../support/httpsReceiver';
+import { waitUntil } from '../support/wait';
 import {
   captureLogger,
   commitEvent,
@@ -97,14 +98,6 @@ async function harness(
 
 const ids = (receiver: HttpsReceiver) =>
   receiver.requests.map((r) => String(r.headers['webhook-id']));
-
-async function waitUntil(check: () => Promise<boolean>, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('W2/W3 deliveries over real HTTPS', () => {
   it('W2 W3 deliveries captured from a real HTTPS receiver verify with the helper and with standardwebhooks', async () => {

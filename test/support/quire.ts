@@ -17,6 +17,7 @@ import {
   type QuireWorkerDeps,
 } from '../../worker/createWorker';
 import { createTestDatabase, type TestDatabase } from './db';
+import { eventually } from './wait';
 
 /**
  * A Quire under test: its own database, its own task queue on the shared real Temporal dev
@@ -129,25 +130,7 @@ export async function createTestQuire(
   };
 }
 
-/** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined>,
-  timeoutMs = 30_000,
-  everyMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-  throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
-}
+export { eventually } from './wait';
 
 /** Waits until a job has recognized at least `count` segments. */
 export async function untilSegments(
