@@ -1,7 +1,6 @@
 import type { JobRecord } from '../../core/jobStore';
-import { buildSnapshot, resolveProvider } from '../../core/pricing';
-import { createJobIn } from '../../db/jobs';
 import { ingestBatch } from '../../ingest/batch';
+import { recordJobsForIngest } from '../../ingest/jobs';
 import type { TestQuire } from './quire';
 
 /**
@@ -20,24 +19,12 @@ export async function ingestWithJobs(
       pool: quire.db.pool,
       blobStore: quire.blobStore,
       publicBaseUrl: 'http://quire.test',
-      createJobs: async (tx, pages, _fields, batchId) => {
-        const out = [];
-        for (const page of pages) {
-          const created = await createJobIn(tx, {
-            workspaceId,
-            pageId: page.pageId,
-            batchId,
-            snapshot: (kind) =>
-              buildSnapshot({
-                provider: resolveProvider(job.provider ?? 'auto', kind),
-                options: job.options,
-              }),
-          });
-          records.push({ ...created.job, kind: created.kind, workspaceId });
-          out.push({ pageId: page.pageId, jobId: created.job.id });
-        }
-        return out;
-      },
+      createJobs: recordJobsForIngest({
+        workspaceId,
+        defaultProvider: job.provider ?? 'auto',
+        options: job.options,
+        records,
+      }),
     },
     workspaceId,
     new Request('http://quire.test/upload', { method: 'POST', body: form }),

@@ -1,15 +1,9 @@
 import 'server-only';
 import { NextResponse } from 'next/server';
 import type { JobRecord } from '../../core/jobStore';
-import {
-  AUTO_PROVIDER,
-  buildSnapshot,
-  KNOWN_PROVIDERS,
-  pricesWith,
-  resolveProvider,
-} from '../../core/pricing';
-import { createJobIn } from '../../db/jobs';
+import { pricesWith } from '../../core/pricing';
 import { IngestError, ingestBatch, ingestErrorResponse } from '../../ingest/batch';
+import { recordJobsForIngest } from '../../ingest/jobs';
 import { blobStore } from './blobs';
 import { apiError } from './http';
 import { config, pool, quireClient } from './server';
@@ -30,30 +24,12 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
         blobStore: blobStore(),
         publicBaseUrl: settings.QUIRE_PUBLIC_URL,
         globalQuotaBytes: settings.QUIRE_GLOBAL_QUOTA_BYTES ?? null,
-        createJobs: async (tx, pages, fields, batchId) => {
-          const provider = fields.provider ?? settings.QUIRE_DEFAULT_PROVIDER;
-          if (provider !== AUTO_PROVIDER && !KNOWN_PROVIDERS.includes(provider)) {
-            throw new IngestError('unknown_provider', 422, `unknown provider ${provider}`);
-          }
-          const jobs = [];
-          for (const page of pages) {
-            const { job, kind } = await createJobIn(tx, {
-              workspaceId,
-              pageId: page.pageId,
-              batchId,
-              snapshot: (k) =>
-                buildSnapshot({
-                  provider: resolveProvider(provider, k),
-                  prices: pricesWith(settings.QUIRE_PRICES),
-                }),
-              externalReferenceId: fields.externalReferenceId,
-              metadata: fields.metadata,
-            });
-            records.push({ ...job, kind, workspaceId, batchId });
-            jobs.push({ pageId: page.pageId, jobId: job.id });
-          }
-          return jobs;
-        },
+        createJobs: recordJobsForIngest({
+          workspaceId,
+          defaultProvider: settings.QUIRE_DEFAULT_PROVIDER,
+          prices: pricesWith(settings.QUIRE_PRICES),
+          records,
+        }),
       },
       workspaceId,
       request,
