@@ -1,5 +1,6 @@
 import 'server-only';
-import type { AnnotationPage, Segment } from '../../core/annotation';
+import { type AnnotationPage, type Segment, segmentsOf } from '../../core/annotation';
+import { type ExportFormat, exportPage } from '../../core/exports';
 import type { PageRow } from '../../db/pages';
 import { ApiError } from './api';
 
@@ -72,4 +73,41 @@ export function pageJson(page: PageRow) {
 /** The language a page's transcript declares, if any. */
 export function pageLanguage(annotationPage: AnnotationPage): string | undefined {
   return annotationPage.items.find((a) => a.body.language)?.body.language;
+}
+
+const IIIF_MEDIA_TYPE =
+  'application/ld+json;profile="http://iiif.io/api/presentation/3/context.json"';
+
+/**
+ * The current revision of a page in one export format, as a download, for both the API and
+ * the console. Throws `UnsupportedExportError` when the format does not fit the page kind.
+ */
+export function pageExportResponse(page: PageRow, format: 'iiif' | ExportFormat): Response {
+  const headers = { ETag: pageEtag(page.revision), 'Cache-Control': 'no-store' };
+  const filename = `page-${page.id}-r${page.revision}`;
+  if (format === 'iiif') {
+    return new Response(JSON.stringify(page.annotationPage), {
+      headers: {
+        ...headers,
+        'Content-Type': IIIF_MEDIA_TYPE,
+        'Content-Disposition': `attachment; filename="${filename}.json"`,
+      },
+    });
+  }
+  const result = exportPage(format, {
+    canvasUri: page.canvasUri,
+    kind: page.kind,
+    segments: segmentsOf(page.annotationPage),
+    width: page.width ?? undefined,
+    height: page.height ?? undefined,
+    duration: page.durationMs === null ? undefined : page.durationMs / 1000,
+    language: pageLanguage(page.annotationPage),
+  });
+  return new Response(result.body, {
+    headers: {
+      ...headers,
+      'Content-Type': result.mediaType,
+      'Content-Disposition': `attachment; filename="${filename}.${result.extension}"`,
+    },
+  });
 }

@@ -1,14 +1,11 @@
-import { segmentsOf } from '../../../../../../core/annotation';
-import { exportPage, isExportFormat, UnsupportedExportError } from '../../../../../../core/exports';
+import { isExportFormat, UnsupportedExportError } from '../../../../../../core/exports';
 import { getPage } from '../../../../../../db/pages';
+import { pageExportResponse } from '../../../../../lib/pages';
 import { pool } from '../../../../../lib/server';
 import { currentPrincipal } from '../../../../../lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
-
-const IIIF_MEDIA_TYPE =
-  'application/ld+json;profile="http://iiif.io/api/presentation/3/context.json"';
 
 /**
  * GET /console-api/pages/{pageId}/export?format=iiif|text|alto|vtt|srt: the export links of
@@ -38,33 +35,8 @@ export async function GET(request: Request, { params }: { params: Promise<{ page
       { error: { code: 'page_not_found', message: 'page not found' } },
       { status: 404 },
     );
-  const headers = { ETag: `"${page.revision}"`, 'Cache-Control': 'no-store' };
-  if (format === 'iiif') {
-    return new Response(JSON.stringify(page.annotationPage, null, 2), {
-      headers: {
-        ...headers,
-        'Content-Type': IIIF_MEDIA_TYPE,
-        'Content-Disposition': `attachment; filename="page-${page.id}-r${page.revision}.json"`,
-      },
-    });
-  }
   try {
-    const result = exportPage(format, {
-      canvasUri: page.canvasUri,
-      kind: page.kind,
-      segments: segmentsOf(page.annotationPage),
-      width: page.width ?? undefined,
-      height: page.height ?? undefined,
-      duration: page.durationMs === null ? undefined : page.durationMs / 1000,
-      language: page.annotationPage.items.find((a) => a.body.language)?.body.language,
-    });
-    return new Response(result.body, {
-      headers: {
-        ...headers,
-        'Content-Type': result.mediaType,
-        'Content-Disposition': `attachment; filename="page-${page.id}-r${page.revision}.${result.extension}"`,
-      },
-    });
+    return pageExportResponse(page, format);
   } catch (error) {
     if (error instanceof UnsupportedExportError) {
       return Response.json(
