@@ -4,10 +4,13 @@ import { hashToken, newAttemptToken, sealToken, unsealToken } from '../core/atte
 import {
   type FailureClass,
   isPausing,
+  type PauseReason,
   ProviderError,
   STALE_ATTEMPT,
   StaleAttemptError,
 } from '../core/failures';
+import type { Logger } from '../core/logger';
+import type { MediaKind } from '../core/media';
 import type { CallContext, CallCost, JobSnapshot, LineBox, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
 import {
@@ -38,12 +41,6 @@ import type { ProviderRegistry } from '../providers/registry';
  * dependencies. Each business fact is written by one activity in one transaction, fenced by
  * the attempt token (A1). The workflow only ever holds the token sealed.
  */
-export interface Logger {
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-  error(fields: Record<string, unknown>, message: string): void;
-}
-
 export interface TranscriptionDeps {
   pool: Pool;
   providers: ProviderRegistry;
@@ -78,7 +75,7 @@ export type ClaimOutcome =
   | {
       state: 'claimed';
       ref: AttemptRef;
-      kind: 'image' | 'audio';
+      kind: MediaKind;
       chargedAttempts: number;
     }
   | { state: 'inactive'; status: string }
@@ -105,7 +102,7 @@ export interface RecognizeOutcome {
 }
 
 export interface PauseRequest {
-  reason: 'credit' | 'auth' | 'outage' | 'budget';
+  reason: PauseReason;
   retryAfterMs: number | null;
   /** `workspace`: only this workspace's budget is spent; the provider stays open for others. */
   scope?: 'provider' | 'workspace';
@@ -859,7 +856,7 @@ function recognizedSegments(saved: Awaited<ReturnType<typeof loadCheckpoints>>):
   return out.sort((a, b) => a.index - b.index);
 }
 
-async function pageKind(pool: Pool, pageId: number): Promise<{ kind: 'image' | 'audio' }> {
+async function pageKind(pool: Pool, pageId: number): Promise<{ kind: MediaKind }> {
   const { rows } = await pool.query('SELECT kind FROM pages WHERE id = $1', [pageId]);
   return { kind: rows[0].kind };
 }

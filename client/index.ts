@@ -5,6 +5,7 @@ import {
 } from '@temporalio/client';
 import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
+import { workflowIdForJob } from '../core/ids';
 import type { JobRecord, JobStore } from '../core/jobStore';
 import {
   AUTO_PROVIDER,
@@ -206,9 +207,7 @@ export class QuireClient {
 
   /** Live progress of a job (workflow query). */
   async getProgress(jobId: string, workflowId?: string): Promise<JobProgress> {
-    const handle = this.options.temporal.workflow.getHandle(
-      workflowId ?? `transcription-job-${jobId}`,
-    );
+    const handle = this.options.temporal.workflow.getHandle(workflowId ?? workflowIdForJob(jobId));
     return handle.query<JobProgress>(QUERIES.progress);
   }
 

@@ -3,7 +3,9 @@
  * ALTO XML v4 for image pages, WebVTT and SRT for audio pages. The canonical IIIF
  * AnnotationPage is built in core/annotation.ts. Pure.
  */
+
 import type { Box, Segment } from './annotation';
+import type { MediaKind } from './media';
 
 export type ExportFormat = 'text' | 'alto' | 'vtt' | 'srt';
 
@@ -11,7 +13,7 @@ export const EXPORT_FORMATS: readonly ExportFormat[] = ['text', 'alto', 'vtt', '
 
 export interface ExportInput {
   canvasUri: string;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   segments: readonly Segment[];
   /** Image pages: pixel size of the canvas (ALTO needs it). */
   width?: number;

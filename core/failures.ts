@@ -19,12 +19,19 @@ export const FAILURE_CLASSES = [
 export type FailureClass = (typeof FAILURE_CLASSES)[number];
 
 /** Classes that pause a provider's queue: the attempt is refunded and nothing fails. */
-export const PAUSING_CLASSES: ReadonlySet<FailureClass> = new Set([
+export const PAUSE_REASONS = [
   'credit',
   'auth',
   'outage',
   'budget',
-]);
+] as const satisfies readonly FailureClass[];
+export type PauseReason = (typeof PAUSE_REASONS)[number];
+
+export const PAUSING_CLASSES: ReadonlySet<FailureClass> = new Set(PAUSE_REASONS);
+
+export function isPauseReason(value: unknown): value is PauseReason {
+  return typeof value === 'string' && (PAUSE_REASONS as readonly string[]).includes(value);
+}
 
 /** Classes where the input can never succeed: the job fails at once. */
 export const PERMANENT_CLASSES: ReadonlySet<FailureClass> = new Set([

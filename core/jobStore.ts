@@ -2,6 +2,7 @@
  * The port through which the typed client records jobs before it starts their workflows.
  * `db/jobStore.ts` implements it over PostgreSQL; the client itself holds no SQL.
  */
+import type { MediaKind } from './media';
 import type { SnapshotFor } from './pricing';
 import type { JobStatus } from './temporal';
 
@@ -10,7 +11,7 @@ export interface JobRecord {
   workflowId: string;
   workspaceId: number;
   pageId: number;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   provider: string;
   status: JobStatus;
   batchId: string | null;

@@ -1,3 +1,4 @@
+import type { MediaKind } from './media';
 import type { CostUnit, JobSnapshot } from './provider';
 
 /**
@@ -32,15 +33,15 @@ export const KNOWN_PROVIDERS = Object.keys(DEFAULT_PRICES);
 /** `auto` picks the offline engine for the page's kind (Q2: real engines are the default). */
 export const AUTO_PROVIDER = 'auto';
 
-export function resolveProvider(provider: string, kind: 'image' | 'audio'): string {
+export function resolveProvider(provider: string, kind: MediaKind): string {
   if (provider !== AUTO_PROVIDER) return provider;
   return kind === 'image' ? 'tesseract' : 'pocketsphinx';
 }
 
 /** A snapshot maker for a job whose page kind is known only when the job is recorded. */
-export type SnapshotFor = JobSnapshot | ((kind: 'image' | 'audio') => JobSnapshot);
+export type SnapshotFor = JobSnapshot | ((kind: MediaKind) => JobSnapshot);
 
-export function snapshotFor(make: SnapshotFor, kind: 'image' | 'audio'): JobSnapshot {
+export function snapshotFor(make: SnapshotFor, kind: MediaKind): JobSnapshot {
   return typeof make === 'function' ? make(kind) : make;
 }
 

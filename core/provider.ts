@@ -3,7 +3,9 @@
  * through it. Each call returns a result with its cost, or throws a `ProviderError`
  * carrying one failure class (core/failures.ts).
  */
+
 import type { Box, Segment } from './annotation';
+import type { MediaKind } from './media';
 
 export type CostUnit = 'line' | 'page' | 'audio_second' | 'call' | 'token';
 
@@ -69,7 +71,7 @@ export interface TranscriptionProvider {
   /** Polishes raw text (T2 `polish`). */
   polish(
     text: string,
-    kind: 'image' | 'audio',
+    kind: MediaKind,
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }>;
 }

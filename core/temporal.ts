@@ -3,8 +3,10 @@
  * signal and query names and their argument types, search attribute keys, task queue names.
  * Safe to import inside the workflow sandbox.
  */
+
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { FailureClass } from './failures';
+import type { MediaKind } from './media';
 
 export const TRANSCRIPTION_WORKFLOW = 'transcriptionJob';
 export const RECONCILER_WORKFLOW = 'reconcileJobs';
@@ -37,7 +39,13 @@ export const JOB_STATUSES: readonly JobStatus[] = [
   'canceled',
   'superseded',
 ];
-export const ACTIVE_STATUSES: readonly JobStatus[] = ['pending', 'running'];
+/** A job in one of these statuses may still write: it holds its page (one active job per page). */
+export const ACTIVE_STATUSES = ['pending', 'running'] as const satisfies readonly JobStatus[];
+export type ActiveStatus = (typeof ACTIVE_STATUSES)[number];
+
+export function isActiveStatus(status: string): status is ActiveStatus {
+  return (ACTIVE_STATUSES as readonly string[]).includes(status);
+}
 
 export type AttemptOutcome =
   | 'running'
@@ -64,7 +72,7 @@ export interface TranscriptionJobInput {
   jobId: string;
   workspaceId: number;
   pageId: number;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   provider: string;
   maxAttempts: number;
   polishAttempts: number;

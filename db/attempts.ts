@@ -4,11 +4,14 @@ import {
   plainText,
   type Segment,
 } from '../core/annotation';
-import { type FailureClass, StaleAttemptError } from '../core/failures';
+import { type FailureClass, type PauseReason, StaleAttemptError } from '../core/failures';
+import type { MediaKind } from '../core/media';
 import type { EngineIdentity, JobSnapshot } from '../core/provider';
+import { isActiveStatus } from '../core/temporal';
 import { appendEvent } from './events';
 import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+import { ACTIVE_STATUS_LIST } from './sql';
 
 /**
  * Attempts (A1, A2), checkpoints (T2) and the commit (J1). Every write of a running attempt
@@ -29,7 +32,7 @@ export type ClaimResult =
       attemptNumber: number;
       workspaceId: number;
       pageId: number;
-      kind: 'image' | 'audio';
+      kind: MediaKind;
       snapshot: JobSnapshot;
       inputRevision: number;
       /** Charged attempts so far, this one included. */
@@ -58,8 +61,7 @@ export async function claimAttempt(
     );
     const job = jobs.rows[0];
     if (!job) return { state: 'inactive', status: 'missing' };
-    if (job.status !== 'pending' && job.status !== 'running')
-      return { state: 'inactive', status: job.status };
+    if (!isActiveStatus(job.status)) return { state: 'inactive', status: job.status };
 
     const now = args.now ?? new Date();
     const paused = await client.query(
@@ -296,7 +298,7 @@ export async function closeAttempt(
     } else if (close.outcome === 'canceled') {
       await client.query(
         `UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), updated_at = now(), stage = 'done'
-          WHERE id = $1 AND status IN ('pending', 'running')`,
+          WHERE id = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
         [fence.jobId],
       );
     }
@@ -483,7 +485,7 @@ export async function pauseProvider(
   fence: AttemptFence,
   args: {
     provider: string;
-    reason: 'credit' | 'auth' | 'outage' | 'budget';
+    reason: PauseReason;
     detail: string;
     retryAfterMs?: number;
     counts?: { completed: number; failed: number; total: number | null };
@@ -529,7 +531,7 @@ export function nextUtcMidnight(now: Date): Date {
 async function pauseProviderIn(
   client: PoolClient,
   provider: string,
-  reason: 'credit' | 'auth' | 'outage' | 'budget',
+  reason: PauseReason,
   retryAfterMs: number | undefined,
   now: Date,
 ) {

@@ -1,4 +1,5 @@
 import type { Queryable } from './pool';
+import { ACTIVE_STATUS_LIST } from './sql';
 
 /**
  * The invariant auditor: checks over the whole database that the rules of SPEC §3-§4 hold.
@@ -87,7 +88,7 @@ const CHECKS: Array<{ name: string; sql: string }> = [
   },
   {
     name: 'J4 at most one active job per page',
-    sql: `SELECT page_id::text AS subject FROM transcription_jobs WHERE status IN ('pending', 'running')
+    sql: `SELECT page_id::text AS subject FROM transcription_jobs WHERE status IN ${ACTIVE_STATUS_LIST}
            GROUP BY page_id HAVING count(*) > 1`,
   },
   {

@@ -1,3 +1,4 @@
+import { cappedBackoffMs } from '../core/backoff';
 import type { Pool, PoolClient, Queryable } from './pool';
 import { withTransaction } from './pool';
 
@@ -474,9 +475,7 @@ export async function completeCleanup(
 
 /** Bounded exponential backoff with jitter, capped at one hour; never gives up (U3). */
 export function cleanupBackoffMs(attempts: number, random: () => number = Math.random): number {
-  const exponential = CLEANUP_BACKOFF_BASE_MS * 2 ** Math.min(Math.max(attempts - 1, 0), 20);
-  const capped = Math.min(CLEANUP_BACKOFF_CAP_MS, exponential);
-  return Math.round(capped * (0.5 + 0.5 * random()));
+  return cappedBackoffMs(attempts - 1, CLEANUP_BACKOFF_BASE_MS, CLEANUP_BACKOFF_CAP_MS, random);
 }
 
 /** The object could not be deleted: the row stays pending (still counted) and retries later. */

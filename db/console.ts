@@ -1,4 +1,5 @@
 import type { Queryable } from './pool';
+import { ACTIVE_STATUS_LIST } from './sql';
 
 /**
  * Read models of the console (SPEC §9) that no other repository serves: the operations
@@ -80,7 +81,7 @@ export async function recentBatches(
   const { rows } = await db.query(
     `SELECT b.id, b.created_at,
             count(j.id)::int AS jobs,
-            count(j.id) FILTER (WHERE j.status IN ('pending', 'running'))::int AS active,
+            count(j.id) FILTER (WHERE j.status IN ${ACTIVE_STATUS_LIST})::int AS active,
             count(j.id) FILTER (WHERE j.status = 'completed')::int AS completed,
             count(j.id) FILTER (WHERE j.status = 'failed')::int AS failed,
             count(j.id) FILTER (WHERE j.status = 'canceled')::int AS canceled

@@ -1,5 +1,6 @@
 import { emptyAnnotationPage } from '../core/annotation';
 import { canvasUriFor } from '../core/ids';
+import type { MediaKind } from '../core/media';
 import type { PoolClient, Queryable } from './pool';
 
 /**
@@ -118,7 +119,7 @@ export interface IngestedPageInput {
   workspaceId: number;
   itemId: string;
   position: number;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   blobKey: string;
   mediaType: string;
   width: number | null;

@@ -2,6 +2,7 @@ import { emptyAnnotationPage } from '../core/annotation';
 import { scheduleBlobDeletion } from './blobs';
 import { ConflictError, NotFoundError } from './errors';
 import { type Pool, type PoolClient, withTransaction } from './pool';
+import { ACTIVE_STATUS_LIST } from './sql';
 
 export interface DeletedItem {
   itemId: string;
@@ -34,7 +35,7 @@ export async function deleteItem(
     );
     const pageIds = pages.rows.map((p) => p.id);
     const active = await client.query(
-      `SELECT 1 FROM transcription_jobs WHERE page_id = ANY($1) AND status IN ('pending', 'running') LIMIT 1`,
+      `SELECT 1 FROM transcription_jobs WHERE page_id = ANY($1) AND status IN ${ACTIVE_STATUS_LIST} LIMIT 1`,
       [pageIds],
     );
     if (active.rowCount) {
@@ -109,7 +110,7 @@ export async function releaseIncompleteBatchPages(
       `SELECT p.id, p.canvas_uri, p.blob_key, p.item_id FROM pages p JOIN batch_pages bp ON bp.page_id = p.id
         WHERE bp.batch_id = $1 AND p.workspace_id = $2 AND p.deleted_at IS NULL AND p.revision = 0
           AND NOT EXISTS (SELECT 1 FROM transcription_jobs j
-                           WHERE j.page_id = p.id AND j.status IN ('pending', 'running'))
+                           WHERE j.page_id = p.id AND j.status IN ${ACTIVE_STATUS_LIST})
         ORDER BY p.id FOR UPDATE OF p`,
       [batchId, workspaceId],
     );

@@ -1,4 +1,5 @@
 import type { JobRecord, JobStore } from '../core/jobStore';
+import type { MediaKind } from '../core/media';
 import { resumeProvider } from './attempts';
 import { releaseIncompleteBatchPages } from './items';
 import {
@@ -12,7 +13,7 @@ import {
 } from './jobs';
 import type { Pool } from './pool';
 
-function record(job: JobRow, kind: 'image' | 'audio'): JobRecord {
+function record(job: JobRow, kind: MediaKind): JobRecord {
   return {
     id: job.id,
     workflowId: job.workflowId,

@@ -1,12 +1,14 @@
 import type { FailureClass } from '../core/failures';
 import { uuidv7, workflowIdForJob } from '../core/ids';
+import type { MediaKind } from '../core/media';
 import { type SnapshotFor, snapshotFor } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
-import type { AttemptOutcome, JobStatus } from '../core/temporal';
+import { type AttemptOutcome, isActiveStatus, type JobStatus } from '../core/temporal';
 import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
 import { appendEvent } from './events';
 import { getPageForUpdate } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+import { ACTIVE_STATUS_LIST } from './sql';
 
 export const EVENT_TYPES = {
   completed: 'dev.quire.transcription.completed',
@@ -94,7 +96,7 @@ export interface NewJob {
 
 export interface CreatedJob {
   job: JobRow;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   /** False when the idempotency key returned an existing job (J6). */
   created: boolean;
   /** The job this one superseded (J4), whose workflow must now be cancelled. */
@@ -146,7 +148,7 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
 
   let superseded: CreatedJob['superseded'] = null;
   const active = await client.query(
-    `SELECT id, workflow_id FROM transcription_jobs WHERE page_id = $1 AND status IN ('pending', 'running') FOR UPDATE`,
+    `SELECT id, workflow_id FROM transcription_jobs WHERE page_id = $1 AND status IN ${ACTIVE_STATUS_LIST} FOR UPDATE`,
     [page.id],
   );
   if (active.rows[0]) {
@@ -299,7 +301,7 @@ export async function failJobIn(
   const updated = await client.query(
     `UPDATE transcription_jobs SET status = 'failed', error_category = $2, error_detail = $3, ended_at = now(),
             updated_at = now(), stage = 'done'
-      WHERE id = $1 AND status IN ('pending', 'running')`,
+      WHERE id = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
     [jobId, category, detail],
   );
   if (updated.rowCount === 1) {
@@ -325,7 +327,7 @@ async function cancelJobsIn(client: PoolClient, jobIds: string[]): Promise<Cance
   );
   const { rows } = await client.query(
     `UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), updated_at = now(), stage = 'done'
-      WHERE id = ANY($1) AND status IN ('pending', 'running') RETURNING id, workflow_id`,
+      WHERE id = ANY($1) AND status IN ${ACTIVE_STATUS_LIST} RETURNING id, workflow_id`,
     [jobIds],
   );
   for (const row of rows) {
@@ -346,7 +348,7 @@ export async function cancelJob(pool: Pool, workspaceId: number, jobId: string) 
     );
     const job = rows[0];
     if (!job) throw new NotFoundError('job_not_found', `job ${jobId} not found`);
-    if (job.status !== 'pending' && job.status !== 'running') {
+    if (!isActiveStatus(job.status)) {
       throw new ConflictError('job_not_active', `job ${jobId} is already ${job.status}`);
     }
     return cancelJobsIn(client, [jobId]);
@@ -364,7 +366,7 @@ export async function cancelBatch(pool: Pool, workspaceId: number, batchId: stri
     if (batch.rowCount === 0)
       throw new NotFoundError('batch_not_found', `batch ${batchId} not found`);
     const { rows } = await client.query(
-      `SELECT id FROM transcription_jobs WHERE batch_id = $1 AND status IN ('pending', 'running') ORDER BY id FOR UPDATE`,
+      `SELECT id FROM transcription_jobs WHERE batch_id = $1 AND status IN ${ACTIVE_STATUS_LIST} ORDER BY id FOR UPDATE`,
       [batchId],
     );
     return cancelJobsIn(
@@ -404,7 +406,7 @@ export async function findUnstartedJobs(db: Queryable, olderThanMs: number, limi
       ORDER BY j.created_at LIMIT $2`,
     [String(olderThanMs), limit],
   );
-  return rows.map((r) => ({ job: toJob(r), kind: r.kind as 'image' | 'audio' }));
+  return rows.map((r) => ({ job: toJob(r), kind: r.kind as MediaKind }));
 }
 
 /** Active jobs of a provider, to wake their workflows when it resumes. */
@@ -413,7 +415,7 @@ export async function activeWorkflowsForProvider(
   provider: string,
 ): Promise<string[]> {
   const { rows } = await db.query(
-    `SELECT workflow_id FROM transcription_jobs WHERE provider = $1 AND status IN ('pending', 'running')`,
+    `SELECT workflow_id FROM transcription_jobs WHERE provider = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
     [provider],
   );
   return rows.map((r) => r.workflow_id);
@@ -431,7 +433,7 @@ export async function cancelJobIfActive(pool: Pool, jobId: string): Promise<JobS
     );
     const status = rows[0]?.status as JobStatus | undefined;
     if (!status) throw new NotFoundError('job_not_found', `job ${jobId} not found`);
-    if (status !== 'pending' && status !== 'running') return status;
+    if (!isActiveStatus(status)) return status;
     await cancelJobsIn(client, [jobId]);
     return 'canceled';
   });

@@ -6,6 +6,7 @@ import {
   type Segment,
 } from '../core/annotation';
 import { canvasUriFor } from '../core/ids';
+import type { MediaKind } from '../core/media';
 import { appendEvent } from './events';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 
@@ -14,7 +15,7 @@ export interface PageRow {
   workspaceId: number;
   itemId: string;
   position: number;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   canvasUri: string;
   blobKey: string | null;
   mediaType: string | null;
@@ -35,7 +36,7 @@ function toPage(r: Record<string, unknown>): PageRow {
     workspaceId: r.workspace_id as number,
     itemId: r.item_id as string,
     position: r.position as number,
-    kind: r.kind as 'image' | 'audio',
+    kind: r.kind as MediaKind,
     canvasUri: r.canvas_uri as string,
     blobKey: (r.blob_key as string | null) ?? null,
     mediaType: (r.media_type as string | null) ?? null,
@@ -72,7 +73,7 @@ export interface NewPage {
   workspaceId: number;
   itemId: string;
   position: number;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   blobKey?: string | null;
   mediaType?: string | null;
   width?: number | null;
@@ -344,7 +345,7 @@ export interface SearchHit {
   pageId: number;
   itemId: string;
   canvasUri: string;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   revision: number;
   rank: number;
 }

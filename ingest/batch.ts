@@ -9,6 +9,7 @@ import {
   temporaryKeyFor,
 } from '../blobs/store';
 import { uuidv7 } from '../core/ids';
+import type { MediaKind } from '../core/media';
 import {
   type ByteSource,
   checkImageLimits,
@@ -85,7 +86,7 @@ export interface IngestedPage {
   pageId: number;
   itemId: string;
   canvasUri: string;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   mediaType: string;
   blobKey: string;
 }

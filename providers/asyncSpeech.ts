@@ -20,9 +20,11 @@
  * providers/http.ts. The upload finishes inside submitAudio, so the engine holds its own copy
  * once the id is returned.
  */
+
 import { openAsBlob } from 'node:fs';
 import type { Segment } from '../core/annotation';
 import { type FailureClass, ProviderError } from '../core/failures';
+import type { MediaKind } from '../core/media';
 import type {
   AudioPoll,
   CallContext,
@@ -182,7 +184,7 @@ export class AsyncSpeechProvider implements TranscriptionProvider {
 
   async polish(
     text: string,
-    kind: 'image' | 'audio',
+    kind: MediaKind,
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }> {
     throwIfAborted(ctx.signal);

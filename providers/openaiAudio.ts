@@ -18,6 +18,7 @@
  * - deleteAudio aborts the request and removes the directory; idempotent.
  * - listEngineJobs serves the stranded-job sweep (O3).
  */
+
 import { randomUUID } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
 import { copyFile, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -25,6 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Segment } from '../core/annotation';
 import { isFailureClass, ProviderError } from '../core/failures';
+import type { MediaKind } from '../core/media';
 import type {
   AudioPoll,
   CallContext,
@@ -270,7 +272,7 @@ export class OpenAiAudioProvider implements TranscriptionProvider {
 
   polish(
     text: string,
-    kind: 'image' | 'audio',
+    kind: MediaKind,
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }> {
     return offlinePolish(text, kind, ctx.signal);

@@ -15,9 +15,11 @@
  * Failures are classified by providers/http.ts. Nothing here logs; messages carry no text,
  * image or payload.
  */
+
 import { readFile, stat } from 'node:fs/promises';
 import type { Box } from '../core/annotation';
 import { ProviderError } from '../core/failures';
+import type { MediaKind } from '../core/media';
 import type {
   AudioPoll,
   CallContext,
@@ -127,7 +129,7 @@ export class OpenAiChatProvider implements TranscriptionProvider {
 
   async polish(
     text: string,
-    kind: 'image' | 'audio',
+    kind: MediaKind,
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }> {
     if (text.trim() === '') return { text, cost: { units: 0, unit: 'call' } };

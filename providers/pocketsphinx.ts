@@ -30,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Segment } from '../core/annotation';
 import { ProviderError } from '../core/failures';
+import type { MediaKind } from '../core/media';
 import type {
   AudioPoll,
   CallContext,
@@ -397,7 +398,7 @@ export class PocketsphinxProvider implements TranscriptionProvider {
 
   polish(
     text: string,
-    kind: 'image' | 'audio',
+    kind: MediaKind,
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }> {
     return offlinePolish(text, kind, ctx.signal);

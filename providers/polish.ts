@@ -7,6 +7,7 @@
  * Every function takes the texts of a page's segments in reading order and returns the same
  * number of texts, so segment boundaries (boxes, time spans) stay where they were.
  */
+import type { MediaKind } from '../core/media';
 
 /** Hyphen marks that split a word at a line end: hyphen-minus, hyphen, non-breaking hyphen, soft hyphen, not sign, double oblique hyphen (Fraktur). */
 const LINE_END_HYPHEN = /([\p{L}\p{N}])[-\u2010\u2011\u00AD\u00AC\u2E17]$/u;
@@ -72,7 +73,7 @@ export function polishSpeechSegments(texts: readonly string[]): string[] {
   return texts.map((text) => sentenceCase(normalizeWhitespace(text)));
 }
 
-export function polishSegmentTexts(texts: readonly string[], kind: 'image' | 'audio'): string[] {
+export function polishSegmentTexts(texts: readonly string[], kind: MediaKind): string[] {
   return kind === 'image' ? polishImageLines(texts) : polishSpeechSegments(texts);
 }
 
@@ -81,7 +82,7 @@ export function polishSegmentTexts(texts: readonly string[], kind: 'image' | 'au
  * joined with "\n" (one segment per line); returns as many lines as it was given, so the
  * caller can split the result back onto its segments.
  */
-export function polishText(text: string, kind: 'image' | 'audio'): string {
+export function polishText(text: string, kind: MediaKind): string {
   return polishSegmentTexts(text.split('\n'), kind).join('\n');
 }
 
@@ -91,7 +92,7 @@ export function polishText(text: string, kind: 'image' | 'audio'): string {
  */
 export async function offlinePolish(
   text: string,
-  kind: 'image' | 'audio',
+  kind: MediaKind,
   signal: AbortSignal,
 ): Promise<{ text: string; cost: { units: number; unit: 'call' } }> {
   if (signal.aborted) throw signal.reason ?? new Error('aborted');

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import type { Segment } from '../core/annotation';
 import { type FailureClass, isFailureClass, ProviderError } from '../core/failures';
+import type { MediaKind } from '../core/media';
 import type {
   AudioPoll,
   CallContext,
@@ -116,7 +117,7 @@ export class SimulatedProvider implements TranscriptionProvider {
     this.deleted.add(engineJobId);
   }
 
-  async polish(text: string, _kind: 'image' | 'audio', ctx: CallContext) {
+  async polish(text: string, _kind: MediaKind, ctx: CallContext) {
     const options = this.options(ctx);
     await this.call('polish', ctx, options);
     const polished = text

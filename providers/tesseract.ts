@@ -9,6 +9,7 @@
  * One long-lived engine worker (a worker thread) per data directory, created on first use
  * and reused by every call; calls are queued on it one at a time. `close()` ends it.
  */
+
 import { randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -19,6 +20,7 @@ import { createWorker, OEM, PSM, type RecognizeResult, type Worker } from 'tesse
 import UTIF from 'utif2';
 import type { Box } from '../core/annotation';
 import { ProviderError } from '../core/failures';
+import type { MediaKind } from '../core/media';
 import type {
   AudioPoll,
   CallContext,
@@ -298,7 +300,7 @@ export class TesseractProvider implements TranscriptionProvider {
 
   polish(
     text: string,
-    kind: 'image' | 'audio',
+    kind: MediaKind,
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }> {
     return offlinePolish(text, kind, ctx.signal);

@@ -5,7 +5,6 @@ import pino from 'pino';
  * fields are censored wherever they appear; transcript text and provider payloads are
  * never passed to the logger in the first place.
  */
-export type QuireLogger = pino.Logger;
 
 export const REDACTED_PATHS = [
   'apiKey',
@@ -28,7 +27,7 @@ export function createLogger(
   name: string,
   level: string = process.env.LOG_LEVEL ?? 'info',
   destination?: pino.DestinationStream,
-): QuireLogger {
+): pino.Logger {
   return pino(
     {
       name,

@@ -2,6 +2,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { cappedBackoffMs } from '../core/backoff';
+import type { Logger } from '../core/logger';
 import { redact, redactError } from '../core/redact';
 import {
   type ClaimedMirrorRow,
@@ -29,11 +31,6 @@ import {
  * revision is ever sent). Logs carry page ids, revisions, status codes and redacted errors,
  * never the snapshot.
  */
-export interface MirrorLogger {
-  info(object: Record<string, unknown>, message?: string): void;
-  warn(object: Record<string, unknown>, message?: string): void;
-}
-
 export interface DeliverMirrorOptions {
   pool: Pool;
   /** Base URL; defaults to QUIRE_MIRROR_URL. Without one the pass does nothing. */
@@ -48,7 +45,7 @@ export interface DeliverMirrorOptions {
   timeoutMs?: number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
-  logger?: MirrorLogger;
+  logger?: Logger;
   random?: () => number;
 }
 
@@ -61,17 +58,6 @@ export interface MirrorPassResult {
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const IIIF_MEDIA_TYPE =
   'application/ld+json;profile="http://iiif.io/api/presentation/3/context.json"';
-
-/** Capped exponential backoff with full jitter on the upper half: 2^n * base, at most `max`. */
-export function mirrorBackoffMs(
-  attempts: number,
-  baseMs: number,
-  maxMs: number,
-  random = Math.random,
-): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempts, 30));
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
 
 export async function deliverMirrorOutbox(
   options: DeliverMirrorOptions,
@@ -112,7 +98,7 @@ export async function deliverMirrorOutbox(
         );
         return;
       }
-      const delay = mirrorBackoffMs(
+      const delay = cappedBackoffMs(
         row.attempts,
         options.baseBackoffMs ?? 5_000,
         options.maxBackoffMs ?? 3_600_000,

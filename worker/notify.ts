@@ -8,10 +8,9 @@
  * workers pausing the same provider at once send one message; a send that fails is not
  * retried (at most once, by design: a lost notice beats a storm of them).
  */
+import { isPauseReason, type PauseReason } from '../core/failures';
 import { claimPauseNotification } from '../db/attempts';
 import type { Pool } from '../db/pool';
-
-export type PauseReason = 'credit' | 'auth' | 'outage' | 'budget';
 
 export interface NotifyPauseArgs {
   url: string | undefined;
@@ -31,8 +30,6 @@ export type NotifyResult =
       status?: number;
     };
 
-const REASONS = new Set<string>(['credit', 'auth', 'outage', 'budget']);
-
 /** Provider names are configuration, but the text stays plain whatever they contain. */
 function plainName(provider: string): string {
   const cleaned = provider.replace(/[^A-Za-z0-9._-]/g, '').slice(0, 64);
@@ -40,7 +37,7 @@ function plainName(provider: string): string {
 }
 
 export function pauseNoticeText(provider: string, reason: PauseReason): string {
-  return `Quire paused provider ${plainName(provider)}: ${REASONS.has(reason) ? reason : 'unknown'}`;
+  return `Quire paused provider ${plainName(provider)}: ${isPauseReason(reason) ? reason : 'unknown'}`;
 }
 
 /** Sends one pause notice. Never throws; the result never carries the URL. */

@@ -19,6 +19,7 @@
 import type { CallContext, TranscriptionProvider } from '../core/provider';
 import { redactError } from '../core/redact';
 import type { Pool } from '../db/pool';
+import { ACTIVE_STATUS_LIST } from '../db/sql';
 
 export const STRANDED_AFTER_MS = 6 * 60 * 60_000;
 
@@ -79,7 +80,7 @@ export async function sweepStrandedEngineJobs(args: {
   const { rows } = await args.pool.query(
     `SELECT e.provider, e.engine_job_id
        FROM engine_jobs e JOIN transcription_jobs j ON j.id = e.job_id
-      WHERE e.deleted_at IS NULL AND e.created_at < $1 AND j.status NOT IN ('pending', 'running')
+      WHERE e.deleted_at IS NULL AND e.created_at < $1 AND j.status NOT IN ${ACTIVE_STATUS_LIST}
       ORDER BY e.created_at
       LIMIT 1000`,
     [cutoff],
@@ -116,7 +117,7 @@ export async function sweepStrandedEngineJobs(args: {
     if (old.length === 0) continue;
     const live = await args.pool.query(
       `SELECT e.engine_job_id FROM engine_jobs e JOIN transcription_jobs j ON j.id = e.job_id
-        WHERE e.provider = $1 AND e.engine_job_id = ANY($2::text[]) AND j.status IN ('pending', 'running')`,
+        WHERE e.provider = $1 AND e.engine_job_id = ANY($2::text[]) AND j.status IN ${ACTIVE_STATUS_LIST}`,
       [name, old.map((j) => j.engineJobId)],
     );
     const referenced = new Set(

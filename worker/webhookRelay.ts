@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import pg from 'pg';
 import { cloudEventBody } from '../core/cloudevents';
+import type { Logger } from '../core/logger';
 import { redactError } from '../core/redact';
 import { DEFAULT_RETRY_SCHEDULE, type RetrySchedule } from '../core/webhookSchedule';
 import type { Pool } from '../db/pool';
@@ -34,13 +35,6 @@ import {
  * secret, a URL path or a body.
  */
 
-export interface RelayLogger {
-  debug(object: Record<string, unknown>, message?: string): void;
-  info(object: Record<string, unknown>, message?: string): void;
-  warn(object: Record<string, unknown>, message?: string): void;
-  error(object: Record<string, unknown>, message?: string): void;
-}
-
 export type SendFunction = (
   request: WebhookRequest,
   options: SendWebhookOptions,
@@ -50,7 +44,7 @@ export interface WebhookRelayOptions {
   pool: Pool;
   /** QUIRE_SECRET_KEY: opens the sealed subscription secrets. */
   secretKey: string;
-  logger: RelayLogger;
+  logger: Logger;
   /** For the LISTEN connection; defaults to the pool's connection string. */
   databaseUrl?: string;
   /** Sends in flight at once (default 8). */

@@ -20,6 +20,7 @@ import type {
   SegmentFailure,
   TranscriptionActivities,
 } from '../activities/transcription';
+import { cappedBackoffMs } from '../core/backoff';
 import {
   type FailureClass,
   isFailureClass,
@@ -186,7 +187,8 @@ export async function transcriptionJob(
     });
     if (closed.jobStatus === 'failed') return final('failed', null, category);
     setStage('backoff');
-    await sleep(backoffMs(charged, input.retryInitialMs, input.retryMaxMs));
+    // J3: bounded and jittered, from the workflow's deterministic random.
+    await sleep(cappedBackoffMs(charged - 1, input.retryInitialMs, input.retryMaxMs));
     return { kind: 'again' };
   };
 
@@ -346,10 +348,4 @@ function pauseOf(type: string, error: unknown): PauseRequest {
 function attemptCategory(failures: SegmentFailure[]): FailureClass {
   const retryable = failures.find((f) => !isPermanent(f.category));
   return (retryable ?? failures[0])?.category ?? 'internal';
-}
-
-/** Bounded exponential backoff with jitter (J2), from the workflow's deterministic random. */
-export function backoffMs(charged: number, initialMs: number, maxMs: number): number {
-  const ceiling = Math.min(maxMs, initialMs * 2 ** Math.max(0, charged - 1));
-  return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
 }

@@ -1,7 +1,7 @@
+import type { Logger } from '../../core/logger';
 import type { RetrySchedule } from '../../core/webhookSchedule';
 import { appendEvent } from '../../db/events';
 import { type Pool, withTransaction } from '../../db/pool';
-import type { RelayLogger } from '../../worker/webhookRelay';
 
 /** Shared fixtures of the webhook and outbox tests. */
 
@@ -39,7 +39,7 @@ export interface CapturedLog {
   message?: string;
 }
 
-export function captureLogger(): RelayLogger & { lines: CapturedLog[]; text(): string } {
+export function captureLogger(): Logger & { lines: CapturedLog[]; text(): string } {
   const lines: CapturedLog[] = [];
   const at = (level: string) => (object: Record<string, unknown>, message?: string) => {
     lines.push({ level, object, message });

@@ -1,5 +1,6 @@
 'use client';
 import { useEffect, useRef, useState, useTransition } from 'react';
+import type { MediaKind } from '../../core/media';
 import { type SaveResult, savePageAction } from '../app/pages/actions';
 import { formatSeconds } from './format';
 
@@ -14,7 +15,7 @@ export interface ViewSegment {
 
 interface Props {
   pageId: number;
-  kind: 'image' | 'audio';
+  kind: MediaKind;
   width: number | null;
   height: number | null;
   revision: number;

@@ -1,5 +1,7 @@
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
+import type { MediaKind } from '../../../../core/media';
+import { isActiveStatus } from '../../../../core/temporal';
 import { jobsDigest } from '../../../../db/console';
 import { getJob, listAttempts } from '../../../../db/jobs';
 import { getPage } from '../../../../db/pages';
@@ -27,7 +29,7 @@ const STAGES = {
 type StepState = 'done' | 'current' | 'todo' | 'stopped';
 
 function timeline(
-  kind: 'image' | 'audio',
+  kind: MediaKind,
   status: string,
   stage: string | null,
 ): Array<{ name: string; state: StepState }> {
@@ -36,7 +38,7 @@ function timeline(
   return stages.map((name, i) => {
     if (status === 'completed') return { name, state: 'done' };
     if (status === 'pending' && index < 0) return { name, state: 'todo' };
-    if (status !== 'pending' && status !== 'running')
+    if (!isActiveStatus(status))
       return { name, state: index < 0 || i >= index ? 'stopped' : 'done' };
     if (index < 0) return { name, state: 'todo' };
     return { name, state: i < index ? 'done' : i === index ? 'current' : 'todo' };
@@ -55,7 +57,7 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
     jobsDigest(pool(), principal.workspaceId),
   ]);
   const kind = page?.kind ?? 'image';
-  const active = job.status === 'pending' || job.status === 'running';
+  const active = isActiveStatus(job.status);
   const steps = timeline(kind, job.status, job.stage);
   const temporalUrl = `${config().QUIRE_TEMPORAL_UI_URL.replace(/\/$/, '')}/namespaces/${encodeURIComponent(config().TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(job.workflowId)}`;
 

@@ -1,6 +1,7 @@
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
 import { segmentsOf } from '../../../../core/annotation';
+import { isActiveStatus } from '../../../../core/temporal';
 import { jobsDigest } from '../../../../db/console';
 import { listJobSummaries } from '../../../../db/jobList';
 import { getPage, getRevision, listRevisions } from '../../../../db/pages';
@@ -118,7 +119,7 @@ export default async function PageView({
           </p>
         </div>
         <div className="page-head-actions">
-          {latestJob && (latestJob.status === 'pending' || latestJob.status === 'running') ? (
+          {latestJob && isActiveStatus(latestJob.status) ? (
             // A running job's commit appears without a reload; drafts being edited are kept.
             <LiveRefresh topics={['jobs']} baselines={{ jobs: digest }} label="Job running" />
           ) : null}

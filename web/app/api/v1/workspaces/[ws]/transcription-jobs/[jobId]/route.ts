@@ -1,4 +1,5 @@
 import type { JobProgress } from '../../../../../../../../client';
+import { isActiveStatus } from '../../../../../../../../core/temporal';
 import { getJob, listAttempts } from '../../../../../../../../db/jobs';
 import { ApiError, json, type RouteContext, withApi } from '../../../../../../../lib/api';
 import { pool, quireClient } from '../../../../../../../lib/server';
@@ -40,9 +41,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
     if (!job) throw new ApiError(404, 'job_not_found', 'job not found');
     const [attempts, live] = await Promise.all([
       listAttempts(pool(), job.id),
-      job.status === 'pending' || job.status === 'running'
-        ? liveProgress(job.id, job.workflowId)
-        : undefined,
+      isActiveStatus(job.status) ? liveProgress(job.id, job.workflowId) : undefined,
     ]);
     return json({
       id: job.id,

@@ -1,0 +1,15 @@
+/**
+ * The one backoff of Quire: capped exponential growth with jitter on the upper half, so
+ * retries of many jobs, deliveries or cleanups that failed together do not return together.
+ * Pure: the workflow calls it with the sandbox's deterministic `Math.random`.
+ */
+export function cappedBackoffMs(
+  /** 0 for the first retry; each step doubles the ceiling. */
+  step: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number = Math.random,
+): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(step, 0), 30));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
