@@ -33,19 +33,14 @@ export function isPauseReason(value: unknown): value is PauseReason {
   return typeof value === 'string' && (PAUSE_REASONS as readonly string[]).includes(value);
 }
 
-/** Classes where the input can never succeed: the job fails at once. */
+/**
+ * Classes where the input can never succeed: the job fails at once. Every other class that
+ * does not pause is charged and retried after a backoff (timeout, internal, invalid, crashed).
+ */
 export const PERMANENT_CLASSES: ReadonlySet<FailureClass> = new Set([
   'image',
   'content',
   'conflict',
-]);
-
-/** Charged classes that a later attempt may cure: backoff, then the next attempt. */
-export const RETRYABLE_CLASSES: ReadonlySet<FailureClass> = new Set([
-  'timeout',
-  'internal',
-  'invalid',
-  'crashed',
 ]);
 
 export function isFailureClass(value: unknown): value is FailureClass {
@@ -66,8 +61,6 @@ export function isPermanent(category: FailureClass): boolean {
  * so the attempt must stop without writing anything. Never retried.
  */
 export const STALE_ATTEMPT = 'StaleAttempt';
-/** The job left its active states (canceled or superseded) while the attempt was being claimed. */
-export const JOB_NOT_ACTIVE = 'JobNotActive';
 
 /** A classified failure raised by a provider call (Q1). */
 export class ProviderError extends Error {

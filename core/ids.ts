@@ -18,20 +18,9 @@ export function uuidv7(now: number = Date.now()): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
-
 /** T1: the workflow id is derived from the job id, so one job has exactly one workflow. */
 export function workflowIdForJob(jobId: string): string {
   return `transcription-job-${jobId}`;
-}
-
-export function jobIdFromWorkflowId(workflowId: string): string | undefined {
-  const prefix = 'transcription-job-';
-  return workflowId.startsWith(prefix) ? workflowId.slice(prefix.length) : undefined;
 }
 
 /** IIIF Presentation 3 canvas id for a page. */

@@ -36,18 +36,3 @@ export async function recordProviderCall(
     ],
   );
 }
-
-/** Spend of the current UTC day, for one workspace or (null) for all. */
-export async function spendToday(
-  db: Queryable,
-  workspaceId: number | null,
-  now = new Date(),
-): Promise<number> {
-  const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  const { rows } = await db.query(
-    `SELECT coalesce(sum(cost_micros), 0)::bigint AS spent FROM provider_calls
-      WHERE occurred_at >= $1 AND ($2::bigint IS NULL OR workspace_id = $2)`,
-    [dayStart, workspaceId],
-  );
-  return Number(rows[0].spent);
-}
