@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBlobStore } from '../../blobs';
 import { blobUsage, workspaceUsageBytes } from '../../db/blobs';
 import { ingestBatch } from '../../ingest/batch';
-import { runBlobCleanup, sweepOrphans } from '../../worker/cleanup';
+import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
 

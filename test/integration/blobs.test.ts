@@ -24,8 +24,7 @@ import {
 import { insertIngestedPage, prepareItem } from '../../db/ingest';
 import { withTransaction } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
-import { processCleanup } from '../../ingest/deletion';
-import { runBlobCleanup, sweepOrphans } from '../../worker/cleanup';
+import { processCleanup, runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { file, png, uploadRequest, wav } from '../support/uploadFixtures';
 

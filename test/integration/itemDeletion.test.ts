@@ -6,7 +6,7 @@ import { ConflictError } from '../../db/errors';
 import { deleteItem } from '../../db/items';
 import { listAttempts } from '../../db/jobs';
 import { getPage } from '../../db/pages';
-import { runBlobCleanup } from '../../worker/cleanup';
+import { runBlobCleanup } from '../../activities/maintenance';
 import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, type TestQuire } from '../support/quire';
 import { png } from '../support/uploadFixtures';

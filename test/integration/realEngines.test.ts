@@ -10,7 +10,7 @@ import { PocketsphinxProvider } from '../../providers/pocketsphinx';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { TesseractProvider } from '../../providers/tesseract';
-import { runBlobCleanup } from '../../worker/cleanup';
+import { runBlobCleanup } from '../../activities/maintenance';
 import {
   makeTempDir,
   PAGE_LINES,

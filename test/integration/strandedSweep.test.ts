@@ -7,7 +7,7 @@ import type { CallContext } from '../../core/provider';
 import { AsyncSpeechProvider } from '../../providers/asyncSpeech';
 import { OpenAiAudioProvider } from '../../providers/openaiAudio';
 import { createProviderRegistry } from '../../providers/registry';
-import { sweepStrandedEngineJobs } from '../../worker/strandedSweep';
+import { sweepStrandedEngineJobs } from '../../activities/maintenance';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import {
   answers,
