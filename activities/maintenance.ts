@@ -285,7 +285,10 @@ export async function sweepStrandedEngineJobs(args: {
       continue;
     }
     try {
-      await provider.deleteAudio(stranded.engineJobId, sweepContext('stranded-sweep', callTimeoutMs));
+      await provider.deleteAudio(
+        stranded.engineJobId,
+        sweepContext('stranded-sweep', callTimeoutMs),
+      );
       // A concurrent sweep may have marked it first; the engine copy is gone either way.
       if (await markEngineCopyDeleted(args.pool, stranded.provider, stranded.engineJobId, now))
         result.deleted += 1;
