@@ -69,18 +69,21 @@ async function main(): Promise<number> {
   // U1: only Quire's own temporaries older than an hour; never recent ones, links or dirs.
   const swept = await blobStore.sweepStaleTemporaries();
 
-  const workflowBundle = config.QUIRE_WORKFLOW_BUNDLE
-    ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) }
-    : undefined;
-  const worker = await createQuireWorker({
+  const workerDeps = {
     config,
     pool,
     providers,
-    logger,
     connection,
     client,
     identity,
     blobStore,
+    workflowBundle: config.QUIRE_WORKFLOW_BUNDLE
+      ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) }
+      : undefined,
+  };
+  const worker = await createQuireWorker({
+    ...workerDeps,
+    logger,
     onProviderPaused: async (pause) => {
       await notifyPauseOnce(pool, {
         url: config.QUIRE_NOTIFY_URL,
@@ -88,18 +91,8 @@ async function main(): Promise<number> {
         reason: pause.reason as NotifyPauseArgs['reason'],
       });
     },
-    workflowBundle,
   });
-  const maintenanceWorker = await createMaintenanceWorker({
-    config,
-    pool,
-    providers,
-    connection,
-    client,
-    identity,
-    blobStore,
-    workflowBundle,
-  });
+  const maintenanceWorker = await createMaintenanceWorker(workerDeps);
   await ensureSchedules(temporal, config);
   // E1/W2: the outbox relay fans committed events out to webhook deliveries and sends them.
   const relay = createWebhookRelay({

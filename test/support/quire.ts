@@ -84,9 +84,17 @@ export async function createTestQuire(
   const client = createQuireClient(config, temporal, db.pool, providers.names());
   let pageCounter = 0;
   const blobStore = createLocalBlobStore(mkdtempSync(join(tmpdir(), 'quire-blobs-')));
-  const workflowBundle = process.env.QUIRE_TEST_WORKFLOW_BUNDLE
-    ? { codePath: process.env.QUIRE_TEST_WORKFLOW_BUNDLE }
-    : undefined;
+  const workerDeps = {
+    config,
+    pool: db.pool,
+    providers,
+    connection,
+    client,
+    blobStore,
+    workflowBundle: process.env.QUIRE_TEST_WORKFLOW_BUNDLE
+      ? { codePath: process.env.QUIRE_TEST_WORKFLOW_BUNDLE }
+      : undefined,
+  };
   return {
     db,
     config,
@@ -98,28 +106,12 @@ export async function createTestQuire(
     newWorker: (identity, extra) =>
       createQuireWorker({
         ...extra,
-        config,
-        pool: db.pool,
-        providers,
+        ...workerDeps,
         logger: silentLogger,
-        connection,
-        client,
         identity,
-        blobStore,
-        workflowBundle,
         audioPollMs: 50,
       }),
-    newMaintenanceWorker: (identity) =>
-      createMaintenanceWorker({
-        config,
-        pool: db.pool,
-        providers,
-        connection,
-        client,
-        identity,
-        blobStore,
-        workflowBundle,
-      }),
+    newMaintenanceWorker: (identity) => createMaintenanceWorker({ ...workerDeps, identity }),
     async workspace(name = 'Test archive') {
       const { rows } = await db.pool.query(
         'INSERT INTO workspaces (name) VALUES ($1) RETURNING id',
