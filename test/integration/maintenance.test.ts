@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QuireConfig } from '../../core/config';
 import { createMaintenanceWorker } from '../../worker/createWorker';
@@ -29,13 +30,13 @@ beforeAll(async () => {
   const namespace = `quire-maintenance-${randomBytes(4).toString('hex')}`;
   await quire.temporal.connection.workflowService.registerNamespace({
     namespace,
-    workflowExecutionRetentionPeriod: { seconds: 24 * 3600 },
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
   });
   config = { ...quire.config, TEMPORAL_NAMESPACE: namespace };
   temporal = new Client({ connection: quire.temporal.connection, namespace });
   // A new namespace answers once the frontend's namespace cache has seen it.
   await eventually(async () => {
-    await temporal.schedule.list().next();
+    await temporal.schedule.list()[Symbol.asyncIterator]().next();
     return true;
   }, 60_000);
 });
