@@ -1,40 +1,328 @@
+import { type BlobStore, STALE_TEMPORARY_AGE_MS } from '../blobs/store';
 import type { QuireClient } from '../client';
+import type { CallContext, TranscriptionProvider } from '../core/provider';
+import { redactError } from '../core/redact';
+import {
+  type CleanupTask,
+  completeCleanup,
+  dueCleanupIds,
+  failCleanup,
+  fenceCleanup,
+  knownObjectKeys,
+  scheduleBlobDeletion,
+  unreferencedBlobs,
+} from '../db/blobs';
+import {
+  engineJobsHeldByActiveJobs,
+  listStrandedEngineJobs,
+  markEngineCopyDeleted,
+} from '../db/engineJobs';
+import type { Pool } from '../db/pool';
+import { purgeOldEvents } from '../db/retention';
 
 /**
- * Periodic work run by Temporal Schedules (O3). The work itself is injected, so the worker
- * composes it from its own parts (blob store, providers) and tests can drive it directly.
+ * Maintenance run as Temporal Schedules (O3) on their own task queue: the reconciler, the
+ * blob cleanup, the orphan sweep, the stranded engine-job sweep and event retention. Each
+ * body is idempotent and safe to run concurrently with itself, with the others and with
+ * ingests and jobs; the activities below only bind them to the worker's dependencies.
  */
+
 export interface MaintenanceDeps {
-  client: QuireClient;
-  /** U2/U3: deletes due cleanups (fenced), retrying failed ones with capped backoff. */
-  runBlobCleanup: () => Promise<Record<string, number>>;
-  /** U2: finds stored objects and stale temporaries that nothing references. */
-  sweepOrphans: () => Promise<Record<string, number>>;
-  /** O3: engine jobs older than 6 h that no live job references are deleted. */
-  sweepStrandedEngineJobs: () => Promise<Record<string, unknown>>;
-  /** O3: old events and finished deliveries are removed. */
-  purgeOldEvents: () => Promise<Record<string, number>>;
+  pool: Pool;
+  blobStore: BlobStore;
+  providers: ProviderSource;
+  /** J6: the typed client starts the jobs it recorded but never started. */
+  client: Pick<QuireClient, 'reconcile'>;
+  eventRetentionDays: number;
 }
 
 export function createMaintenanceActivities(deps: MaintenanceDeps) {
+  const { pool, blobStore } = deps;
+  // Activity names are what the maintenance workflows call: they stay as recorded.
   return {
     /** J6: starts jobs recorded but never started. Idempotent: "already started" is fine. */
     async reconcileUnstartedJobs(input: { olderThanMs: number }): Promise<{ started: number }> {
       return deps.client.reconcile(input.olderThanMs);
     },
     async runBlobCleanup(): Promise<Record<string, number>> {
-      return deps.runBlobCleanup();
+      return { ...(await runBlobCleanup({ pool, blobStore })) };
     },
     async sweepOrphans(): Promise<Record<string, number>> {
-      return deps.sweepOrphans();
+      return { ...(await sweepOrphans({ pool, blobStore })) };
     },
     async sweepStrandedEngineJobs(): Promise<Record<string, unknown>> {
-      return deps.sweepStrandedEngineJobs();
+      return { ...(await sweepStrandedEngineJobs({ pool, providers: deps.providers })) };
     },
     async purgeOldEvents(): Promise<Record<string, number>> {
-      return deps.purgeOldEvents();
+      return purgeOldEvents(pool, deps.eventRetentionDays);
     },
   };
 }
 
 export type MaintenanceActivities = ReturnType<typeof createMaintenanceActivities>;
+
+// --- U2/U3: blob cleanup and the orphan sweep -------------------------------------------
+// Every row is claimed by the U3 fence under SKIP LOCKED, and an object is deleted only when
+// no row of Quire still accounts for it.
+
+/**
+ * U3, one cleanup row end to end: fence (quota guards, reference check, `delete_fenced_at`),
+ * delete the bytes, mark deleted. Shared by the cleanup schedule and by an ingest that
+ * refuses an upload. Safe to run concurrently: the fence claims the row with SKIP LOCKED.
+ */
+export type CleanupOutcome =
+  | { kind: 'deleted' }
+  | { kind: 'referenced' }
+  | { kind: 'not_due' }
+  | { kind: 'retrying'; errorCode: string; retryInMs: number };
+
+export async function processCleanup(
+  pool: Pool,
+  blobStore: BlobStore,
+  cleanupId: number,
+  now: Date,
+  options: { forget?: boolean } = {},
+): Promise<CleanupOutcome> {
+  const fence = await fenceCleanup(pool, cleanupId, now);
+  if (fence.kind !== 'fenced') return fence;
+  const task = fence.task;
+  try {
+    await deleteTaskObjects(blobStore, task);
+  } catch (error) {
+    const errorCode = errorCodeOf(error);
+    const retryInMs = await failCleanup(pool, task, errorCode, now);
+    return { kind: 'retrying', errorCode, retryInMs };
+  }
+  await completeCleanup(pool, task, now, options);
+  return { kind: 'deleted' };
+}
+
+/**
+ * The temporary goes first: a rename can only move bytes from the temporary to the canonical
+ * key, so once the temporary is gone, deleting the canonical key catches them either way.
+ */
+async function deleteTaskObjects(blobStore: BlobStore, task: CleanupTask): Promise<void> {
+  if (task.temporaryKey && task.temporaryKey !== task.blobKey)
+    await blobStore.delete(task.temporaryKey);
+  await blobStore.delete(task.blobKey);
+}
+
+/** An error's code only: paths and messages may name workspace files and stay out of the DB. */
+function errorCodeOf(error: unknown): string {
+  const code =
+    (error as { code?: unknown; name?: unknown })?.code ?? (error as { name?: unknown })?.name;
+  return typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code) ? code : 'delete_failed';
+}
+
+export interface BlobCleanupReport {
+  deleted: number;
+  /** Rows whose blob turned out to be referenced: retired, nothing deleted. */
+  referenced: number;
+  /** Deletions that failed and were rescheduled (backoff capped at one hour). */
+  retrying: number;
+}
+
+/**
+ * Deletes what due cleanup rows hold: staged reservations past `reserve_until` (an ingest
+ * that crashed or stalled), rows handed over for deletion, failing rows whose retry is due.
+ */
+export async function runBlobCleanup(options: {
+  pool: Pool;
+  blobStore: BlobStore;
+  now?: Date;
+  batchSize?: number;
+}): Promise<BlobCleanupReport> {
+  const now = options.now ?? new Date();
+  const batchSize = options.batchSize ?? 100;
+  const report: BlobCleanupReport = { deleted: 0, referenced: 0, retrying: 0 };
+  const seen = new Set<number>();
+  for (;;) {
+    const ids = (await dueCleanupIds(options.pool, now, batchSize + seen.size)).filter(
+      (id) => !seen.has(id),
+    );
+    if (ids.length === 0) return report;
+    for (const id of ids.slice(0, batchSize)) {
+      seen.add(id);
+      const outcome = await processCleanup(options.pool, options.blobStore, id, now);
+      if (outcome.kind === 'deleted') report.deleted++;
+      else if (outcome.kind === 'referenced') report.referenced++;
+      else if (outcome.kind === 'retrying') report.retrying++;
+    }
+  }
+}
+
+export interface OrphanSweepReport {
+  /** `.quire-upload-*` temporaries older than an hour, removed (U1). */
+  removedTemporaries: number;
+  /** Blob rows no page references, handed to the cleanup. */
+  scheduledBlobs: number;
+  /** Objects no row accounts for, removed. */
+  removedObjects: number;
+}
+
+/**
+ * The safety net behind U2: stale temporaries, unreferenced blob rows (handed to the fenced
+ * cleanup, never deleted here) and objects that no blob or pending cleanup row knows, each
+ * only once older than `graceMs` (default one hour).
+ */
+export async function sweepOrphans(options: {
+  pool: Pool;
+  blobStore: BlobStore;
+  now?: Date;
+  graceMs?: number;
+  limit?: number;
+}): Promise<OrphanSweepReport> {
+  const now = options.now ?? new Date();
+  const graceMs = options.graceMs ?? STALE_TEMPORARY_AGE_MS;
+  const before = new Date(now.getTime() - graceMs);
+  const { removed } = await options.blobStore.sweepStaleTemporaries(graceMs, now);
+
+  const orphans = await unreferencedBlobs(options.pool, before, options.limit ?? 1000);
+  for (const blob of orphans) {
+    await scheduleBlobDeletion(options.pool, blob.workspaceId, blob.key, { reason: 'orphan', now });
+  }
+
+  let removedObjects = 0;
+  let chunk: Array<{ key: string; modifiedAt: Date }> = [];
+  const flush = async () => {
+    const known = await knownObjectKeys(
+      options.pool,
+      chunk.map((o) => o.key),
+    );
+    for (const object of chunk) {
+      if (known.has(object.key) || object.modifiedAt >= before) continue;
+      // Checked again one by one: a row may have appeared since the batch query.
+      if ((await knownObjectKeys(options.pool, [object.key])).size > 0) continue;
+      await options.blobStore.delete(object.key);
+      removedObjects++;
+    }
+    chunk = [];
+  };
+  for await (const object of options.blobStore.list()) {
+    chunk.push(object);
+    if (chunk.length >= 500) await flush();
+  }
+  if (chunk.length > 0) await flush();
+  return { removedTemporaries: removed, scheduledBlobs: orphans.length, removedObjects };
+}
+
+// --- O3: the stranded engine-job sweep --------------------------------------------------
+// Engine copies of recordings are deleted by the job that made them once its raw segments
+// are checkpointed; a job that ended another way (canceled, superseded, failed, a worker lost
+// at the wrong moment) can leave one behind. The sweep deletes, through the provider's own
+// `deleteAudio`:
+//
+// 1. recorded engine jobs older than `olderThanMs` (default 6 h), not yet deleted, whose
+//    Quire job is no longer active; each is then marked `deleted_at`;
+// 2. for providers that can list their jobs (`listEngineJobs`), engine jobs older than
+//    `olderThanMs` that no active Quire job references, including ones Quire never recorded
+//    (a worker that died between submit and saving the id).
+//
+// Safe to run concurrently: `deleteAudio` is idempotent by contract, the mark only takes an
+// unmarked row, and nothing is deleted that an active job references (jobs never return to
+// an active status, and a new submit is younger than the age threshold).
+
+export const STRANDED_AFTER_MS = 6 * 60 * 60_000;
+
+/** A provider that can list the engine jobs it holds (pocketsphinx, whisper, async-speech). */
+export interface EngineJobLister {
+  listEngineJobs(ctx?: {
+    signal?: AbortSignal;
+  }): Promise<{ engineJobId: string; createdAt: Date }[]>;
+}
+
+export function canListEngineJobs(
+  provider: TranscriptionProvider,
+): provider is TranscriptionProvider & EngineJobLister {
+  return typeof (provider as Partial<EngineJobLister>).listEngineJobs === 'function';
+}
+
+export type ProviderSource =
+  | readonly TranscriptionProvider[]
+  | { get(name: string): TranscriptionProvider; names(): string[] };
+
+export interface SweepResult {
+  /** Recorded engine jobs deleted and marked. */
+  deleted: number;
+  /** Engine jobs found only by listing, deleted. */
+  unrecordedDeleted: number;
+  /** Recorded engine jobs of a provider this worker does not have. */
+  skipped: number;
+  /** Redacted, one per failure; the sweep goes on past them. */
+  errors: string[];
+}
+
+function providerMap(source: ProviderSource): Map<string, TranscriptionProvider> {
+  if (Array.isArray(source))
+    return new Map((source as TranscriptionProvider[]).map((p) => [p.name, p]));
+  const registry = source as { get(name: string): TranscriptionProvider; names(): string[] };
+  return new Map(registry.names().map((name) => [name, registry.get(name)]));
+}
+
+function sweepContext(callKey: string, timeoutMs: number): CallContext {
+  return { signal: AbortSignal.timeout(timeoutMs), language: 'und', options: {}, callKey };
+}
+
+export async function sweepStrandedEngineJobs(args: {
+  pool: Pool;
+  providers: ProviderSource;
+  olderThanMs?: number;
+  now?: Date;
+  /** Per provider call; default 60 s. */
+  callTimeoutMs?: number;
+}): Promise<SweepResult> {
+  const olderThanMs = args.olderThanMs ?? STRANDED_AFTER_MS;
+  const now = args.now ?? new Date();
+  const cutoff = new Date(now.getTime() - olderThanMs);
+  const callTimeoutMs = args.callTimeoutMs ?? 60_000;
+  const providers = providerMap(args.providers);
+  const result: SweepResult = { deleted: 0, unrecordedDeleted: 0, skipped: 0, errors: [] };
+
+  for (const stranded of await listStrandedEngineJobs(args.pool, cutoff)) {
+    const provider = providers.get(stranded.provider);
+    if (!provider) {
+      result.skipped += 1;
+      continue;
+    }
+    try {
+      await provider.deleteAudio(
+        stranded.engineJobId,
+        sweepContext('stranded-sweep', callTimeoutMs),
+      );
+      // A concurrent sweep may have marked it first; the engine copy is gone either way.
+      if (await markEngineCopyDeleted(args.pool, stranded.provider, stranded.engineJobId, now))
+        result.deleted += 1;
+    } catch (error) {
+      result.errors.push(`${stranded.provider}: ${redactError(error)}`);
+    }
+  }
+
+  for (const [name, provider] of providers) {
+    if (!canListEngineJobs(provider)) continue;
+    let listed: { engineJobId: string; createdAt: Date }[];
+    try {
+      listed = await provider.listEngineJobs({ signal: AbortSignal.timeout(callTimeoutMs) });
+    } catch (error) {
+      result.errors.push(`${name}: ${redactError(error)}`);
+      continue;
+    }
+    const old = listed.filter((j) => j.createdAt.getTime() < cutoff.getTime());
+    if (old.length === 0) continue;
+    const referenced = await engineJobsHeldByActiveJobs(
+      args.pool,
+      name,
+      old.map((j) => j.engineJobId),
+    );
+    for (const job of old) {
+      if (referenced.has(job.engineJobId)) continue;
+      try {
+        await provider.deleteAudio(job.engineJobId, sweepContext('stranded-sweep', callTimeoutMs));
+        if (await markEngineCopyDeleted(args.pool, name, job.engineJobId, now)) result.deleted += 1;
+        else result.unrecordedDeleted += 1;
+      } catch (error) {
+        result.errors.push(`${name}: ${redactError(error)}`);
+      }
+    }
+  }
+  return result;
+}

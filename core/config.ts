@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAINTENANCE_TASK_QUEUE } from './temporal';
 
 /**
  * The one typed configuration of Quire, read from the environment and validated at start.
@@ -16,6 +17,7 @@ const schema = z.object({
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
   QUIRE_TASK_QUEUE: z.string().min(1).default('quire-transcription'),
+  QUIRE_MAINTENANCE_TASK_QUEUE: z.string().min(1).default(MAINTENANCE_TASK_QUEUE),
   QUIRE_TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
   WORKER_CONCURRENCY: intFrom(1, 16, 2),
   QUIRE_SHUTDOWN_GRACE_MS: intFrom(0, 3_600_000, 30_000),

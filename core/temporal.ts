@@ -9,8 +9,9 @@ import type { FailureClass } from './failures';
 import type { MediaKind } from './media';
 
 export const TRANSCRIPTION_WORKFLOW = 'transcriptionJob';
-export const RECONCILER_WORKFLOW = 'reconcileJobs';
 export const DEFAULT_TASK_QUEUE = 'quire-transcription';
+/** The scheduled maintenance (O3) polls its own queue: it never waits behind page recognition. */
+export const MAINTENANCE_TASK_QUEUE = 'quire-maintenance';
 
 export const SIGNALS = {
   /** A provider this job waits on was resumed by an operator (Q3). */

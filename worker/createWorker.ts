@@ -9,10 +9,8 @@ import type { QuireConfig } from '../core/config';
 import type { Logger } from '../core/logger';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
-import { purgeOldEvents } from '../db/retention';
 import type { ProviderRegistry } from '../providers/registry';
-import { runBlobCleanup, sweepOrphans } from './cleanup';
-import { sweepStrandedEngineJobs } from './strandedSweep';
+import { maintenanceSchedules } from './schedules';
 
 /**
  * Builds a Quire worker over injected dependencies, for the worker process and for tests.
@@ -58,19 +56,6 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     onProviderPaused: deps.onProviderPaused,
     now: deps.now,
   });
-  const maintenance = createMaintenanceActivities({
-    client: deps.client,
-    runBlobCleanup: async () => ({
-      ...(await runBlobCleanup({ pool: deps.pool, blobStore: deps.blobStore })),
-    }),
-    sweepOrphans: async () => ({
-      ...(await sweepOrphans({ pool: deps.pool, blobStore: deps.blobStore })),
-    }),
-    sweepStrandedEngineJobs: async () => ({
-      ...(await sweepStrandedEngineJobs({ pool: deps.pool, providers: deps.providers })),
-    }),
-    purgeOldEvents: () => purgeOldEvents(deps.pool, deps.config.QUIRE_EVENT_RETENTION_DAYS),
-  });
   return Worker.create({
     connection: deps.connection,
     namespace: deps.config.TEMPORAL_NAMESPACE,
@@ -79,7 +64,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     ...(deps.workflowBundle
       ? { workflowBundle: deps.workflowBundle }
       : { workflowsPath: WORKFLOWS_PATH }),
-    activities: { ...transcription, ...maintenance },
+    activities: transcription,
     maxConcurrentActivityTaskExecutions: deps.config.WORKER_CONCURRENCY,
     shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
     // A SIGKILLed worker's cached workflows move to a live worker after this (T3 recovery).
@@ -90,6 +75,50 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
       Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4),
     ),
   });
+}
+
+/**
+ * The maintenance worker (O3): the scheduled workflows and their activities on their own task
+ * queue, so a cleanup never waits for a slot behind page recognition. Same workflow bundle
+ * as the transcription worker; only the queue and the activities differ.
+ */
+export async function createMaintenanceWorker(
+  deps: Omit<QuireWorkerDeps, 'logger' | 'audioPollMs' | 'onProviderPaused' | 'now'>,
+): Promise<Worker> {
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.config.TEMPORAL_NAMESPACE,
+    taskQueue: deps.config.QUIRE_MAINTENANCE_TASK_QUEUE,
+    identity: deps.identity ?? workerIdentity(),
+    ...(deps.workflowBundle
+      ? { workflowBundle: deps.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createMaintenanceActivities({
+      pool: deps.pool,
+      blobStore: deps.blobStore,
+      providers: deps.providers,
+      client: deps.client,
+      eventRetentionDays: deps.config.QUIRE_EVENT_RETENTION_DAYS,
+    }),
+    // One slot per schedule: each schedule skips a run while its previous one is running.
+    maxConcurrentActivityTaskExecutions: maintenanceSchedules(deps.config).length,
+    shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
+  });
+}
+
+/**
+ * Runs workers side by side in one process: when one stops (shutdown or failure), the others
+ * are shut down too, and the first failure is rethrown once all have drained.
+ */
+export async function runWorkers(workers: readonly Worker[]): Promise<void> {
+  const runs = workers.map((w) => w.run());
+  const stopAll = () => {
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+  };
+  for (const run of runs) run.then(stopAll, stopAll);
+  const settled = await Promise.allSettled(runs);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /** The typed client as Quire's own processes build it from configuration. */

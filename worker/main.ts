@@ -12,8 +12,10 @@ import { SimulatedProvider } from '../providers/simulated';
 import { TesseractProvider } from '../providers/tesseract';
 import {
   connectTemporalClient,
+  createMaintenanceWorker,
   createQuireClient,
   createQuireWorker,
+  runWorkers,
   workerIdentity,
 } from './createWorker';
 import { checkAndRecordHealth, readHealth } from './health';
@@ -67,15 +69,21 @@ async function main(): Promise<number> {
   // U1: only Quire's own temporaries older than an hour; never recent ones, links or dirs.
   const swept = await blobStore.sweepStaleTemporaries();
 
-  const worker = await createQuireWorker({
+  const workerDeps = {
     config,
     pool,
     providers,
-    logger,
     connection,
     client,
     identity,
     blobStore,
+    workflowBundle: config.QUIRE_WORKFLOW_BUNDLE
+      ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) }
+      : undefined,
+  };
+  const worker = await createQuireWorker({
+    ...workerDeps,
+    logger,
     onProviderPaused: async (pause) => {
       await notifyPauseOnce(pool, {
         url: config.QUIRE_NOTIFY_URL,
@@ -83,10 +91,8 @@ async function main(): Promise<number> {
         reason: pause.reason as NotifyPauseArgs['reason'],
       });
     },
-    workflowBundle: config.QUIRE_WORKFLOW_BUNDLE
-      ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) }
-      : undefined,
   });
+  const maintenanceWorker = await createMaintenanceWorker(workerDeps);
   await ensureSchedules(temporal, config);
   // E1/W2: the outbox relay fans committed events out to webhook deliveries and sends them.
   const relay = createWebhookRelay({
@@ -125,13 +131,14 @@ async function main(): Promise<number> {
     {
       identity,
       taskQueue: config.QUIRE_TASK_QUEUE,
+      maintenanceTaskQueue: config.QUIRE_MAINTENANCE_TASK_QUEUE,
       concurrency: config.WORKER_CONCURRENCY,
       staleTemporariesRemoved: swept.removed,
     },
     'worker started',
   );
   try {
-    await worker.run();
+    await runWorkers([worker, maintenanceWorker]);
   } finally {
     clearInterval(healthTimer);
     if (mirrorTimer) clearInterval(mirrorTimer);

@@ -6,5 +6,5 @@ export {
   orphanSweep,
   reconcileJobs,
   strandedEngineJobSweep,
-} from './reconcile';
+} from './maintenance';
 export { transcriptionJob } from './transcriptionJob';

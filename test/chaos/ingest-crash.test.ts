@@ -3,10 +3,10 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import { createLocalBlobStore } from '../../blobs';
 import { blobUsage, workspaceUsageBytes } from '../../db/blobs';
 import { ingestBatch } from '../../ingest/batch';
-import { runBlobCleanup, sweepOrphans } from '../../worker/cleanup';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
 

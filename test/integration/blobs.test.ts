@@ -2,6 +2,7 @@ import { mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { processCleanup, runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import {
   type BlobStore,
   canonicalKeyFor,
@@ -24,8 +25,6 @@ import {
 import { insertIngestedPage, prepareItem } from '../../db/ingest';
 import { withTransaction } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
-import { processCleanup } from '../../ingest/deletion';
-import { runBlobCleanup, sweepOrphans } from '../../worker/cleanup';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { file, png, uploadRequest, wav } from '../support/uploadFixtures';
 

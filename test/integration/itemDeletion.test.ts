@@ -1,12 +1,12 @@
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBlobCleanup } from '../../activities/maintenance';
 import { auditInvariants } from '../../db/audit';
 import { blobUsage } from '../../db/blobs';
 import { ConflictError } from '../../db/errors';
 import { deleteItem } from '../../db/items';
 import { listAttempts } from '../../db/jobs';
 import { getPage } from '../../db/pages';
-import { runBlobCleanup } from '../../worker/cleanup';
 import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, type TestQuire } from '../support/quire';
 import { png } from '../support/uploadFixtures';

@@ -359,11 +359,15 @@ describe('transcription workflow (SPEC §4)', () => {
       pageId,
       snapshot: buildSnapshot({ provider: 'simulated', options: { simulated: { lines: 2 } } }),
     });
-    const run = await quire.temporal.workflow.execute('reconcileJobs', {
-      taskQueue: quire.config.QUIRE_TASK_QUEUE,
-      workflowId: `reconcile-${job.id}`,
-      args: [{ olderThanMs: 0 }],
-    });
+    // The reconciler runs on the maintenance queue (issue 10 §4), served by its own worker.
+    const maintenance = await quire.newMaintenanceWorker();
+    const run = await maintenance.runUntil(
+      quire.temporal.workflow.execute('reconcileJobs', {
+        taskQueue: quire.config.QUIRE_MAINTENANCE_TASK_QUEUE,
+        workflowId: `reconcile-${job.id}`,
+        args: [{ olderThanMs: 0 }],
+      }),
+    );
     expect(run.started).toBeGreaterThanOrEqual(1);
     expect((await result(job.workflowId)).status).toBe('completed');
     const row = await getJob(quire.db.pool, ws, job.id);

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBlobCleanup } from '../../activities/maintenance';
 import { segmentsOf } from '../../core/annotation';
 import { characterErrorRate, wordErrorRate } from '../../core/textMetrics';
 import { auditInvariants } from '../../db/audit';
@@ -10,7 +11,6 @@ import { PocketsphinxProvider } from '../../providers/pocketsphinx';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { TesseractProvider } from '../../providers/tesseract';
-import { runBlobCleanup } from '../../worker/cleanup';
 import {
   makeTempDir,
   PAGE_LINES,

@@ -3,11 +3,11 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sweepStrandedEngineJobs } from '../../activities/maintenance';
 import type { CallContext } from '../../core/provider';
 import { AsyncSpeechProvider } from '../../providers/asyncSpeech';
 import { OpenAiAudioProvider } from '../../providers/openaiAudio';
 import { createProviderRegistry } from '../../providers/registry';
-import { sweepStrandedEngineJobs } from '../../worker/strandedSweep';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import {
   answers,

@@ -12,6 +12,7 @@ import { withTransaction } from '../../db/pool';
 import { createProviderRegistry, type ProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import {
+  createMaintenanceWorker,
   createQuireClient,
   createQuireWorker,
   type QuireWorkerDeps,
@@ -35,6 +36,8 @@ export interface TestQuire {
     identity?: string,
     extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now'>>,
   ): Promise<Worker>;
+  /** O3: a worker on the maintenance queue, for tests that run the scheduled workflows. */
+  newMaintenanceWorker(identity?: string): Promise<Worker>;
   workspace(name?: string): Promise<number>;
   page(workspaceId: number, kind?: 'image' | 'audio'): Promise<number>;
   close(): Promise<void>;
@@ -43,8 +46,10 @@ export interface TestQuire {
 export const silentLogger = { info() {}, warn() {}, error() {} };
 
 export function testConfig(overrides: Record<string, string> = {}): QuireConfig {
+  const queue = `test-${randomBytes(5).toString('hex')}`;
   return parseConfig({
-    QUIRE_TASK_QUEUE: `test-${randomBytes(5).toString('hex')}`,
+    QUIRE_TASK_QUEUE: queue,
+    QUIRE_MAINTENANCE_TASK_QUEUE: `${queue}-maintenance`,
     QUIRE_SECRET_KEY: randomBytes(32).toString('hex'),
     QUIRE_HEARTBEAT_TIMEOUT_MS: '3000',
     QUIRE_RETRY_INITIAL_MS: '50',
@@ -79,6 +84,17 @@ export async function createTestQuire(
   const client = createQuireClient(config, temporal, db.pool, providers.names());
   let pageCounter = 0;
   const blobStore = createLocalBlobStore(mkdtempSync(join(tmpdir(), 'quire-blobs-')));
+  const workerDeps = {
+    config,
+    pool: db.pool,
+    providers,
+    connection,
+    client,
+    blobStore,
+    workflowBundle: process.env.QUIRE_TEST_WORKFLOW_BUNDLE
+      ? { codePath: process.env.QUIRE_TEST_WORKFLOW_BUNDLE }
+      : undefined,
+  };
   return {
     db,
     config,
@@ -90,19 +106,12 @@ export async function createTestQuire(
     newWorker: (identity, extra) =>
       createQuireWorker({
         ...extra,
-        config,
-        pool: db.pool,
-        providers,
+        ...workerDeps,
         logger: silentLogger,
-        connection,
-        client,
         identity,
-        blobStore,
-        workflowBundle: process.env.QUIRE_TEST_WORKFLOW_BUNDLE
-          ? { codePath: process.env.QUIRE_TEST_WORKFLOW_BUNDLE }
-          : undefined,
         audioPollMs: 50,
       }),
+    newMaintenanceWorker: (identity) => createMaintenanceWorker({ ...workerDeps, identity }),
     async workspace(name = 'Test archive') {
       const { rows } = await db.pool.query(
         'INSERT INTO workspaces (name) VALUES ($1) RETURNING id',

@@ -26,6 +26,7 @@ export function spawnWorker(
       DATABASE_URL: quire.config.DATABASE_URL,
       TEMPORAL_ADDRESS: temporalAddress(),
       QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
+      QUIRE_MAINTENANCE_TASK_QUEUE: quire.config.QUIRE_MAINTENANCE_TASK_QUEUE,
       QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
       QUIRE_HEARTBEAT_TIMEOUT_MS: String(quire.config.QUIRE_HEARTBEAT_TIMEOUT_MS),
       QUIRE_HEALTH_FILE: healthFile,

@@ -2,8 +2,10 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { MaintenanceActivities } from '../activities/maintenance';
 
 /**
- * Maintenance workflows, each run by a Temporal Schedule (O3). They only call one activity:
- * the schedule gives operators the history, pause and trigger buttons in the Temporal UI.
+ * Maintenance workflows, each run by a Temporal Schedule (O3) on the maintenance task queue,
+ * so a cleanup never waits behind page recognition. They only call one activity: the
+ * schedule gives operators the history, pause and trigger buttons in the Temporal UI.
+ * The function names are the workflow types that schedules and histories record.
  */
 const maintenance = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '10m',
