@@ -1,4 +1,4 @@
-import { processCleanup } from '../activities/maintenance';
+import { processCleanup } from '../blobs/cleanup';
 import type { BlobStore } from '../blobs/store';
 import { releaseStagedCleanup } from '../db/blobs';
 import type { Pool } from '../db/pool';

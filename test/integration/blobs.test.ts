@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { processCleanup, runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
+import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import {
   type BlobStore,
   canonicalKeyFor,
@@ -11,6 +11,7 @@ import {
   TEMPORARY_PREFIX,
   temporaryKeyFor,
 } from '../../blobs';
+import { processCleanup } from '../../blobs/cleanup';
 import {
   BlobFencedError,
   blobUsage,
