@@ -7,14 +7,9 @@ import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
 import { workflowIdForJob } from '../core/ids';
 import type { JobRecord, JobStore } from '../core/jobStore';
-import {
-  AUTO_PROVIDER,
-  buildSnapshot,
-  KNOWN_PROVIDERS,
-  pricesWith,
-  resolveProvider,
-} from '../core/pricing';
+import { buildSnapshot, pricesWith } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
+import { AUTO_PROVIDER, KNOWN_PROVIDERS, resolveProvider } from '../core/providerCatalogue';
 import {
   DEFAULT_TASK_QUEUE,
   type JobProgress,
@@ -89,7 +84,7 @@ export interface QuireClientOptions {
   recognizeSliceMs?: number;
   defaultProvider?: string;
   /** Known providers; a job naming another is rejected before anything is written. */
-  providers?: string[];
+  providers?: readonly string[];
   /** Builds the job's immutable context snapshot (prices come from the operator's table). */
   snapshot: (request: z.output<typeof startJobSchema> & { provider: string }) => JobSnapshot;
 }

@@ -10,6 +10,52 @@ const DEVELOPMENT_SECRET = 'quire-development-secret-do-not-use-in-production';
 const intFrom = (min: number, max: number, fallback: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
 
+/** Per-call timeout of every remote engine call unless configured (Q2). */
+export const DEFAULT_PROVIDER_TIMEOUT_MS = 240_000;
+/** Where the local engines look for their programs when no PATH is set. */
+export const DEFAULT_PROGRAM_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+/** Surrounding blanks ignored; blank is unset. */
+const trimmedOptional = z
+  .string()
+  .optional()
+  .transform((value) => value?.trim() || undefined);
+
+/**
+ * A remote engine's base URL (Q2): http or https, without credentials (they belong in its
+ * `_API_KEY` setting), query or fragment; trailing slashes dropped. Messages never echo the
+ * value, which may carry a key pasted by mistake.
+ */
+const engineBaseUrl = trimmedOptional.transform((raw, ctx) => {
+  if (raw === undefined) return undefined;
+  const refuse = (message: string) => {
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return refuse('is not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return refuse('must be http or https');
+  if (url.username || url.password)
+    return refuse('must not carry credentials; use the _API_KEY variable');
+  if (url.search || url.hash) return refuse('must not have a query or fragment');
+  return url.toString().replace(/\/+$/, '');
+});
+
+/** Digits only (no sign, exponent or hex), so a typo is refused rather than read as a number. */
+const providerTimeoutMs = trimmedOptional.transform((raw, ctx) => {
+  if (raw === undefined) return DEFAULT_PROVIDER_TIMEOUT_MS;
+  const ms = Number(raw);
+  if (!/^\d+$/.test(raw) || ms < 1 || ms > 3_600_000) {
+    ctx.addIssue({ code: 'custom', message: 'must be an integer between 1 and 3600000' });
+    return z.NEVER;
+  }
+  return ms;
+});
+
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/quire'),
@@ -67,6 +113,33 @@ const schema = z.object({
   /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */
   QUIRE_SIMULATED_CALL_LOG: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  // --- Engines (issue 10 §2, §6): read by providers/catalogue.ts, described per provider in
+  // core/providerCatalogue.ts. A remote engine is registered when its base URL is set.
+  /** Directory of extra `<lang>.traineddata` files for tesseract; `eng` is bundled. */
+  QUIRE_TESSDATA_DIR: z.string().optional(),
+  /** Where pocketsphinx keeps its engine jobs; default os.tmpdir()/quire-pocketsphinx. */
+  QUIRE_POCKETSPHINX_DIR: z.string().optional(),
+  /** Where the local engines look for their programs (sox, pocketsphinx_continuous). */
+  PATH: z.string().default(DEFAULT_PROGRAM_PATH),
+  /** OpenAI-compatible chat/vision, without `/v1`. */
+  QUIRE_OPENAI_BASE_URL: engineBaseUrl,
+  QUIRE_OPENAI_API_KEY: trimmedOptional,
+  QUIRE_OPENAI_MODEL: trimmedOptional.transform((value) => value ?? 'gpt-4o-mini'),
+  /** OpenAI-compatible audio transcription, without `/v1`. */
+  QUIRE_WHISPER_BASE_URL: engineBaseUrl,
+  /** Local servers need none. */
+  QUIRE_WHISPER_API_KEY: trimmedOptional,
+  QUIRE_WHISPER_MODEL: trimmedOptional.transform((value) => value ?? 'whisper-1'),
+  /** Where whisper's engine jobs live; default under os.tmpdir(). */
+  QUIRE_WHISPER_DIR: trimmedOptional,
+  /** A generic asynchronous speech-job API. */
+  QUIRE_ASYNC_SPEECH_BASE_URL: engineBaseUrl,
+  QUIRE_ASYNC_SPEECH_API_KEY: trimmedOptional,
+  /** Sent as `model` when set. */
+  QUIRE_ASYNC_SPEECH_MODEL: trimmedOptional,
+  /** Per-call timeout of every remote engine call. */
+  QUIRE_PROVIDER_TIMEOUT_MS: providerTimeoutMs,
 });
 
 export type QuireConfig = Omit<z.infer<typeof schema>, 'QUIRE_SECRET_KEY'> & {
@@ -104,10 +177,11 @@ export function parseConfig(env: Record<string, string | undefined>): QuireConfi
   };
 }
 
-let cached: QuireConfig | undefined;
-
-/** The process configuration, parsed once from `process.env`. */
+/**
+ * The configuration of this process's environment, parsed afresh on every call: entry points
+ * call it (or `parseConfig(process.env)`) once and pass the result down; nothing caches it, so
+ * tests build their own with `parseConfig`.
+ */
 export function loadConfig(): QuireConfig {
-  cached ??= parseConfig(process.env);
-  return cached;
+  return parseConfig(process.env);
 }

@@ -1,5 +1,6 @@
 import type { MediaKind } from './media';
 import type { CostUnit, JobSnapshot } from './provider';
+import { PROVIDER_CATALOGUE } from './providerCatalogue';
 
 /**
  * Prices per provider and unit (B1), in micro-units of the workspace currency, and the
@@ -7,15 +8,10 @@ import type { CostUnit, JobSnapshot } from './provider';
  */
 export type PriceTable = Partial<Record<CostUnit, number>>;
 
-export const DEFAULT_PRICES: Record<string, PriceTable> = {
-  simulated: { line: 100, page: 500, audio_second: 200, call: 0 },
-  tesseract: { line: 0, page: 0, call: 0 },
-  pocketsphinx: { audio_second: 0, call: 0 },
-  // Remote engines: indicative list prices; operators set theirs with QUIRE_PRICES.
-  'openai-chat': { token: 3, call: 0 },
-  whisper: { audio_second: 100, call: 0 },
-  'async-speech': { audio_second: 150, call: 0 },
-};
+/** Each catalogued provider's default prices (core/providerCatalogue.ts). */
+export const DEFAULT_PRICES: Record<string, PriceTable> = Object.fromEntries(
+  PROVIDER_CATALOGUE.map((entry) => [entry.name, entry.prices]),
+);
 
 /** Merges an operator's price table (JSON of provider -> unit -> micros) over the defaults. */
 export function pricesWith(
@@ -28,15 +24,8 @@ export function pricesWith(
   return merged;
 }
 
-export const KNOWN_PROVIDERS = Object.keys(DEFAULT_PRICES);
-
-/** `auto` picks the offline engine for the page's kind (Q2: real engines are the default). */
-export const AUTO_PROVIDER = 'auto';
-
-export function resolveProvider(provider: string, kind: MediaKind): string {
-  if (provider !== AUTO_PROVIDER) return provider;
-  return kind === 'image' ? 'tesseract' : 'pocketsphinx';
-}
+/** Still imported from here by web/ (its own helper's files); the names are the catalogue's. */
+export { KNOWN_PROVIDERS } from './providerCatalogue';
 
 /** A snapshot maker for a job whose page kind is known only when the job is recorded. */
 export type SnapshotFor = JobSnapshot | ((kind: MediaKind) => JobSnapshot);

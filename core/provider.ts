@@ -74,6 +74,8 @@ export interface TranscriptionProvider {
     kind: MediaKind,
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }>;
+  /** Releases what the engine holds (worker threads) when the worker stops. */
+  close?(): Promise<void>;
 }
 
 /** The immutable context snapshot of a job (SPEC §3). */

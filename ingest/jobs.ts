@@ -1,11 +1,6 @@
 import type { JobRecord } from '../core/jobStore';
-import {
-  AUTO_PROVIDER,
-  buildSnapshot,
-  KNOWN_PROVIDERS,
-  type PriceTable,
-  resolveProvider,
-} from '../core/pricing';
+import { buildSnapshot, type PriceTable } from '../core/pricing';
+import { isRequestableProvider, resolveProvider } from '../core/providerCatalogue';
 import { createJobIn } from '../db/jobs';
 import { type IngestDeps, IngestError } from './batch';
 
@@ -24,7 +19,7 @@ export function recordJobsForIngest(args: {
 }): NonNullable<IngestDeps['createJobs']> {
   return async (tx, pages, fields, batchId) => {
     const provider = fields.provider ?? args.defaultProvider;
-    if (provider !== AUTO_PROVIDER && !KNOWN_PROVIDERS.includes(provider)) {
+    if (!isRequestableProvider(provider)) {
       throw new IngestError('unknown_provider', 422, `unknown provider ${provider}`);
     }
     const jobs = [];

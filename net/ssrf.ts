@@ -260,18 +260,12 @@ export async function resolveTarget(
   };
 }
 
-/** The development allowlist from the environment (`QUIRE_WEBHOOK_ALLOW_HOSTS`). */
-export function allowHostsFromEnv(
-  env: Record<string, string | undefined> = process.env,
-): AllowList {
-  return parseAllowHosts(env.QUIRE_WEBHOOK_ALLOW_HOSTS);
-}
-
 /**
  * W1 in full for a route handler creating a subscription: the URL's shape (core rules), then
  * DNS resolution with every address checked. Throws `WebhookValidationError` with code
  * `invalid_url` or `forbidden_target` (both a 422 for the API); the message never echoes the
  * URL. The check is repeated before every send, so a later DNS change cannot slip through.
+ * `allowHosts` is the caller's parsed QUIRE_WEBHOOK_ALLOW_HOSTS setting; default none.
  */
 export async function assertWebhookTargetAllowed(
   rawUrl: unknown,
@@ -279,10 +273,7 @@ export async function assertWebhookTargetAllowed(
 ): Promise<URL> {
   const url = validateWebhookUrl(rawUrl);
   try {
-    await resolveTarget(url, {
-      allowHosts: options.allowHosts ?? allowHostsFromEnv(),
-      lookup: options.lookup,
-    });
+    await resolveTarget(url, options);
   } catch (error) {
     if (error instanceof SsrfError) {
       throw new WebhookValidationError('forbidden_target', 'url', `url ${error.message}`);

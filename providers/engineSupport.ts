@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { access, constants, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { DEFAULT_PROGRAM_PATH } from '../core/config';
 import { ProviderError } from '../core/failures';
 
 /** ISO 639-1 -> ISO 639-2/T as tesseract names its traineddata. */
@@ -82,11 +83,14 @@ export function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> 
   });
 }
 
-/** The absolute path of a program on PATH (or the given absolute path), or undefined. */
-export async function findProgram(name: string): Promise<string | undefined> {
+/** The absolute path of a program on the search path (or the given absolute path), or undefined. */
+export async function findProgram(
+  name: string,
+  searchPath: string = DEFAULT_PROGRAM_PATH,
+): Promise<string | undefined> {
   const candidates = path.isAbsolute(name)
     ? [name]
-    : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin')
+    : searchPath
         .split(path.delimiter)
         .filter((dir) => dir.length > 0)
         .map((dir) => path.join(dir, name));
@@ -114,11 +118,12 @@ export interface RequiredProgram {
  */
 export async function requirePrograms(
   required: readonly RequiredProgram[],
+  searchPath?: string,
 ): Promise<Record<string, string>> {
   const found: Record<string, string> = {};
   const missing: RequiredProgram[] = [];
   for (const r of required) {
-    const at = await findProgram(r.program);
+    const at = await findProgram(r.program, searchPath);
     if (at) found[r.program] = at;
     else missing.push(r);
   }

@@ -35,10 +35,11 @@
  * the provider's error, redacted (core/redact.ts) and scrubbed of the secrets we sent; never
  * the body verbatim.
  */
+import { DEFAULT_PROVIDER_TIMEOUT_MS } from '../core/config';
 import { ProviderError } from '../core/failures';
 import { redact } from '../core/redact';
 
-export const DEFAULT_TIMEOUT_MS = 240_000;
+export const DEFAULT_TIMEOUT_MS = DEFAULT_PROVIDER_TIMEOUT_MS;
 /** Bodies are read up to this size; more is a malformed answer. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 /** A Retry-After longer than this is taken as this. */

@@ -73,10 +73,12 @@ export const DEFAULT_MODELS: Readonly<Record<string, SpeechModel>> = {
 };
 
 export interface PocketsphinxProviderOptions {
-  /** Where engine jobs live; default env `QUIRE_POCKETSPHINX_DIR` or os.tmpdir()/quire-pocketsphinx. */
+  /** Where engine jobs live (config `QUIRE_POCKETSPHINX_DIR`); default os.tmpdir()/quire-pocketsphinx. */
   workDir?: string;
-  /** Program names or paths; defaults `sox` and `pocketsphinx_continuous` from PATH. */
+  /** Program names or paths; defaults `sox` and `pocketsphinx_continuous` from the search path. */
   programs?: { sox?: string; pocketsphinx?: string };
+  /** Where program names are looked for (config `PATH`); default /usr/local/bin:/usr/bin:/bin. */
+  searchPath?: string;
   /** Models by primary language subtag; default English from `pocketsphinx-en-us`. */
   models?: Record<string, SpeechModel>;
   /** How often a recogniser that died without a result (machine restart) is started again; default 2. */
@@ -245,13 +247,11 @@ export class PocketsphinxProvider implements TranscriptionProvider {
   private readonly recogniserProgram: string;
   private readonly models: Record<string, SpeechModel>;
   private readonly maxRestarts: number;
+  private readonly searchPath: string | undefined;
 
   constructor(options: PocketsphinxProviderOptions = {}) {
-    this.workDir = path.resolve(
-      options.workDir ??
-        process.env.QUIRE_POCKETSPHINX_DIR ??
-        path.join(os.tmpdir(), 'quire-pocketsphinx'),
-    );
+    this.workDir = path.resolve(options.workDir ?? path.join(os.tmpdir(), 'quire-pocketsphinx'));
+    this.searchPath = options.searchPath;
     this.soxProgram = options.programs?.sox ?? 'sox';
     this.recogniserProgram = options.programs?.pocketsphinx ?? 'pocketsphinx_continuous';
     this.models = options.models ?? { ...DEFAULT_MODELS };
@@ -423,10 +423,13 @@ export class PocketsphinxProvider implements TranscriptionProvider {
   }
 
   private async programs(model: SpeechModel): Promise<Record<string, string>> {
-    const found = await requirePrograms([
-      { program: this.soxProgram, debianPackage: 'sox' },
-      { program: this.recogniserProgram, debianPackage: 'pocketsphinx' },
-    ]);
+    const found = await requirePrograms(
+      [
+        { program: this.soxProgram, debianPackage: 'sox' },
+        { program: this.recogniserProgram, debianPackage: 'pocketsphinx' },
+      ],
+      this.searchPath,
+    );
     for (const file of [model.hmm, model.lm, model.dict]) {
       if (!(await exists(file))) {
         const pkg = model.debianPackage

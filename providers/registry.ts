@@ -2,11 +2,14 @@ import type { TranscriptionProvider } from '../core/provider';
 
 /**
  * The providers a worker can reach, by name, and how a job's immutable snapshot is made
- * (provider, model, language, options, price) when the job is created.
+ * (provider, model, language, options, price) when the job is created. The worker's own
+ * registry comes from the catalogue (providers/catalogue.ts); tests build theirs from engines.
  */
 export interface ProviderRegistry {
   get(name: string): TranscriptionProvider;
   names(): string[];
+  /** Releases every engine's resources, at worker shutdown. */
+  close(): Promise<void>;
 }
 
 export function createProviderRegistry(providers: TranscriptionProvider[]): ProviderRegistry {
@@ -18,6 +21,9 @@ export function createProviderRegistry(providers: TranscriptionProvider[]): Prov
       return provider;
     },
     names: () => [...byName.keys()],
+    async close() {
+      await Promise.allSettled([...byName.values()].map((p) => p.close?.()));
+    },
   };
 }
 

@@ -56,7 +56,7 @@ function tesseractJsVersion(): string {
 export interface TesseractProviderOptions {
   /**
    * Directory of extra `<lang>.traineddata` files (for example `frk`, `deu`), uncompressed
-   * as tessdata ships them. Defaults to env `QUIRE_TESSDATA_DIR`. A language found there is
+   * as tessdata ships them (config `QUIRE_TESSDATA_DIR`). A language found there is
    * read from there; `eng` otherwise comes from the bundled package.
    */
   tessdataDir?: string;
@@ -205,7 +205,7 @@ export class TesseractProvider implements TranscriptionProvider {
   private readonly cachePath = path.join(os.tmpdir(), `quire-tesseract-cache-${randomUUID()}`);
 
   constructor(options: TesseractProviderOptions = {}) {
-    const dir = options.tessdataDir ?? process.env.QUIRE_TESSDATA_DIR;
+    const dir = options.tessdataDir;
     this.tessdataDir = dir && dir.trim() !== '' ? path.resolve(dir) : undefined;
     this.lineMargin = options.lineMargin;
     this.startTimeoutMs = options.startTimeoutMs ?? 60_000;

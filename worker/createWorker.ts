@@ -9,7 +9,8 @@ import type { QuireConfig } from '../core/config';
 import type { Logger } from '../core/logger';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
-import type { ProviderRegistry } from '../providers/registry';
+import { createEngines } from '../providers/catalogue';
+import { createProviderRegistry, type ProviderRegistry } from '../providers/registry';
 import { maintenanceSchedules } from './schedules';
 
 /**
@@ -20,6 +21,15 @@ export const WORKFLOWS_PATH = new URL('../workflows/index.ts', import.meta.url).
 
 export function workerIdentity(): string {
   return `quire-worker@${hostname()}:${process.pid}`;
+}
+
+/**
+ * The engines a worker process registers: every provider the catalogue enables under its
+ * configuration (issue 10 §2) — the offline engines and the simulated one always, a remote
+ * engine when its base URL is set (Q2).
+ */
+export function createWorkerProviders(config: QuireConfig): ProviderRegistry {
+  return createProviderRegistry(createEngines(config));
 }
 
 export interface QuireWorkerDeps {

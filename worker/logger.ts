@@ -25,7 +25,8 @@ export const REDACTED_PATHS = [
 
 export function createLogger(
   name: string,
-  level: string = process.env.LOG_LEVEL ?? 'info',
+  /** The process's `LOG_LEVEL` setting (core/config.ts). */
+  level: string = 'info',
   destination?: pino.DestinationStream,
 ): pino.Logger {
   return pino(

@@ -1,20 +1,16 @@
 import { resolve } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createLocalBlobStore } from '../blobs';
-import { loadConfig } from '../core/config';
+import { parseConfig } from '../core/config';
 import { redactError } from '../core/redact';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import { PocketsphinxProvider } from '../providers/pocketsphinx';
-import { createProviderRegistry } from '../providers/registry';
-import { remoteProvidersFromEnv } from '../providers/remoteConfig';
-import { SimulatedProvider } from '../providers/simulated';
-import { TesseractProvider } from '../providers/tesseract';
 import {
   connectTemporalClient,
   createMaintenanceWorker,
   createQuireClient,
   createQuireWorker,
+  createWorkerProviders,
   runWorkers,
   workerIdentity,
 } from './createWorker';
@@ -31,7 +27,8 @@ import { createWebhookRelay } from './webhookRelay';
  * QUIRE_SHUTDOWN_GRACE_MS; work cut off resumes from its checkpoint on another worker.
  */
 async function main(): Promise<number> {
-  const config = loadConfig();
+  // The one read of the environment; everything below is handed its settings.
+  const config = parseConfig(process.env);
   if (process.argv[2] === 'health') {
     const health = await readHealth(config.QUIRE_HEALTH_FILE, config.QUIRE_HEALTH_MAX_AGE_MS);
     process.stdout.write(`${JSON.stringify(health)}\n`);
@@ -54,15 +51,9 @@ async function main(): Promise<number> {
   await migrate(config.DATABASE_URL);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const temporal = await connectTemporalClient(config);
-  // The offline engines are the defaults (Q2); the simulated one serves fault injection.
-  const tesseract = new TesseractProvider();
-  const providers = createProviderRegistry([
-    tesseract,
-    new PocketsphinxProvider(),
-    new SimulatedProvider({ callLog: config.QUIRE_SIMULATED_CALL_LOG }),
-    // Remote adapters are registered when configured (QUIRE_OPENAI_BASE_URL, ...).
-    ...remoteProvidersFromEnv(process.env, { fallbackSegmenter: tesseract }),
-  ]);
+  // The offline engines are the defaults (Q2); the simulated one serves fault injection;
+  // remote engines are registered when configured (QUIRE_OPENAI_BASE_URL, ...).
+  const providers = createWorkerProviders(config);
   const client = createQuireClient(config, temporal, pool, providers.names());
   const identity = workerIdentity();
   const blobStore = createLocalBlobStore(resolve(config.QUIRE_BLOB_DIR));
@@ -100,6 +91,7 @@ async function main(): Promise<number> {
     secretKey: config.QUIRE_SECRET_KEY,
     logger,
     databaseUrl: config.DATABASE_URL,
+    allowHosts: config.QUIRE_WEBHOOK_ALLOW_HOSTS,
   });
   await relay.start();
   // E3: published snapshots are PUT to the mirror; the rows are revision-fenced and leased,
@@ -144,7 +136,7 @@ async function main(): Promise<number> {
     if (mirrorTimer) clearInterval(mirrorTimer);
     await mirrorPass;
     await relay.stop({ graceMs: Math.min(config.QUIRE_SHUTDOWN_GRACE_MS, 15_000) }).catch(() => {});
-    await tesseract.close().catch(() => {});
+    await providers.close();
     logger.info({ identity }, 'worker stopped');
     await temporal.connection.close().catch(() => {});
     await connection.close().catch(() => {});

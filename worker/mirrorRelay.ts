@@ -33,9 +33,9 @@ import {
  */
 export interface DeliverMirrorOptions {
   pool: Pool;
-  /** Base URL; defaults to QUIRE_MIRROR_URL. Without one the pass does nothing. */
+  /** Base URL (config QUIRE_MIRROR_URL). Without one the pass does nothing. */
   mirrorUrl?: string;
-  /** Defaults to QUIRE_WEBHOOK_ALLOW_HOSTS (development and tests only). */
+  /** Config QUIRE_WEBHOOK_ALLOW_HOSTS (development and tests only); default none. */
   allowHosts?: AllowList | string;
   lookup?: LookupAll;
   /** Extra trust anchors for a test's self-signed mirror. */
@@ -62,13 +62,13 @@ const IIIF_MEDIA_TYPE =
 export async function deliverMirrorOutbox(
   options: DeliverMirrorOptions,
 ): Promise<MirrorPassResult> {
-  const mirrorUrl = options.mirrorUrl ?? process.env.QUIRE_MIRROR_URL;
+  const mirrorUrl = options.mirrorUrl;
   const result: MirrorPassResult = { claimed: 0, delivered: 0, failed: 0 };
   if (!mirrorUrl) return result;
   const allowHosts =
     typeof options.allowHosts === 'object'
       ? options.allowHosts
-      : parseAllowHosts(options.allowHosts ?? process.env.QUIRE_WEBHOOK_ALLOW_HOSTS);
+      : parseAllowHosts(options.allowHosts);
   const timeoutMs = options.timeoutMs ?? 15_000;
   const rows = await claimDueMirrorRows(options.pool, {
     limit: options.limit ?? 20,

@@ -57,7 +57,7 @@ export interface WebhookRelayOptions {
   /** Per-request timeout (default 15 s). */
   requestTimeoutMs?: number;
   schedule?: RetrySchedule;
-  /** Defaults to QUIRE_WEBHOOK_ALLOW_HOSTS. */
+  /** Config QUIRE_WEBHOOK_ALLOW_HOSTS (development and tests only); default none. */
   allowHosts?: AllowList | string;
   /** Extra trust anchors (tests, local receivers). */
   ca?: string | Buffer;
@@ -104,7 +104,7 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   const allowHosts =
     typeof options.allowHosts === 'object'
       ? options.allowHosts
-      : parseAllowHosts(options.allowHosts ?? process.env.QUIRE_WEBHOOK_ALLOW_HOSTS);
+      : parseAllowHosts(options.allowHosts);
   const send = options.send ?? sendWebhook;
   // The LISTEN connection uses the pool's own settings unless told otherwise.
   const listenConfig: pg.ClientConfig =

@@ -2,6 +2,7 @@ import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../core/config';
 import { type FailureClass, ProviderError } from '../../core/failures';
 import type {
   AudioPoll,
@@ -10,10 +11,10 @@ import type {
   TranscriptionProvider,
 } from '../../core/provider';
 import { AsyncSpeechProvider } from '../../providers/asyncSpeech';
+import { createRemoteEngines } from '../../providers/catalogue';
 import { providerJson, providerRequest } from '../../providers/http';
 import { OpenAiAudioProvider } from '../../providers/openaiAudio';
 import { OpenAiChatProvider } from '../../providers/openaiChat';
-import { remoteProvidersFromEnv } from '../../providers/remoteConfig';
 import {
   answers,
   CHAT,
@@ -26,6 +27,10 @@ import {
   startFakeProviderServer,
   TRANSCRIBE,
 } from '../support/fakeProviderServer';
+
+/** The remote engines a worker registers under these settings (issue 10 §6: config, not env). */
+const remoteProvidersFromEnv = (settings: Record<string, string | undefined>) =>
+  createRemoteEngines(parseConfig(settings));
 
 const API_KEY = 'sk-test-0123456789abcdefghijklmn';
 // A 1x1 PNG.

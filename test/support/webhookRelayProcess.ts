@@ -20,6 +20,7 @@ const line = (level: string) => (object: Record<string, unknown>, message?: stri
 const relay = createWebhookRelay({
   pool,
   secretKey: env.QUIRE_SECRET_KEY!,
+  allowHosts: env.QUIRE_WEBHOOK_ALLOW_HOSTS,
   logger: { debug: () => {}, info: line('info'), warn: line('warn'), error: line('error') },
   ca: env.RELAY_CA_FILE ? readFileSync(env.RELAY_CA_FILE, 'utf8') : undefined,
   leaseMs: Number(env.RELAY_LEASE_MS ?? 2000),

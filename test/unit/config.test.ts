@@ -22,4 +22,45 @@ describe('configuration (O1)', () => {
     const config = parseConfig({ NODE_ENV: 'production', QUIRE_SECRET_KEY: 'x'.repeat(40) });
     expect(config.usingDevelopmentSecret).toBe(false);
   });
+
+  it('issue 10 §6 engine settings default to what the engines used before', () => {
+    const config = parseConfig({});
+    expect(config.QUIRE_PROVIDER_TIMEOUT_MS).toBe(240_000);
+    expect(config.QUIRE_OPENAI_MODEL).toBe('gpt-4o-mini');
+    expect(config.QUIRE_WHISPER_MODEL).toBe('whisper-1');
+    expect(config.QUIRE_ASYNC_SPEECH_MODEL).toBeUndefined();
+    expect(config.QUIRE_OPENAI_BASE_URL).toBeUndefined();
+    expect(config.QUIRE_WHISPER_BASE_URL).toBeUndefined();
+    expect(config.QUIRE_ASYNC_SPEECH_BASE_URL).toBeUndefined();
+    expect(config.QUIRE_TESSDATA_DIR).toBeUndefined();
+    expect(config.QUIRE_POCKETSPHINX_DIR).toBeUndefined();
+    expect(config.PATH).toBe('/usr/local/bin:/usr/bin:/bin');
+  });
+
+  it('Q2 engine settings are trimmed, blank is unset, base URLs lose trailing slashes', () => {
+    const config = parseConfig({
+      QUIRE_OPENAI_BASE_URL: ' https://llm.example.com/ ',
+      QUIRE_OPENAI_MODEL: '   ',
+      QUIRE_WHISPER_API_KEY: '  ',
+      QUIRE_PROVIDER_TIMEOUT_MS: ' 250 ',
+    });
+    expect(config.QUIRE_OPENAI_BASE_URL).toBe('https://llm.example.com');
+    expect(config.QUIRE_OPENAI_MODEL).toBe('gpt-4o-mini');
+    expect(config.QUIRE_WHISPER_API_KEY).toBeUndefined();
+    expect(config.QUIRE_PROVIDER_TIMEOUT_MS).toBe(250);
+  });
+
+  it('Q2 rejects bad engine settings, naming the key and never the value', () => {
+    for (const env of [
+      { QUIRE_PROVIDER_TIMEOUT_MS: '1e3' },
+      { QUIRE_PROVIDER_TIMEOUT_MS: '3600001' },
+      { QUIRE_OPENAI_BASE_URL: 'https://llm.example.com/?key=sk-abcdefgh' },
+      { QUIRE_WHISPER_BASE_URL: 'ftp://sk-abcdefgh.example.com' },
+    ]) {
+      const key = Object.keys(env)[0]!;
+      expect(() => parseConfig(env)).toThrow(ConfigError);
+      expect(() => parseConfig(env)).toThrow(key);
+      expect(() => parseConfig(env)).not.toThrow(/sk-abcdefgh/);
+    }
+  });
 });

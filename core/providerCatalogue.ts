@@ -1,0 +1,129 @@
+import type { QuireConfig } from './config';
+import type { MediaKind } from './media';
+import type { PriceTable } from './pricing';
+
+/**
+ * The one catalogue of transcription providers (issue 10 §2): the names a job may ask for,
+ * the media each reads, its default prices (B1), the settings its engine reads and when a
+ * worker registers it. Pure description, so the web validates requests against it without
+ * loading an engine; `providers/catalogue.ts` builds the engines from it for the worker.
+ */
+export type ProviderName =
+  | 'simulated'
+  | 'tesseract'
+  | 'pocketsphinx'
+  | 'openai-chat'
+  | 'whisper'
+  | 'async-speech';
+
+export interface ProviderDescription {
+  name: ProviderName;
+  /** The media its engine reads; the other kind fails `invalid` (Q1). */
+  kinds: readonly MediaKind[];
+  /** Runs on the worker's own machine, offline (Q2), or calls a remote service. */
+  location: 'local' | 'remote';
+  /** Default prices in micro-units per unit; QUIRE_PRICES merges over them (B1). */
+  prices: PriceTable;
+  /** The configuration keys its engine reads. */
+  settings: readonly (keyof QuireConfig)[];
+  /** Registered only when this setting is present; without one, always registered. */
+  enabledBy?: keyof QuireConfig;
+}
+
+export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
+  {
+    name: 'simulated',
+    kinds: ['image', 'audio'],
+    location: 'local',
+    prices: { line: 100, page: 500, audio_second: 200, call: 0 },
+    settings: ['QUIRE_SIMULATED_CALL_LOG'],
+  },
+  {
+    name: 'tesseract',
+    kinds: ['image'],
+    location: 'local',
+    prices: { line: 0, page: 0, call: 0 },
+    settings: ['QUIRE_TESSDATA_DIR'],
+  },
+  {
+    name: 'pocketsphinx',
+    kinds: ['audio'],
+    location: 'local',
+    prices: { audio_second: 0, call: 0 },
+    settings: ['QUIRE_POCKETSPHINX_DIR', 'PATH'],
+  },
+  // Remote engines: indicative list prices; operators set theirs with QUIRE_PRICES.
+  {
+    name: 'openai-chat',
+    kinds: ['image'],
+    location: 'remote',
+    prices: { token: 3, call: 0 },
+    settings: [
+      'QUIRE_OPENAI_BASE_URL',
+      'QUIRE_OPENAI_API_KEY',
+      'QUIRE_OPENAI_MODEL',
+      'QUIRE_PROVIDER_TIMEOUT_MS',
+    ],
+    enabledBy: 'QUIRE_OPENAI_BASE_URL',
+  },
+  {
+    name: 'whisper',
+    kinds: ['audio'],
+    location: 'remote',
+    prices: { audio_second: 100, call: 0 },
+    settings: [
+      'QUIRE_WHISPER_BASE_URL',
+      'QUIRE_WHISPER_API_KEY',
+      'QUIRE_WHISPER_MODEL',
+      'QUIRE_WHISPER_DIR',
+      'QUIRE_PROVIDER_TIMEOUT_MS',
+    ],
+    enabledBy: 'QUIRE_WHISPER_BASE_URL',
+  },
+  {
+    name: 'async-speech',
+    kinds: ['audio'],
+    location: 'remote',
+    prices: { audio_second: 150, call: 0 },
+    settings: [
+      'QUIRE_ASYNC_SPEECH_BASE_URL',
+      'QUIRE_ASYNC_SPEECH_API_KEY',
+      'QUIRE_ASYNC_SPEECH_MODEL',
+      'QUIRE_PROVIDER_TIMEOUT_MS',
+    ],
+    enabledBy: 'QUIRE_ASYNC_SPEECH_BASE_URL',
+  },
+];
+
+/** The names a job may ask for besides `auto`, in catalogue order. */
+export const KNOWN_PROVIDERS: readonly string[] = PROVIDER_CATALOGUE.map((entry) => entry.name);
+
+export function describeProvider(name: string): ProviderDescription | undefined {
+  return PROVIDER_CATALOGUE.find((entry) => entry.name === name);
+}
+
+/** Whether a worker with this configuration registers the provider. */
+export function isProviderEnabled(entry: ProviderDescription, config: QuireConfig): boolean {
+  return entry.enabledBy === undefined || config[entry.enabledBy] !== undefined;
+}
+
+export function enabledProviders(config: QuireConfig): ProviderDescription[] {
+  return PROVIDER_CATALOGUE.filter((entry) => isProviderEnabled(entry, config));
+}
+
+/** `auto` picks the offline engine for the page's kind (Q2: real engines are the default). */
+export const AUTO_PROVIDER = 'auto';
+
+const AUTO_ENGINE: Record<MediaKind, ProviderName> = { image: 'tesseract', audio: 'pocketsphinx' };
+
+export function resolveProvider(provider: string, kind: MediaKind): string {
+  return provider === AUTO_PROVIDER ? AUTO_ENGINE[kind] : provider;
+}
+
+/**
+ * Whether a job request may name this provider: `auto` or any catalogued name. Not whether a
+ * worker has it registered: the web does not know the worker's settings.
+ */
+export function isRequestableProvider(name: string): boolean {
+  return name === AUTO_PROVIDER || describeProvider(name) !== undefined;
+}
