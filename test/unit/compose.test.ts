@@ -19,7 +19,8 @@ describe('docker-compose.yml', () => {
     }
     expect(config).toContain('DB: postgres12');
     expect(execFileSync('docker-compose', ['config', '-q'], { encoding: 'utf8' })).toBe('');
-  });
+    // docker-compose is a Python program: two runs take seconds on a loaded 2-core machine.
+  }, 30_000);
 
   it('registers every search attribute the workflows upsert', () => {
     const compose = readFileSync('docker-compose.yml', 'utf8');
