@@ -33,7 +33,8 @@ export interface TestQuire {
   blobStore: BlobStore;
   newWorker(
     identity?: string,
-    extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now'>>,
+    /** `providers`: a worker that registers other engines than the client knows. */
+    extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now' | 'providers'>>,
   ): Promise<Worker>;
   workspace(name?: string): Promise<number>;
   page(workspaceId: number, kind?: 'image' | 'audio'): Promise<number>;
@@ -92,7 +93,7 @@ export async function createTestQuire(
         ...extra,
         config,
         pool: db.pool,
-        providers,
+        providers: extra?.providers ?? providers,
         logger: silentLogger,
         connection,
         client,
