@@ -20,12 +20,12 @@ import {
 import { ACTIVE_STATUS_LIST } from './sql';
 
 /**
- * Attempts (A1, A2) and the commit (J1); checkpoints live in db/checkpoints.ts, provider
- * pauses in db/providerState.ts. Every write of a running attempt
- * is fenced: it locks the attempt row `WHERE token_hash = $hash AND outcome = 'running'` in
- * the same transaction, and a miss is a `StaleAttemptError`. The lock also orders the write
- * against a concurrent claim, cancel or supersede: whichever commits first wins, and the
- * loser sees the attempt closed.
+ * Attempts (A1, A2) and the commit (J1); checkpoints live in db/checkpoints.ts, a provider's
+ * pause state in db/providerState.ts. Every write of a running attempt is fenced: it locks
+ * the attempt row `WHERE token_hash = $hash AND outcome = 'running'` in the same
+ * transaction, and a miss is a `StaleAttemptError`. The lock also orders the write against a
+ * concurrent claim, cancel or supersede: whichever commits first wins, and the loser sees
+ * the attempt closed.
  */
 export interface AttemptFence {
   jobId: string;

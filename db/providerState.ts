@@ -9,6 +9,8 @@ import { type Pool, type PoolClient, type Queryable, withTransaction } from './p
  * (`pauseProvider` in db/attempts.ts, which closes the attempt in the same transaction) and
  * left by its own timer or an operator's Resume.
  */
+
+/** The longest outage pause: 1, 2, 4 ... 60 minutes, unless the provider says otherwise. */
 const OUTAGE_MAX_MS = 60 * 60_000;
 
 export function nextUtcMidnight(now: Date): Date {
