@@ -238,8 +238,7 @@ export async function sweepStrandedEngineJobs(args: {
         sweepContext('stranded-sweep', callTimeoutMs),
       );
       // A concurrent sweep may have marked it first; the engine copy is gone either way.
-      if (await markEngineCopyDeleted(args.pool, stranded.provider, stranded.engineJobId, now))
-        result.deleted += 1;
+      if (await markEngineCopyDeleted(args.pool, stranded, now)) result.deleted += 1;
     } catch (error) {
       result.errors.push(`${stranded.provider}: ${redactError(error)}`);
     }
@@ -265,7 +264,14 @@ export async function sweepStrandedEngineJobs(args: {
       if (referenced.has(job.engineJobId)) continue;
       try {
         await provider.deleteAudio(job.engineJobId, sweepContext('stranded-sweep', callTimeoutMs));
-        if (await markEngineCopyDeleted(args.pool, name, job.engineJobId, now)) result.deleted += 1;
+        if (
+          await markEngineCopyDeleted(
+            args.pool,
+            { provider: name, engineJobId: job.engineJobId },
+            now,
+          )
+        )
+          result.deleted += 1;
         else result.unrecordedDeleted += 1;
       } catch (error) {
         result.errors.push(`${name}: ${redactError(error)}`);

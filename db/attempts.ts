@@ -11,14 +11,21 @@ import { isActiveStatus } from '../core/temporal';
 import { appendEvent } from './events';
 import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+import {
+  currentPause,
+  nextUtcMidnight,
+  pauseProviderIn,
+  resetOutageBackoff,
+} from './providerState';
 import { ACTIVE_STATUS_LIST } from './sql';
 
 /**
- * Attempts (A1, A2), checkpoints (T2) and the commit (J1). Every write of a running attempt
- * is fenced: it locks the attempt row `WHERE token_hash = $hash AND outcome = 'running'` in
- * the same transaction, and a miss is a `StaleAttemptError`. The lock also orders the write
- * against a concurrent claim, cancel or supersede: whichever commits first wins, and the
- * loser sees the attempt closed.
+ * Attempts (A1, A2) and the commit (J1); checkpoints live in db/checkpoints.ts, a provider's
+ * pause state in db/providerState.ts. Every write of a running attempt is fenced: it locks
+ * the attempt row `WHERE token_hash = $hash AND outcome = 'running'` in the same
+ * transaction, and a miss is a `StaleAttemptError`. The lock also orders the write against a
+ * concurrent claim, cancel or supersede: whichever commits first wins, and the loser sees
+ * the attempt closed.
  */
 export interface AttemptFence {
   jobId: string;
@@ -63,19 +70,8 @@ export async function claimAttempt(
     if (!job) return { state: 'inactive', status: 'missing' };
     if (!isActiveStatus(job.status)) return { state: 'inactive', status: job.status };
 
-    const now = args.now ?? new Date();
-    const paused = await client.query(
-      `SELECT reason, resume_at FROM provider_state WHERE provider = $1 AND status = 'paused'`,
-      [job.provider],
-    );
-    if (paused.rows[0]) {
-      const resumeAt: Date | null = paused.rows[0].resume_at;
-      if (resumeAt === null || resumeAt > now) {
-        return { state: 'paused', reason: paused.rows[0].reason, resumeAt };
-      }
-      // The pause ran its course (outage backoff, budget midnight): the queue opens again.
-      await resumeProviderIn(client, job.provider, 'timer');
-    }
+    const paused = await currentPause(client, job.provider, args.now ?? new Date());
+    if (paused) return { state: 'paused', ...paused };
 
     await client.query(
       `UPDATE transcription_job_attempts SET outcome = 'lease_expired', error_category = 'crashed',
@@ -177,57 +173,6 @@ export async function lockRunningAttempt(
     workspace_id: number;
     page_id: number;
   };
-}
-
-export type CheckpointStage = 'segment' | 'recognize' | 'submit' | 'polish';
-
-export interface Checkpoint {
-  stage: CheckpointStage;
-  seq: number;
-  attemptNumber: number;
-  payload: unknown;
-}
-
-/**
- * T2: saves a stage's output. Idempotent per (stage, seq): a retried call finds the row.
- * Also records the job's current stage for the console.
- */
-export async function saveCheckpoint(
-  pool: Pool,
-  fence: AttemptFence,
-  stage: CheckpointStage,
-  seq: number,
-  payload: unknown,
-  /** Runs in the same transaction, told whether the row is new (false on a replayed save). */
-  alsoWrite?: (client: PoolClient, inserted: boolean) => Promise<void>,
-): Promise<void> {
-  await withTransaction(pool, async (client) => {
-    await lockRunningAttempt(client, fence, 'SHARE');
-    const inserted = await client.query(
-      `INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (job_id, stage, seq) DO NOTHING`,
-      [fence.jobId, stage, seq, fence.attemptNumber, JSON.stringify(payload)],
-    );
-    await alsoWrite?.(client, inserted.rowCount === 1);
-  });
-}
-
-export async function loadCheckpoints(
-  db: Queryable,
-  jobId: string,
-  stage?: CheckpointStage,
-): Promise<Checkpoint[]> {
-  const { rows } = await db.query(
-    `SELECT stage, seq, attempt_number, payload FROM job_checkpoints
-      WHERE job_id = $1 AND ($2::text IS NULL OR stage = $2) ORDER BY stage, seq`,
-    [jobId, stage ?? null],
-  );
-  return rows.map((r) => ({
-    stage: r.stage,
-    seq: r.seq,
-    attemptNumber: r.attempt_number,
-    payload: r.payload,
-  }));
 }
 
 /** Records the stage and live counts of a running attempt (fenced). */
@@ -441,10 +386,7 @@ export async function commitPageRevision(
         WHERE id = $1`,
       [fence.jobId, revision, input.completed, input.failed, input.total],
     );
-    await client.query(
-      `UPDATE provider_state SET outage_step = 0 WHERE provider = $1 AND outage_step > 0`,
-      [attempt.snapshot.provider],
-    );
+    await resetOutageBackoff(client, attempt.snapshot.provider);
     const { workspaceId, data } = await jobEventData(client, fence.jobId, {
       attemptNumber: fence.attemptNumber,
       completedSegments: input.completed,
@@ -520,185 +462,6 @@ export async function pauseProvider(
     }
     return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, now);
   });
-}
-
-const OUTAGE_MAX_MS = 60 * 60_000;
-
-export function nextUtcMidnight(now: Date): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
-}
-
-async function pauseProviderIn(
-  client: PoolClient,
-  provider: string,
-  reason: PauseReason,
-  retryAfterMs: number | undefined,
-  now: Date,
-) {
-  await client.query(
-    `INSERT INTO provider_state (provider) VALUES ($1) ON CONFLICT (provider) DO NOTHING`,
-    [provider],
-  );
-  const { rows } = await client.query(
-    `SELECT status, reason, resume_at, episode, outage_step FROM provider_state WHERE provider = $1 FOR UPDATE`,
-    [provider],
-  );
-  const state = rows[0];
-  if (state.status === 'paused') {
-    return {
-      resumeAt: state.resume_at as Date | null,
-      episode: state.episode as number,
-      newEpisode: false,
-    };
-  }
-  let resumeAt: Date | null = null;
-  let outageStep = state.outage_step as number;
-  if (reason === 'outage') {
-    // 1, 2, 4 ... 60 minutes, or the provider's own Retry-After.
-    const backoff = Math.min(OUTAGE_MAX_MS, 60_000 * 2 ** outageStep);
-    resumeAt = new Date(now.getTime() + (retryAfterMs ?? backoff));
-    outageStep += 1;
-  } else if (reason === 'budget') {
-    resumeAt = nextUtcMidnight(now);
-  }
-  const episode = (state.episode as number) + 1;
-  await client.query(
-    `UPDATE provider_state SET status = 'paused', reason = $2, paused_at = $3, resume_at = $4, episode = $5,
-            outage_step = $6, updated_at = now()
-      WHERE provider = $1`,
-    [provider, reason, now, resumeAt, episode, outageStep],
-  );
-  await appendEvent(client, {
-    workspaceId: null,
-    type: EVENT_TYPES.providerPaused,
-    subject: `providers/${provider}`,
-    data: { provider, reason, resumeAt: resumeAt?.toISOString() ?? null, episode },
-  });
-  return { resumeAt, episode, newEpisode: true };
-}
-
-async function resumeProviderIn(
-  client: PoolClient,
-  provider: string,
-  by: 'operator' | 'timer',
-): Promise<boolean> {
-  const updated = await client.query(
-    `UPDATE provider_state SET status = 'active', reason = NULL, resume_at = NULL, updated_at = now()
-      WHERE provider = $1 AND status = 'paused' RETURNING episode`,
-    [provider],
-  );
-  if (updated.rowCount === 0) return false;
-  await appendEvent(client, {
-    workspaceId: null,
-    type: EVENT_TYPES.providerResumed,
-    subject: `providers/${provider}`,
-    data: { provider, episode: updated.rows[0].episode, by },
-  });
-  return true;
-}
-
-/** Q3: an operator's Resume. Returns false when the provider was not paused. */
-export async function resumeProvider(pool: Pool, provider: string): Promise<boolean> {
-  return withTransaction(pool, (client) => resumeProviderIn(client, provider, 'operator'));
-}
-
-/**
- * Marks the first pause of an episode as notified; true only for the one caller that should
- * send the notification (Q4: once per episode).
- */
-export async function claimPauseNotification(
-  pool: Pool,
-  provider: string,
-  episode: number,
-): Promise<boolean> {
-  const { rowCount } = await pool.query(
-    `UPDATE provider_state SET notified_episode = $2 WHERE provider = $1 AND notified_episode < $2`,
-    [provider, episode],
-  );
-  return rowCount === 1;
-}
-
-export async function getProviderStates(db: Queryable) {
-  const { rows } = await db.query(
-    `SELECT provider, status, reason, paused_at, resume_at, episode FROM provider_state ORDER BY provider`,
-  );
-  return rows as Array<{
-    provider: string;
-    status: 'active' | 'paused';
-    reason: string | null;
-    paused_at: Date | null;
-    resume_at: Date | null;
-    episode: number;
-  }>;
-}
-
-/**
- * T2 hot path: one recognized segment, saved in a single fenced statement, with its ledger
- * row (B1). The ledger row is written even when the token is stale: the call was paid for.
- * Returns whether the checkpoint is new; a dead token throws `StaleAttemptError`.
- */
-export async function saveSegmentCheckpoint(
-  db: Queryable,
-  fence: AttemptFence,
-  seq: number,
-  payload: unknown,
-  call: {
-    workspaceId: number;
-    provider: string;
-    units: number;
-    unit: string;
-    costMicros: number;
-    occurredAt?: Date;
-  },
-): Promise<boolean> {
-  const { rows } = await db.query<{ fenced: number; inserted: number }>(
-    `WITH fence AS (
-       SELECT job_id FROM transcription_job_attempts
-        WHERE job_id = $1 AND attempt_number = $2 AND token_hash = $3 AND outcome = 'running'
-        FOR SHARE),
-     saved AS (
-       INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload)
-       SELECT job_id, 'recognize', $4, $2, $5 FROM fence
-       ON CONFLICT (job_id, stage, seq) DO NOTHING RETURNING 1),
-     ledger AS (
-       INSERT INTO provider_calls (workspace_id, job_id, attempt_number, provider, operation, units, unit,
-                                   cost_micros, outcome, occurred_at)
-       VALUES ($6, $1, $2, $7, 'recognize', $8, $9, $10, 'ok', coalesce($11, now())) RETURNING 1)
-     SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM saved)::int AS inserted,
-            (SELECT count(*) FROM ledger)::int AS recorded`,
-    [
-      fence.jobId,
-      fence.attemptNumber,
-      fence.tokenHash,
-      seq,
-      JSON.stringify(payload),
-      call.workspaceId,
-      call.provider,
-      call.units,
-      call.unit,
-      call.costMicros,
-      call.occurredAt ?? null,
-    ],
-  );
-  if (rows[0]?.fenced !== 1) {
-    throw new StaleAttemptError(
-      `attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`,
-    );
-  }
-  return rows[0].inserted === 1;
-}
-
-/**
- * Live progress for the console: the job's counters follow its checkpoints. Counted, not
- * incremented, so a late or repeated write can only state the truth.
- */
-export async function refreshRecognizeProgress(db: Queryable, jobId: string): Promise<void> {
-  await db.query(
-    `UPDATE transcription_jobs SET stage = 'recognize', updated_at = now(),
-            completed_segments = (SELECT count(*) FROM job_checkpoints WHERE job_id = $1 AND stage = 'recognize')
-      WHERE id = $1 AND status = 'running'`,
-    [jobId],
-  );
 }
 
 /** The running attempt's context, read without locks (every write is fenced on its own). */

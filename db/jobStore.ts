@@ -1,6 +1,5 @@
 import type { JobRecord, JobStore } from '../core/jobStore';
 import type { MediaKind } from '../core/media';
-import { resumeProvider } from './attempts';
 import { releaseIncompleteBatchPages } from './items';
 import {
   activeWorkflowsForProvider,
@@ -12,6 +11,7 @@ import {
   markWorkflowStarted,
 } from './jobs';
 import type { Pool } from './pool';
+import { resumeProvider } from './providerState';
 
 function record(job: JobRow, kind: MediaKind): JobRecord {
   return {

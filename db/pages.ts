@@ -7,6 +7,7 @@ import {
 } from '../core/annotation';
 import { canvasUriFor } from '../core/ids';
 import type { MediaKind } from '../core/media';
+import { scheduleBlobDeletion } from './blobs';
 import { appendEvent } from './events';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 
@@ -67,6 +68,37 @@ export async function getPageForUpdate(client: PoolClient, workspaceId: number, 
     [workspaceId, pageId],
   );
   return rows[0] ? toPage(rows[0]) : undefined;
+}
+
+/**
+ * The page a running attempt reads (media, kind, duration, current annotation), by id alone:
+ * the attempt's fence already ties it to its workspace.
+ */
+export async function readAttemptPage(db: Queryable, pageId: number): Promise<PageRow> {
+  const { rows } = await db.query(`SELECT ${PAGE_COLUMNS} FROM pages WHERE id = $1`, [pageId]);
+  if (!rows[0]) throw new Error(`page ${pageId} not found`);
+  return toPage(rows[0]);
+}
+
+/**
+ * T2/U3: once an engine holds a recording and its job id is saved (same transaction), our
+ * copy is released (patient audio stays no longer than it must); the cleanup deletes it,
+ * fenced against new references.
+ */
+export async function releaseRecordedAudio(
+  client: PoolClient,
+  workspaceId: number,
+  pageId: number,
+): Promise<void> {
+  const released = await client.query(
+    `UPDATE pages p SET blob_key = NULL, updated_at = now()
+       FROM pages old WHERE p.id = old.id AND p.id = $1 AND old.blob_key IS NOT NULL
+     RETURNING old.blob_key AS key`,
+    [pageId],
+  );
+  if (released.rows[0]) {
+    await scheduleBlobDeletion(client, workspaceId, released.rows[0].key);
+  }
 }
 
 export interface NewPage {

@@ -9,8 +9,8 @@
  * retried (at most once, by design: a lost notice beats a storm of them).
  */
 import { isPauseReason, type PauseReason } from '../core/failures';
-import { claimPauseNotification } from '../db/attempts';
 import type { Pool } from '../db/pool';
+import { claimPauseNotification } from '../db/providerState';
 
 export interface NotifyPauseArgs {
   url: string | undefined;

@@ -11,9 +11,9 @@ import {
   commitPageRevision,
   pauseProvider,
   recordProgress,
-  saveCheckpoint,
 } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
+import { saveCheckpoint } from '../../db/checkpoints';
 import { cancelBatch, createBatch, createJob, getJobById, listAttempts } from '../../db/jobs';
 import { buildSnapshot, createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';

@@ -431,3 +431,32 @@ describe('polish (T2)', () => {
     }
   });
 });
+
+describe('the activity boundary (Q3, J3)', () => {
+  it('issue 10 Q3 J3 a job for a provider the worker did not register fails its attempts internal, not crashed', async () => {
+    // The client knows `simulated`; the worker registers no engine at all, so the job is
+    // created as any valid job is and only the worker finds the provider missing.
+    const local = await createTestQuire({ QUIRE_MAX_ATTEMPTS: '2' });
+    const localWs = await local.workspace();
+    const localWorker = await local.newWorker(undefined, {
+      providers: createProviderRegistry([]),
+    });
+    try {
+      await localWorker.runUntil(async () => {
+        const pageId = await local.page(localWs);
+        const job = await local.client.startJob({ workspaceId: localWs, pageId });
+        const outcome = await local.temporal.workflow.getHandle(job.workflowId).result();
+        expect([outcome.status, outcome.errorCategory]).toEqual(['failed', 'internal']);
+        const attempts = await listAttempts(local.db.pool, job.jobId);
+        expect(attempts.map((a) => [a.outcome, a.refunded, a.errorCategory])).toEqual([
+          ['retryable_failed', false, 'internal'],
+          ['retryable_failed', false, 'internal'],
+        ]);
+        expect((await getJob(local.db.pool, localWs, job.jobId))?.errorCategory).toBe('internal');
+      });
+      expect(await auditInvariants(local.db.pool)).toEqual([]);
+    } finally {
+      await local.close();
+    }
+  });
+});

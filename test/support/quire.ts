@@ -34,7 +34,8 @@ export interface TestQuire {
   blobStore: BlobStore;
   newWorker(
     identity?: string,
-    extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now'>>,
+    /** `providers`: a worker that registers other engines than the client knows. */
+    extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now' | 'providers'>>,
   ): Promise<Worker>;
   /** O3: a worker on the maintenance queue, for tests that run the scheduled workflows. */
   newMaintenanceWorker(identity?: string): Promise<Worker>;
@@ -107,6 +108,7 @@ export async function createTestQuire(
       createQuireWorker({
         ...extra,
         ...workerDeps,
+        providers: extra?.providers ?? workerDeps.providers,
         logger: silentLogger,
         identity,
         audioPollMs: 50,

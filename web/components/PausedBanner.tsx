@@ -1,4 +1,4 @@
-import { getProviderStates } from '../../db/attempts';
+import { getProviderStates } from '../../db/providerState';
 import { pool } from '../lib/server';
 import { ResumeButton } from './ResumeButton';
 import { Time } from './Time';

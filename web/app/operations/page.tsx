@@ -1,8 +1,8 @@
 import Link from 'next/link';
 import type { ReactNode } from 'react';
-import { getProviderStates } from '../../../db/attempts';
 import { blobUsage } from '../../../db/blobs';
 import { jobsDigest, operationsFigures } from '../../../db/console';
+import { getProviderStates } from '../../../db/providerState';
 import { formatBytes, formatDuration, shortId } from '../../components/format';
 import { LiveRefresh } from '../../components/LiveRefresh';
 import { Time } from '../../components/Time';

@@ -1,7 +1,7 @@
 'use server';
 import { refresh } from 'next/cache';
 import { KNOWN_PROVIDERS } from '../../../core/pricing';
-import { getProviderStates } from '../../../db/attempts';
+import { getProviderStates } from '../../../db/providerState';
 import { pool, quireClient } from '../../lib/server';
 import { requirePrincipal } from '../../lib/session';
 

@@ -1,6 +1,6 @@
 import { KNOWN_PROVIDERS } from '../../../../../../../core/pricing';
-import { getProviderStates } from '../../../../../../../db/attempts';
 import { spendSummary } from '../../../../../../../db/budget';
+import { getProviderStates } from '../../../../../../../db/providerState';
 import { json, type RouteContext, withApi } from '../../../../../../lib/api';
 import { pool } from '../../../../../../lib/server';
 

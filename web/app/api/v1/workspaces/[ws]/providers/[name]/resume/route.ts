@@ -1,5 +1,5 @@
 import { KNOWN_PROVIDERS } from '../../../../../../../../../core/pricing';
-import { getProviderStates } from '../../../../../../../../../db/attempts';
+import { getProviderStates } from '../../../../../../../../../db/providerState';
 import { ApiError, json, type RouteContext, withApi } from '../../../../../../../../lib/api';
 import { pool, quireClient } from '../../../../../../../../lib/server';
 

@@ -1,0 +1,307 @@
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { hashToken, unsealToken } from '../core/attemptToken';
+import {
+  type FailureClass,
+  type PauseReason,
+  ProviderError,
+  STALE_ATTEMPT,
+  StaleAttemptError,
+} from '../core/failures';
+import type { Logger } from '../core/logger';
+import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
+import { redactError } from '../core/redact';
+import { type AttemptFence, readRunningAttempt } from '../db/attempts';
+import { checkBudget } from '../db/budget';
+import { recordProviderCall } from '../db/ledger';
+import { readAttemptPage } from '../db/pages';
+import type { Pool } from '../db/pool';
+import type { ProviderRegistry } from '../providers/registry';
+
+/**
+ * What every transcription activity shares: the attempt's fence and context, the engine's
+ * call context, the budget guard (B1), the ledger, the heartbeat (T3), and the one mapping of
+ * errors to the failures the workflow branches on (Q3).
+ */
+export interface TranscriptionDeps {
+  pool: Pool;
+  providers: ProviderRegistry;
+  secretKey: string;
+  /** This worker's identity, recorded as the attempt owner. */
+  owner: string;
+  /** A local file path for a stored blob. */
+  resolveMedia: (blobKey: string) => Promise<string>;
+  logger: Logger;
+  /** How often long activities heartbeat (a third of the heartbeat timeout is sensible). */
+  heartbeatEveryMs: number;
+  /** How often an audio engine job is polled. */
+  audioPollMs?: number;
+  /** Q4: told of the first pause of an episode (the notification is sent once per episode). */
+  onProviderPaused?: (pause: {
+    provider: string;
+    reason: string;
+    episode: number;
+  }) => Promise<void>;
+  /** Clock for budget days (B1); tests inject one. */
+  now?: () => Date;
+}
+
+/** What the workflow holds of an attempt: never the clear token. */
+export interface AttemptRef {
+  jobId: string;
+  attemptNumber: number;
+  sealedToken: string;
+}
+
+export interface SegmentFailure {
+  index: number;
+  category: FailureClass;
+}
+
+export interface RecognizeOutcome {
+  total: number;
+  completed: number;
+  /** Segments this call attempted that failed with a charged class (J2). */
+  failures: SegmentFailure[];
+  /** Segments not yet attempted in this attempt. */
+  remaining: number;
+  /** A pausing failure stopped the stage at once (Q3). */
+  pause: PauseRequest | null;
+}
+
+export interface PauseRequest {
+  reason: PauseReason;
+  retryAfterMs: number | null;
+  /** `workspace`: only this workspace's budget is spent; the provider stays open for others. */
+  scope?: 'provider' | 'workspace';
+}
+
+export function pauseFrom(error: ProviderError): PauseRequest {
+  return {
+    reason: error.category as PauseRequest['reason'],
+    retryAfterMs: error.retryAfterMs ?? null,
+    scope: error.scope,
+  };
+}
+
+export interface AttemptContext {
+  fence: AttemptFence;
+  workspaceId: number;
+  pageId: number;
+  snapshot: JobSnapshot;
+  inputRevision: number;
+}
+
+/**
+ * The workflow's activity profiles (workflows/transcriptionJob.ts): an `engine` activity runs
+ * once per attempt, its failure ends the attempt; a `db` activity is a short idempotent write
+ * that Temporal retries through transient errors (a Postgres restart).
+ */
+export type ActivityProfile = 'engine' | 'db';
+
+export function createAttemptKit(deps: TranscriptionDeps) {
+  const { pool } = deps;
+
+  function fenceOf(ref: AttemptRef): AttemptFence {
+    let token: Buffer;
+    try {
+      token = unsealToken(ref.sealedToken, deps.secretKey);
+    } catch {
+      throw ApplicationFailure.create({
+        type: STALE_ATTEMPT,
+        message: 'attempt token does not open',
+        nonRetryable: true,
+      });
+    }
+    return { jobId: ref.jobId, attemptNumber: ref.attemptNumber, tokenHash: hashToken(token) };
+  }
+
+  async function attemptContext(ref: AttemptRef): Promise<AttemptContext> {
+    const fence = fenceOf(ref);
+    const row = await readRunningAttempt(pool, fence);
+    return {
+      fence,
+      workspaceId: row.workspace_id,
+      pageId: row.page_id,
+      snapshot: row.snapshot,
+      inputRevision: row.input_revision,
+    };
+  }
+
+  /** The page with its media as an engine reads it: a local file. */
+  async function pageMedia(pageId: number) {
+    const page = await readAttemptPage(pool, pageId);
+    const media: MediaInput = {
+      path: page.blobKey ? await deps.resolveMedia(page.blobKey) : '',
+      mediaType: page.mediaType ?? 'application/octet-stream',
+    };
+    return { media, page };
+  }
+
+  function callContext(ctx: AttemptContext, op: string, segmentIndex?: number): CallContext {
+    return {
+      signal: Context.current().cancellationSignal,
+      language: ctx.snapshot.language,
+      model: ctx.snapshot.model,
+      options: ctx.snapshot.options,
+      callKey: `${ctx.fence.jobId}:${ctx.fence.attemptNumber}:${op}:${segmentIndex ?? ''}`,
+      attemptNumber: ctx.fence.attemptNumber,
+      segmentIndex,
+    };
+  }
+
+  async function ledger(
+    ctx: AttemptContext,
+    operation: string,
+    cost: CallCost | null,
+    outcome: string,
+  ) {
+    await recordProviderCall(pool, {
+      workspaceId: ctx.workspaceId,
+      jobId: ctx.fence.jobId,
+      attemptNumber: ctx.fence.attemptNumber,
+      snapshot: ctx.snapshot,
+      operation,
+      cost,
+      outcome,
+      occurredAt: deps.now?.(),
+    });
+  }
+
+  /**
+   * A resume time on this worker's clock, expressed on the real clock the workflow's timers
+   * run on (they differ only when a test injects a clock).
+   */
+  function onWorkflowClock(at: Date | null): number | null {
+    if (at === null) return null;
+    const now = deps.now?.() ?? new Date();
+    return Date.now() + (at.getTime() - now.getTime());
+  }
+
+  /**
+   * B1: a paid call is made only within the day's budget, estimated from the snapshot's
+   * price for the call's unit. Free engines (price 0) never wait.
+   */
+  async function guardBudget(ctx: AttemptContext, cost: CallCost): Promise<void> {
+    const estimatedMicros = Math.round(cost.units * (ctx.snapshot.price[cost.unit] ?? 0));
+    if (estimatedMicros <= 0) return;
+    const now = deps.now?.() ?? new Date();
+    const check = await checkBudget(pool, {
+      workspaceId: ctx.workspaceId,
+      provider: ctx.snapshot.provider,
+      estimatedMicros,
+      now,
+    });
+    if (!check.ok) {
+      throw new ProviderError(
+        'budget',
+        `daily ${check.exceeded} budget spent`,
+        Math.max(1_000, check.resetsAt.getTime() - now.getTime()),
+        check.exceeded === 'workspace' ? 'workspace' : 'provider',
+      );
+    }
+  }
+
+  /** Heartbeats on a timer while `work` runs: the heartbeat is the attempt's lease (T3). */
+  async function withHeartbeat<T>(details: () => unknown, work: () => Promise<T>): Promise<T> {
+    const context = Context.current();
+    context.heartbeat(details());
+    const timer = setInterval(() => context.heartbeat(details()), deps.heartbeatEveryMs);
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /**
+   * The activity boundary: every error leaves as a failure the workflow branches on (Q3).
+   * Cancellation and failures already made pass through as they are.
+   */
+  function asFailure(error: unknown, profile: ActivityProfile, ctx?: AttemptContext): unknown {
+    const signal = Context.current().cancellationSignal;
+    if (signal.aborted) return signal.reason;
+    if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
+    if (error instanceof StaleAttemptError) {
+      return ApplicationFailure.create({
+        type: STALE_ATTEMPT,
+        message: error.message,
+        nonRetryable: true,
+      });
+    }
+    const log = { jobId: ctx?.fence.jobId, attempt: ctx?.fence.attemptNumber };
+    if (error instanceof ProviderError) {
+      deps.logger.warn({ ...log, errorClass: error.category }, 'provider call failed');
+      return ApplicationFailure.create({
+        type: error.category,
+        message: redactError(error),
+        nonRetryable: true,
+        details: [{ retryAfterMs: error.retryAfterMs ?? null, scope: error.scope }],
+      });
+    }
+    // Q3/J3: any other error is a fault on our side (a provider this worker does not have, a
+    // bug, a lost connection): class `internal`, charged, then backoff and the next attempt.
+    // Passed through unclassified, the workflow would take it for an interrupted attempt and
+    // charge it `crashed` at the next claim. A `db` step stays retryable so that Temporal
+    // still carries it through a Postgres restart.
+    const message = redactError(error);
+    deps.logger.warn({ ...log, errorClass: 'internal', error: message }, 'activity failed');
+    return ApplicationFailure.create({
+      type: 'internal' satisfies FailureClass,
+      message,
+      nonRetryable: profile === 'engine',
+    });
+  }
+
+  async function guarded<T>(
+    profile: ActivityProfile,
+    ctx: AttemptContext | undefined,
+    work: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw asFailure(error, profile, ctx);
+    }
+  }
+
+  /** Runs an activity of the attempt `ref` behind the boundary, with its context read first. */
+  async function withAttempt<T>(
+    profile: ActivityProfile,
+    ref: AttemptRef,
+    work: (ctx: AttemptContext) => Promise<T>,
+  ): Promise<T> {
+    const ctx = await guarded(profile, undefined, () => attemptContext(ref));
+    return guarded(profile, ctx, () => work(ctx));
+  }
+
+  return {
+    deps,
+    pool,
+    fenceOf,
+    pageMedia,
+    callContext,
+    ledger,
+    onWorkflowClock,
+    guardBudget,
+    withHeartbeat,
+    guarded,
+    withAttempt,
+  };
+}
+
+export type AttemptKit = ReturnType<typeof createAttemptKit>;
+
+export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,172 @@
+import { hashToken, newAttemptToken, sealToken } from '../core/attemptToken';
+import type { FailureClass } from '../core/failures';
+import type { MediaKind } from '../core/media';
+import {
+  claimAttempt as claimAttemptRow,
+  closeAttempt as closeAttemptRow,
+  pauseProvider as pauseProviderRow,
+  recordProgress,
+} from '../db/attempts';
+import { cancelJobIfActive } from '../db/jobs';
+import type { AttemptKit, AttemptRef, PauseRequest } from './attemptContext';
+import { deleteEngineCopies } from './audioStages';
+
+export type ClaimOutcome =
+  | {
+      state: 'claimed';
+      ref: AttemptRef;
+      kind: MediaKind;
+      chargedAttempts: number;
+    }
+  | { state: 'inactive'; status: string }
+  | { state: 'paused'; reason: FailureClass; resumeAtMs: number | null }
+  | { state: 'exhausted'; category: FailureClass };
+
+/** An attempt's life around its stages: claim (A1), close, pause (Q3), stage, cancel (J5). */
+export function createAttemptActivities(kit: AttemptKit) {
+  const { deps, pool } = kit;
+
+  return {
+    /** A1: claims the next attempt; the clear token never leaves this function but sealed. */
+    async claimAttempt(input: { jobId: string; maxAttempts: number }): Promise<ClaimOutcome> {
+      return kit.guarded('db', undefined, async () => {
+        const token = newAttemptToken();
+        const claim = await claimAttemptRow(pool, {
+          jobId: input.jobId,
+          owner: deps.owner,
+          tokenHash: hashToken(token),
+          maxAttempts: input.maxAttempts,
+          now: deps.now?.(),
+        });
+        switch (claim.state) {
+          case 'claimed':
+            deps.logger.info(
+              { jobId: input.jobId, attempt: claim.attemptNumber },
+              'attempt claimed',
+            );
+            return {
+              state: 'claimed',
+              ref: {
+                jobId: input.jobId,
+                attemptNumber: claim.attemptNumber,
+                sealedToken: sealToken(token, deps.secretKey),
+              },
+              kind: claim.kind,
+              chargedAttempts: claim.chargedAttempts,
+            };
+          case 'paused':
+            return {
+              state: 'paused',
+              reason: claim.reason,
+              resumeAtMs: kit.onWorkflowClock(claim.resumeAt),
+            };
+          default:
+            return claim;
+        }
+      });
+    },
+
+    /**
+     * J5 cleanup after the workflow was cancelled: records the cancel if it did not come
+     * through the database first, and deletes any engine copy of the recording.
+     */
+    async cancelCleanup(input: {
+      jobId: string;
+      attemptNumber: number | null;
+    }): Promise<{ jobStatus: string }> {
+      return kit.guarded('db', undefined, async () => {
+        const jobStatus = await cancelJobIfActive(pool, input.jobId);
+        await deleteEngineCopies(kit, input.jobId);
+        deps.logger.info(
+          { jobId: input.jobId, attempt: input.attemptNumber, status: jobStatus },
+          'job stopped',
+        );
+        return { jobStatus };
+      });
+    },
+
+    /** Closes an attempt that commits nothing (retryable, permanent failure, or canceled). */
+    async closeAttempt(
+      ref: AttemptRef,
+      args: {
+        outcome: 'retryable_failed' | 'failed' | 'canceled';
+        category: FailureClass | null;
+        detail: string | null;
+        counts?: { completed: number; failed: number; total: number | null };
+        maxAttempts: number;
+      },
+    ): Promise<{ jobStatus: string }> {
+      const fence = kit.fenceOf(ref);
+      return kit.guarded('db', undefined, async () => {
+        const result = await closeAttemptRow(
+          pool,
+          fence,
+          {
+            outcome: args.outcome,
+            category: args.category,
+            detail: args.detail,
+            counts: args.counts,
+          },
+          args.maxAttempts,
+        );
+        deps.logger.info(
+          {
+            jobId: ref.jobId,
+            attempt: ref.attemptNumber,
+            outcome: args.outcome,
+            errorClass: args.category,
+          },
+          'attempt closed',
+        );
+        return result;
+      });
+    },
+
+    /** Q3: refunds the attempt and pauses the provider's queue; returns when it may reopen. */
+    async pauseProvider(
+      ref: AttemptRef,
+      args: PauseRequest & { counts?: { completed: number; failed: number; total: number | null } },
+    ): Promise<{ resumeAtMs: number | null; episode: number; newEpisode: boolean }> {
+      return kit.withAttempt('db', ref, async (ctx) => {
+        const paused = await pauseProviderRow(pool, ctx.fence, {
+          provider: ctx.snapshot.provider,
+          reason: args.reason,
+          detail: `provider ${ctx.snapshot.provider} paused: ${args.reason}`,
+          retryAfterMs: args.retryAfterMs ?? undefined,
+          counts: args.counts,
+          scope: args.scope,
+          now: deps.now?.(),
+        });
+        if (paused.newEpisode) {
+          await deps
+            .onProviderPaused?.({
+              provider: ctx.snapshot.provider,
+              reason: args.reason,
+              episode: paused.episode,
+            })
+            .catch(() => {});
+        }
+        deps.logger.warn(
+          {
+            jobId: ref.jobId,
+            provider: ctx.snapshot.provider,
+            errorClass: args.reason,
+            episode: paused.episode,
+          },
+          'provider paused',
+        );
+        return {
+          resumeAtMs: kit.onWorkflowClock(paused.resumeAt),
+          episode: paused.episode,
+          newEpisode: paused.newEpisode,
+        };
+      });
+    },
+
+    /** Records the workflow's current stage on the job row (fenced), for the console. */
+    async recordStage(ref: AttemptRef, stage: string): Promise<void> {
+      const fence = kit.fenceOf(ref);
+      await kit.guarded('db', undefined, () => recordProgress(pool, fence, { stage }));
+    },
+  };
+}

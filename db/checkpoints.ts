@@ -1,0 +1,191 @@
+import type { Segment } from '../core/annotation';
+import type {
+  Checkpoint,
+  CheckpointPayloads,
+  CheckpointStage,
+  RecognizedLine,
+} from '../core/checkpoints';
+import { StaleAttemptError } from '../core/failures';
+import type { LineBox } from '../core/provider';
+import { type AttemptFence, lockRunningAttempt } from './attempts';
+import { recordEngineJob } from './engineJobs';
+import { releaseRecordedAudio } from './pages';
+import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+
+/**
+ * T2 checkpoints: each stage's output, saved fenced by the attempt's token before the next
+ * stage starts, so a new attempt resumes after it. The writes that advance the job's stage
+ * and counters happen in the checkpoint's own transaction: the console never shows a stage
+ * whose input is not saved. Payload types per stage: core/checkpoints.ts.
+ */
+
+/**
+ * T2: saves a stage's output. Idempotent per (stage, seq): a retried call finds the row.
+ */
+export async function saveCheckpoint<S extends CheckpointStage>(
+  pool: Pool,
+  fence: AttemptFence,
+  stage: S,
+  seq: number,
+  payload: CheckpointPayloads[S],
+  /** Runs in the same transaction, told whether the row is new (false on a replayed save). */
+  alsoWrite?: (client: PoolClient, inserted: boolean) => Promise<void>,
+): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'SHARE');
+    const inserted = await client.query(
+      `INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (job_id, stage, seq) DO NOTHING`,
+      [fence.jobId, stage, seq, fence.attemptNumber, JSON.stringify(payload)],
+    );
+    await alsoWrite?.(client, inserted.rowCount === 1);
+  });
+}
+
+/** A job's checkpoints, of one stage or all, ordered by stage then seq. */
+export async function loadCheckpoints(
+  db: Queryable,
+  jobId: string,
+  stage?: CheckpointStage,
+): Promise<Checkpoint[]> {
+  const { rows } = await db.query(
+    `SELECT stage, seq, attempt_number, payload FROM job_checkpoints
+      WHERE job_id = $1 AND ($2::text IS NULL OR stage = $2) ORDER BY stage, seq`,
+    [jobId, stage ?? null],
+  );
+  // The stage column names the payload's type: rows are written only by `saveCheckpoint`
+  // and `saveSegmentCheckpoint`, which take the payload type of their stage.
+  return rows.map(
+    (r) =>
+      ({
+        stage: r.stage,
+        seq: r.seq,
+        attemptNumber: r.attempt_number,
+        payload: r.payload,
+      }) as Checkpoint,
+  );
+}
+
+/**
+ * T2 hot path: one recognized segment, saved in a single fenced statement, with its ledger
+ * row (B1). The ledger row is written even when the token is stale: the call was paid for.
+ * Returns whether the checkpoint is new; a dead token throws `StaleAttemptError`.
+ */
+export async function saveSegmentCheckpoint(
+  db: Queryable,
+  fence: AttemptFence,
+  seq: number,
+  payload: RecognizedLine,
+  call: {
+    workspaceId: number;
+    provider: string;
+    units: number;
+    unit: string;
+    costMicros: number;
+    occurredAt?: Date;
+  },
+): Promise<boolean> {
+  const { rows } = await db.query<{ fenced: number; inserted: number }>(
+    `WITH fence AS (
+       SELECT job_id FROM transcription_job_attempts
+        WHERE job_id = $1 AND attempt_number = $2 AND token_hash = $3 AND outcome = 'running'
+        FOR SHARE),
+     saved AS (
+       INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload)
+       SELECT job_id, 'recognize', $4, $2, $5 FROM fence
+       ON CONFLICT (job_id, stage, seq) DO NOTHING RETURNING 1),
+     ledger AS (
+       INSERT INTO provider_calls (workspace_id, job_id, attempt_number, provider, operation, units, unit,
+                                   cost_micros, outcome, occurred_at)
+       VALUES ($6, $1, $2, $7, 'recognize', $8, $9, $10, 'ok', coalesce($11, now())) RETURNING 1)
+     SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM saved)::int AS inserted,
+            (SELECT count(*) FROM ledger)::int AS recorded`,
+    [
+      fence.jobId,
+      fence.attemptNumber,
+      fence.tokenHash,
+      seq,
+      JSON.stringify(payload),
+      call.workspaceId,
+      call.provider,
+      call.units,
+      call.unit,
+      call.costMicros,
+      call.occurredAt ?? null,
+    ],
+  );
+  if (rows[0]?.fenced !== 1) {
+    throw new StaleAttemptError(
+      `attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`,
+    );
+  }
+  return rows[0].inserted === 1;
+}
+
+/**
+ * Live progress for the console: the job's counters follow its checkpoints. Counted, not
+ * incremented, so a late or repeated write can only state the truth.
+ */
+export async function refreshRecognizeProgress(db: Queryable, jobId: string): Promise<void> {
+  await db.query(
+    `UPDATE transcription_jobs SET stage = 'recognize', updated_at = now(),
+            completed_segments = (SELECT count(*) FROM job_checkpoints WHERE job_id = $1 AND stage = 'recognize')
+      WHERE id = $1 AND status = 'running'`,
+    [jobId],
+  );
+}
+
+/** T2 `segment` done: the page's lines are saved and the job moves on to `recognize`. */
+export async function saveSegmentedLines(
+  pool: Pool,
+  fence: AttemptFence,
+  lines: LineBox[],
+): Promise<void> {
+  await saveCheckpoint(pool, fence, 'segment', 0, { lines }, async (client) => {
+    await client.query(
+      `UPDATE transcription_jobs SET stage = 'recognize', total_segments = $2, updated_at = now() WHERE id = $1`,
+      [fence.jobId, lines.length],
+    );
+  });
+}
+
+/**
+ * T2 `submit` done: the engine job id is saved and recorded, the job moves on to
+ * `recognize`, and our copy of the recording is released, all in one transaction, because
+ * once the engine holds the recording the saved id is how we reach it. A replayed save
+ * (the row was there) writes nothing more.
+ */
+export async function saveEngineSubmission(
+  pool: Pool,
+  fence: AttemptFence,
+  submission: { provider: string; engineJobId: string; workspaceId: number; pageId: number },
+): Promise<void> {
+  const { engineJobId } = submission;
+  await saveCheckpoint(pool, fence, 'submit', 0, { engineJobId }, async (client, inserted) => {
+    if (!inserted) return;
+    await recordEngineJob(client, {
+      provider: submission.provider,
+      engineJobId,
+      jobId: fence.jobId,
+    });
+    await client.query(
+      `UPDATE transcription_jobs SET stage = 'recognize', updated_at = now() WHERE id = $1`,
+      [fence.jobId],
+    );
+    await releaseRecordedAudio(client, submission.workspaceId, submission.pageId);
+  });
+}
+
+/** T2 audio `recognize` done: every segment in one checkpoint, and the job's counts. */
+export async function saveAudioSegments(
+  pool: Pool,
+  fence: AttemptFence,
+  segments: Segment[],
+): Promise<void> {
+  await saveCheckpoint(pool, fence, 'recognize', 0, { segments }, async (client) => {
+    await client.query(
+      `UPDATE transcription_jobs SET completed_segments = $2, total_segments = $2, updated_at = now() WHERE id = $1`,
+      [fence.jobId, segments.length],
+    );
+  });
+}
