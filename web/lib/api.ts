@@ -1,13 +1,13 @@
 import 'server-only';
+import { InvalidJobRequestError } from '@quire/client';
+import { PageTokenError } from '@quire/core/pageToken';
+import { redactError } from '@quire/core/redact';
+import { WebhookValidationError } from '@quire/core/webhookValidation';
+import { ConflictError, NotFoundError } from '@quire/db/errors';
+import { DeliveryStateError, WebhookNotFoundError } from '@quire/db/webhooks';
+import type { Principal } from '@quire/db/workspaces';
 import { NextResponse } from 'next/server';
 import type { z } from 'zod';
-import { InvalidJobRequestError } from '../../client';
-import { PageTokenError } from '../../core/pageToken';
-import { redactError } from '../../core/redact';
-import { WebhookValidationError } from '../../core/webhookValidation';
-import { ConflictError, NotFoundError } from '../../db/errors';
-import { DeliveryStateError, WebhookNotFoundError } from '../../db/webhooks';
-import type { Principal } from '../../db/workspaces';
 import { apiError, authorize } from './http';
 
 /**

@@ -1,15 +1,15 @@
 import 'server-only';
-import pg from 'pg';
-import { z } from 'zod';
-import { toCloudEvent } from '../../core/cloudevents';
-import { redactError } from '../../core/redact';
+import { toCloudEvent } from '@quire/core/cloudevents';
+import { redactError } from '@quire/core/redact';
 import {
   highWaterMark,
   type OutboxEvent,
   readAllEventsAfter,
   readEventsAfter,
-} from '../../db/events';
-import type { Principal } from '../../db/workspaces';
+} from '@quire/db/events';
+import type { Principal } from '@quire/db/workspaces';
+import pg from 'pg';
+import { z } from 'zod';
 import { ApiError } from './api';
 import { config, pool } from './server';
 

@@ -1,7 +1,7 @@
 import 'server-only';
+import { bearerKey } from '@quire/core/apiKeys';
+import { authenticateApiKey, type Principal } from '@quire/db/workspaces';
 import { NextResponse } from 'next/server';
-import { bearerKey } from '../../core/apiKeys';
-import { authenticateApiKey, type Principal } from '../../db/workspaces';
 import { pool } from './server';
 
 /** JSON errors with a stable code (SPEC §7). */

@@ -1,9 +1,9 @@
 import 'server-only';
+import type { JobRecord } from '@quire/core/jobStore';
+import { pricesWith } from '@quire/core/pricing';
+import { IngestError, ingestBatch, ingestErrorResponse } from '@quire/ingest/batch';
+import { recordJobsForIngest } from '@quire/ingest/jobs';
 import { NextResponse } from 'next/server';
-import type { JobRecord } from '../../core/jobStore';
-import { pricesWith } from '../../core/pricing';
-import { IngestError, ingestBatch, ingestErrorResponse } from '../../ingest/batch';
-import { recordJobsForIngest } from '../../ingest/jobs';
 import { blobStore } from './blobs';
 import { apiError } from './http';
 import { config, pool, quireClient } from './server';

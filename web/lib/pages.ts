@@ -1,7 +1,7 @@
 import 'server-only';
-import { type AnnotationPage, type Segment, segmentsOf } from '../../core/annotation';
-import { type ExportFormat, exportPage } from '../../core/exports';
-import type { PageRow } from '../../db/pages';
+import { type AnnotationPage, type Segment, segmentsOf } from '@quire/core/annotation';
+import { type ExportFormat, exportPage } from '@quire/core/exports';
+import type { PageRow } from '@quire/db/pages';
 import { ApiError } from './api';
 
 /** ETag of a page: its revision, quoted (SPEC §7). */

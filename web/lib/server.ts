@@ -1,9 +1,9 @@
 import 'server-only';
+import { QuireClient } from '@quire/client';
+import { loadConfig } from '@quire/core/config';
+import { createJobStore } from '@quire/db/jobStore';
+import { createPool, type Pool } from '@quire/db/pool';
 import { Client, Connection } from '@temporalio/client';
-import { QuireClient } from '../../client';
-import { loadConfig } from '../../core/config';
-import { createJobStore } from '../../db/jobStore';
-import { createPool, type Pool } from '../../db/pool';
 
 /**
  * Process-wide handles of the web app: one Postgres pool and one Temporal client per

@@ -1,8 +1,8 @@
 'use server';
+import { NotFoundError } from '@quire/db/errors';
+import { quireClient } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import { refresh } from 'next/cache';
-import { NotFoundError } from '../../../db/errors';
-import { quireClient } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export interface BatchActionState {
   error: string | null;

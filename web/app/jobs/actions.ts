@@ -1,10 +1,10 @@
 'use server';
+import { ConflictError, NotFoundError } from '@quire/db/errors';
+import { getJob } from '@quire/db/jobs';
+import { pool, quireClient } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import { refresh } from 'next/cache';
 import { redirect } from 'next/navigation';
-import { ConflictError, NotFoundError } from '../../../db/errors';
-import { getJob } from '../../../db/jobs';
-import { pool, quireClient } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export interface JobActionState {
   error: string | null;

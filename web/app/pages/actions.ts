@@ -1,10 +1,10 @@
 'use server';
+import { segmentsOf } from '@quire/core/annotation';
+import { getPage, publishPage, savePageEdit } from '@quire/db/pages';
+import { withTransaction } from '@quire/db/pool';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import { refresh } from 'next/cache';
-import { segmentsOf } from '../../../core/annotation';
-import { getPage, publishPage, savePageEdit } from '../../../db/pages';
-import { withTransaction } from '../../../db/pool';
-import { pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 const MAX_LINE_CHARS = 10_000;
 

@@ -1,9 +1,9 @@
 'use server';
+import { KNOWN_PROVIDERS } from '@quire/core/pricing';
+import { getProviderStates } from '@quire/db/attempts';
+import { pool, quireClient } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import { refresh } from 'next/cache';
-import { KNOWN_PROVIDERS } from '../../../core/pricing';
-import { getProviderStates } from '../../../db/attempts';
-import { pool, quireClient } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export interface ResumeState {
   error: string | null;

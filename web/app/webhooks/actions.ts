@@ -1,22 +1,22 @@
 'use server';
-import { refresh } from 'next/cache';
-import { redirect } from 'next/navigation';
 import {
   validateEventTypes,
   validateWebhookSecret,
   validateWebhookUrl,
   WebhookValidationError,
-} from '../../../core/webhookValidation';
+} from '@quire/core/webhookValidation';
 import {
   createSubscription,
   DeliveryStateError,
   deleteSubscription,
   replayDelivery,
   WebhookNotFoundError,
-} from '../../../db/webhooks';
-import { parseAllowHosts, resolveTarget, SsrfError } from '../../../net/ssrf';
-import { config, pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
+} from '@quire/db/webhooks';
+import { parseAllowHosts, resolveTarget, SsrfError } from '@quire/net/ssrf';
+import { config, pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
+import { refresh } from 'next/cache';
+import { redirect } from 'next/navigation';
 
 export interface CreateWebhookState {
   error: string | null;

@@ -1,5 +1,5 @@
-import { decodePageToken, encodePageToken } from '../../../../../../../core/pageToken';
-import { type JobSummary, listJobSummaries } from '../../../../../../../db/jobList';
+import { decodePageToken, encodePageToken } from '@quire/core/pageToken';
+import { type JobSummary, listJobSummaries } from '@quire/db/jobList';
 import {
   ApiError,
   json,
@@ -7,9 +7,9 @@ import {
   readJson,
   readQuery,
   withApi,
-} from '../../../../../../lib/api';
-import { listJobsQuery, startJobBody } from '../../../../../../lib/schemas';
-import { config, pool, quireClient } from '../../../../../../lib/server';
+} from '@quire/web/lib/api';
+import { listJobsQuery, startJobBody } from '@quire/web/lib/schemas';
+import { config, pool, quireClient } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -2,13 +2,13 @@ import {
   validateEventTypes,
   validateWebhookSecret,
   validateWebhookUrl,
-} from '../../../../../../../core/webhookValidation';
-import { createSubscription, listSubscriptions } from '../../../../../../../db/webhooks';
-import { parseAllowHosts, resolveTarget, SsrfError } from '../../../../../../../net/ssrf';
-import { ApiError, json, type RouteContext, readJson, withApi } from '../../../../../../lib/api';
-import { createWebhookBody } from '../../../../../../lib/schemas';
-import { config, pool } from '../../../../../../lib/server';
-import { subscriptionJson } from '../../../../../../lib/webhooks';
+} from '@quire/core/webhookValidation';
+import { createSubscription, listSubscriptions } from '@quire/db/webhooks';
+import { parseAllowHosts, resolveTarget, SsrfError } from '@quire/net/ssrf';
+import { ApiError, json, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { createWebhookBody } from '@quire/web/lib/schemas';
+import { config, pool } from '@quire/web/lib/server';
+import { subscriptionJson } from '@quire/web/lib/webhooks';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,21 +1,9 @@
-import { getPage, savePageEdit } from '../../../../../../../../db/pages';
-import { withTransaction } from '../../../../../../../../db/pool';
-import {
-  ApiError,
-  json,
-  pathId,
-  type RouteContext,
-  readJson,
-  withApi,
-} from '../../../../../../../lib/api';
-import {
-  checkSegmentsFit,
-  ifMatchRevision,
-  pageEtag,
-  pageJson,
-} from '../../../../../../../lib/pages';
-import { pageEditBody } from '../../../../../../../lib/schemas';
-import { pool } from '../../../../../../../lib/server';
+import { getPage, savePageEdit } from '@quire/db/pages';
+import { withTransaction } from '@quire/db/pool';
+import { ApiError, json, pathId, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { checkSegmentsFit, ifMatchRevision, pageEtag, pageJson } from '@quire/web/lib/pages';
+import { pageEditBody } from '@quire/web/lib/schemas';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,7 +1,7 @@
-import { deleteSubscription, getSubscription } from '../../../../../../../../db/webhooks';
-import { ApiError, json, type RouteContext, withApi } from '../../../../../../../lib/api';
-import { pool } from '../../../../../../../lib/server';
-import { subscriptionJson } from '../../../../../../../lib/webhooks';
+import { deleteSubscription, getSubscription } from '@quire/db/webhooks';
+import { ApiError, json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { pool } from '@quire/web/lib/server';
+import { subscriptionJson } from '@quire/web/lib/webhooks';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,7 +1,7 @@
+import { NotFoundError } from '@quire/db/errors';
+import { apiError, authorize } from '@quire/web/lib/http';
+import { quireClient } from '@quire/web/lib/server';
 import { NextResponse } from 'next/server';
-import { NotFoundError } from '../../../../../../../../../db/errors';
-import { apiError, authorize } from '../../../../../../../../lib/http';
-import { quireClient } from '../../../../../../../../lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,14 +1,7 @@
-import { publishPage } from '../../../../../../../../../db/pages';
-import {
-  ApiError,
-  json,
-  pathId,
-  type RouteContext,
-  readJson,
-  withApi,
-} from '../../../../../../../../lib/api';
-import { publishBody } from '../../../../../../../../lib/schemas';
-import { pool } from '../../../../../../../../lib/server';
+import { publishPage } from '@quire/db/pages';
+import { ApiError, json, pathId, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { publishBody } from '@quire/web/lib/schemas';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

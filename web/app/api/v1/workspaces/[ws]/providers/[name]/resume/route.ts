@@ -1,7 +1,7 @@
-import { KNOWN_PROVIDERS } from '../../../../../../../../../core/pricing';
-import { getProviderStates } from '../../../../../../../../../db/attempts';
-import { ApiError, json, type RouteContext, withApi } from '../../../../../../../../lib/api';
-import { pool, quireClient } from '../../../../../../../../lib/server';
+import { KNOWN_PROVIDERS } from '@quire/core/pricing';
+import { getProviderStates } from '@quire/db/attempts';
+import { ApiError, json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { pool, quireClient } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

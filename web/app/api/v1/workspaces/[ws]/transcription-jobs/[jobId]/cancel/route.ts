@@ -1,6 +1,6 @@
-import { getJob } from '../../../../../../../../../db/jobs';
-import { ApiError, json, type RouteContext, withApi } from '../../../../../../../../lib/api';
-import { pool, quireClient } from '../../../../../../../../lib/server';
+import { getJob } from '@quire/db/jobs';
+import { ApiError, json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { pool, quireClient } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

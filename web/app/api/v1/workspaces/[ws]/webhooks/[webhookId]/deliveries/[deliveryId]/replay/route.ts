@@ -1,13 +1,7 @@
-import { getDelivery, replayDelivery } from '../../../../../../../../../../../db/webhooks';
-import {
-  ApiError,
-  json,
-  pathId,
-  type RouteContext,
-  withApi,
-} from '../../../../../../../../../../lib/api';
-import { pool } from '../../../../../../../../../../lib/server';
-import { deliveryJson } from '../../../../../../../../../../lib/webhooks';
+import { getDelivery, replayDelivery } from '@quire/db/webhooks';
+import { ApiError, json, pathId, type RouteContext, withApi } from '@quire/web/lib/api';
+import { pool } from '@quire/web/lib/server';
+import { deliveryJson } from '@quire/web/lib/webhooks';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
