@@ -7,7 +7,8 @@ import {
   resolveProvider,
 } from '../core/pricing';
 import { createJobIn } from '../db/jobs';
-import { type IngestDeps, IngestError } from './batch';
+import type { IngestDeps } from './batch';
+import { IngestError } from './request';
 
 /**
  * The `createJobs` step of an ingest: one job per new page, recorded in the ingest's own
@@ -25,7 +26,7 @@ export function recordJobsForIngest(args: {
   return async (tx, pages, fields, batchId) => {
     const provider = fields.provider ?? args.defaultProvider;
     if (provider !== AUTO_PROVIDER && !KNOWN_PROVIDERS.includes(provider)) {
-      throw new IngestError('unknown_provider', 422, `unknown provider ${provider}`);
+      throw new IngestError('unknown_provider', 'invalid', `unknown provider ${provider}`);
     }
     const jobs = [];
     for (const page of pages) {

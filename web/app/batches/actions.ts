@@ -1,7 +1,7 @@
 'use server';
 import { NotFoundError } from '@quire/db/errors';
-import { quireClient } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
+import { cancelBatch } from '@quire/web/services/jobs';
 import { refresh } from 'next/cache';
 
 export interface BatchActionState {
@@ -9,16 +9,14 @@ export interface BatchActionState {
   done: string | null;
 }
 
-/** J5: cancels every active job of the batch in one transaction, then their workflows. */
+/** J5: cancel every active job of the batch (web/services/jobs.ts `cancelBatch`). */
 export async function cancelBatchAction(
   _previous: BatchActionState,
   form: FormData,
 ): Promise<BatchActionState> {
   const principal = await requirePrincipal();
-  const batchId = String(form.get('batchId') ?? '');
   try {
-    const client = await quireClient();
-    const { canceled } = await client.cancelBatch(principal.workspaceId, batchId);
+    const { canceled } = await cancelBatch(principal, String(form.get('batchId') ?? ''));
     refresh();
     return { error: null, done: canceled === 1 ? '1 job canceled.' : `${canceled} jobs canceled.` };
   } catch (error) {
