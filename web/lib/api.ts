@@ -10,9 +10,9 @@ export { ApiError };
 
 /**
  * The plumbing every `/api/v1` handler shares: authentication and workspace scope, bounded
- * JSON bodies and query strings validated by the zod schemas of web/lib/schemas.ts, and one
- * mapping from typed errors to `{error:{code,message}}`. Validation runs before any write, so
- * a rejected request changes nothing.
+ * JSON bodies and query strings validated by the zod schemas of web/lib/schemas.ts, and typed
+ * errors answered through web/lib/errors.ts. Validation runs before any write, so a rejected
+ * request changes nothing.
  */
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
