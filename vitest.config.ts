@@ -6,8 +6,15 @@ import { defineConfig } from 'vitest/config';
  * processes and live beside integration tests under test/chaos.
  */
 // web/ modules import `server-only`, which only resolves inside Next; tests load them directly.
+// `@quire/*` is the repository root, as in tsconfig.json's `paths` (web/ imports use it).
 const resolve = {
-  alias: { 'server-only': new URL('./test/support/serverOnly.ts', import.meta.url).pathname },
+  alias: [
+    {
+      find: 'server-only',
+      replacement: new URL('./test/support/serverOnly.ts', import.meta.url).pathname,
+    },
+    { find: /^@quire\//, replacement: new URL('./', import.meta.url).pathname },
+  ],
 };
 
 export default defineConfig({
@@ -16,6 +23,7 @@ export default defineConfig({
     pool: 'forks',
     projects: [
       {
+        resolve,
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],

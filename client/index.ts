@@ -5,6 +5,7 @@ import {
 } from '@temporalio/client';
 import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
+import { DomainError } from '../core/errors';
 import { workflowIdForJob } from '../core/ids';
 import type { JobRecord, JobStore } from '../core/jobStore';
 import { buildSnapshot, pricesWith } from '../core/pricing';
@@ -34,11 +35,10 @@ export {
   type TranscriptionJobInput,
 } from '../core/temporal';
 
-export class InvalidJobRequestError extends Error {
+export class InvalidJobRequestError extends DomainError {
   override name = 'InvalidJobRequestError';
-  readonly code = 'invalid_request';
   constructor(readonly issues: string[]) {
-    super(`invalid job request: ${issues.join('; ')}`);
+    super('invalid', 'invalid_job_request', `invalid job request: ${issues.join('; ')}`);
   }
 }
 

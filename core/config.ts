@@ -7,6 +7,9 @@ import { MAINTENANCE_TASK_QUEUE } from './temporal';
  */
 const DEVELOPMENT_SECRET = 'quire-development-secret-do-not-use-in-production';
 
+/** Base of canvas URIs when none is configured: the console on a laptop. */
+export const DEFAULT_PUBLIC_URL = 'http://localhost:3000';
+
 const intFrom = (min: number, max: number, fallback: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -85,7 +88,7 @@ const schema = z.object({
   QUIRE_DEFAULT_PROVIDER: z.string().default('auto'),
   QUIRE_BLOB_DIR: z.string().default('.data/blobs'),
   /** Base of canvas URIs and links in events. */
-  QUIRE_PUBLIC_URL: z.string().url().default('http://localhost:3000'),
+  QUIRE_PUBLIC_URL: z.string().url().default(DEFAULT_PUBLIC_URL),
   /** Bytes all workspaces may store together (U2); unset: no global quota. */
   QUIRE_GLOBAL_QUOTA_BYTES: z.coerce.number().int().positive().optional(),
   QUIRE_SECRET_KEY: z.string().min(32).optional(),
@@ -108,6 +111,11 @@ const schema = z.object({
   QUIRE_MIRROR_URL: z.string().url().optional(),
   /** W1: host names (or host:port) allowed despite resolving to loopback or private ranges; development only. */
   QUIRE_WEBHOOK_ALLOW_HOSTS: z.string().optional(),
+  /** S1, the event stream of the web app: open streams per API key, and its timers. */
+  QUIRE_SSE_MAX_STREAMS_PER_KEY: intFrom(1, 10_000, 10),
+  QUIRE_SSE_HEARTBEAT_MS: intFrom(100, 300_000, 15_000),
+  QUIRE_SSE_CHECKPOINT_MS: intFrom(0, 300_000, 1_000),
+  QUIRE_SSE_POLL_MS: intFrom(50, 300_000, 2_000),
   /** O3: events and finished deliveries older than this are removed. */
   QUIRE_EVENT_RETENTION_DAYS: intFrom(1, 3650, 30),
   /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */

@@ -7,6 +7,7 @@
  * Reading is through `ByteSource` (size + ranged reads) so the caller decides where the
  * bytes live (a buffer, a temporary file, an S3 range); this module does no I/O itself.
  */
+import { DomainError, type ErrorKind } from './errors';
 
 export type MediaKind = 'image' | 'audio';
 
@@ -37,27 +38,28 @@ export function kindOf(mediaType: MediaType): MediaKind {
   return mediaType.startsWith('image/') ? 'image' : 'audio';
 }
 
-/** Stable rejection codes; the HTTP status is part of the contract (SPEC §7). */
+/**
+ * Stable rejection codes and the kind of each. Only the file's own bytes count as too large;
+ * a canvas or a recording beyond the limits is a refused value, whatever its byte size.
+ */
 export const MEDIA_REJECTIONS = {
-  empty_file: 422,
-  unsupported_media_type: 415,
-  file_too_large: 413,
-  image_too_large: 422,
-  audio_too_long: 422,
-  malformed_media: 422,
-} as const;
+  empty_file: 'invalid',
+  unsupported_media_type: 'unsupported',
+  file_too_large: 'too_large',
+  image_too_large: 'invalid',
+  audio_too_long: 'invalid',
+  malformed_media: 'invalid',
+} as const satisfies Record<string, ErrorKind>;
 
 export type MediaRejectionCode = keyof typeof MEDIA_REJECTIONS;
 
-export class MediaRejection extends Error {
+export class MediaRejection extends DomainError {
   override name = 'MediaRejection';
-  readonly status: number;
   constructor(
-    readonly code: MediaRejectionCode,
+    override readonly code: MediaRejectionCode,
     message: string,
   ) {
-    super(message);
-    this.status = MEDIA_REJECTIONS[code];
+    super(MEDIA_REJECTIONS[code], code, message);
   }
 }
 

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { DomainError } from './errors';
 import { deriveKey } from './secretBox';
 
 /**
@@ -12,9 +13,11 @@ const PURPOSE = 'quire/page-token/v1';
 const VERSION = 1;
 const MAX_TOKEN_LENGTH = 2048;
 
-export class PageTokenError extends Error {
+export class PageTokenError extends DomainError {
   override name = 'PageTokenError';
-  readonly code = 'invalid_page_token';
+  constructor(message: string) {
+    super('malformed', 'invalid_page_token', message);
+  }
 }
 
 export type FilterValue = string | number | boolean | null | undefined;

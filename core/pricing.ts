@@ -24,9 +24,6 @@ export function pricesWith(
   return merged;
 }
 
-/** Still imported from here by web/ (its own helper's files); the names are the catalogue's. */
-export { KNOWN_PROVIDERS } from './providerCatalogue';
-
 /** A snapshot maker for a job whose page kind is known only when the job is recorded. */
 export type SnapshotFor = JobSnapshot | ((kind: MediaKind) => JobSnapshot);
 

@@ -1,4 +1,5 @@
 import { isQuireEventType } from './cloudevents';
+import { DomainError } from './errors';
 
 /**
  * W1, the pure part: the shape of a target URL and of a secret. Whether the host resolves to
@@ -16,14 +17,22 @@ export type WebhookValidationCode =
   | 'too_many_subscriptions'
   | 'forbidden_target';
 
-export class WebhookValidationError extends Error {
+export class WebhookValidationError extends DomainError {
   override name = 'WebhookValidationError';
   constructor(
-    readonly code: WebhookValidationCode,
+    override readonly code: WebhookValidationCode,
     readonly field: 'url' | 'secret' | 'eventTypes' | 'workspace',
     message: string,
   ) {
-    super(message);
+    super('invalid', code, message);
+  }
+}
+
+/** The URL's host resolves where a webhook may not go (net/ssrf.ts decides, with `reason`). */
+export class ForbiddenTargetError extends WebhookValidationError {
+  override name = 'ForbiddenTargetError';
+  constructor(readonly reason: string) {
+    super('forbidden_target', 'url', `url ${reason}`);
   }
 }
 

@@ -1,4 +1,5 @@
 import { cappedBackoffMs } from '../core/backoff';
+import { DomainError } from '../core/errors';
 import type { Pool, PoolClient, Queryable } from './pool';
 import { withTransaction } from './pool';
 
@@ -26,10 +27,8 @@ export const CLEANUP_LEASE_MS = 15 * 60 * 1000;
 export const CLEANUP_BACKOFF_CAP_MS = 60 * 60 * 1000;
 const CLEANUP_BACKOFF_BASE_MS = 30 * 1000;
 
-export class QuotaExceededError extends Error {
+export class QuotaExceededError extends DomainError {
   override name = 'QuotaExceededError';
-  readonly code = 'quota_exceeded';
-  readonly status = 429;
   constructor(
     readonly scope: 'workspace' | 'global',
     readonly limitBytes: number,
@@ -37,6 +36,8 @@ export class QuotaExceededError extends Error {
     readonly requestedBytes: number,
   ) {
     super(
+      'quota',
+      'quota_exceeded',
       scope === 'workspace'
         ? `the workspace storage quota (${limitBytes} bytes) would be exceeded`
         : 'the storage quota of this installation would be exceeded',
@@ -62,11 +63,14 @@ export class BlobNotFoundError extends Error {
 }
 
 /** The staged reservation was taken over by the cleanup (it outlived `reserve_until`). */
-export class ReservationLostError extends Error {
+export class ReservationLostError extends DomainError {
   override name = 'ReservationLostError';
-  readonly code = 'reservation_expired';
   constructor(readonly cleanupId: number) {
-    super('the upload took longer than its reservation; nothing was stored');
+    super(
+      'unavailable',
+      'reservation_expired',
+      'the upload took longer than its reservation; nothing was stored',
+    );
   }
 }
 

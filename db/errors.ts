@@ -1,21 +1,17 @@
-/** Typed repository errors with stable codes; the API maps them to HTTP statuses. */
-export class NotFoundError extends Error {
+import { DomainError } from '../core/errors';
+
+/** Typed repository errors with stable codes; web/lib/errors.ts maps them to HTTP statuses. */
+export class NotFoundError extends DomainError {
   override name = 'NotFoundError';
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+  constructor(code: string, message: string) {
+    super('not_found', code, message);
   }
 }
 
-export class ConflictError extends Error {
+export class ConflictError extends DomainError {
   override name = 'ConflictError';
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+  constructor(code: string, message: string) {
+    super('conflict', code, message);
   }
 }
 

@@ -1,3 +1,4 @@
+import { DomainError } from '../core/errors';
 import { uuidv7 } from '../core/ids';
 import { openSecret, sealSecret } from '../core/secretBox';
 import { DEFAULT_RETRY_SCHEDULE, nextAttemptAt, type RetrySchedule } from '../core/webhookSchedule';
@@ -17,23 +18,23 @@ import { type Pool, type Queryable, withTransaction } from './pool';
  * which needs the clear secret to sign.
  */
 
-export class WebhookNotFoundError extends Error {
+export class WebhookNotFoundError extends DomainError {
   override name = 'WebhookNotFoundError';
   constructor(
-    readonly code: 'webhook_not_found' | 'delivery_not_found' | 'workspace_not_found',
+    override readonly code: 'webhook_not_found' | 'delivery_not_found' | 'workspace_not_found',
     message: string,
   ) {
-    super(message);
+    super('not_found', code, message);
   }
 }
 
-export class DeliveryStateError extends Error {
+export class DeliveryStateError extends DomainError {
   override name = 'DeliveryStateError';
   constructor(
-    readonly code: 'delivery_not_replayable' | 'subscription_disabled',
+    override readonly code: 'delivery_not_replayable' | 'subscription_disabled',
     message: string,
   ) {
-    super(message);
+    super('conflict', code, message);
   }
 }
 

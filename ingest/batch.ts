@@ -8,12 +8,10 @@ import {
   newUploadId,
   temporaryKeyFor,
 } from '../blobs/store';
-import { uuidv7 } from '../core/ids';
-import type { MediaKind } from '../core/media';
+import { DEFAULT_PUBLIC_URL } from '../core/config';
 import {
   type ByteSource,
   checkImageLimits,
-  DEFAULT_MEDIA_LIMITS,
   inspectMedia,
   type MediaInfo,
   type MediaLimits,
@@ -21,27 +19,20 @@ import {
   SNIFF_BYTES,
   sniffMediaType,
 } from '../core/media';
-import {
-  insertBlob,
-  lockBlobForReference,
-  lockStagedCleanups,
-  QuotaExceededError,
-  ReservationLostError,
-  retireBlobCleanup,
-  settleStagedCleanup,
-  stageBlobCleanup,
-} from '../db/blobs';
-import {
-  type BatchResult,
-  findBatchByIdempotencyKey,
-  insertBatch,
-  insertBatchPage,
-  insertIngestedPage,
-  prepareItem,
-  recordBatchJobs,
-} from '../db/ingest';
-import { type Pool, type PoolClient, withTransaction } from '../db/pool';
+import { QuotaExceededError, settleStagedCleanup, stageBlobCleanup } from '../db/blobs';
+import { type BatchResult, findBatchByIdempotencyKey } from '../db/ingest';
+import type { Pool } from '../db/pool';
+import { type CreateJobs, commitBatch, Replay, type StoredFile } from './commit';
 import { discardStagedUploads } from './deletion';
+import {
+  applyField,
+  DEFAULT_INGEST_LIMITS,
+  emptyFields,
+  FILE_FIELDS,
+  IngestError,
+  type IngestLimits,
+  safeName,
+} from './request';
 
 /**
  * The ingest behind `POST /api/v1/workspaces/{ws}/batches` (SPEC §7, U1-U4), as a function
@@ -67,43 +58,10 @@ export const INGEST_STEPS = [
 ] as const;
 export type IngestStep = (typeof INGEST_STEPS)[number];
 
-export interface IngestLimits extends MediaLimits {
-  maxFiles: number;
-  /** Bytes of the whole request body. */
-  maxRequestBytes: number;
-  /** Bytes of the `metadata` JSON field. */
-  maxMetadataBytes: number;
-}
-
-export const DEFAULT_INGEST_LIMITS: IngestLimits = {
-  ...DEFAULT_MEDIA_LIMITS,
-  maxFiles: 500,
-  maxRequestBytes: 2 * 1024 * 1024 * 1024,
-  maxMetadataBytes: 16 * 1024,
-};
-
-export interface IngestedPage {
-  pageId: number;
-  itemId: string;
-  canvasUri: string;
-  kind: MediaKind;
-  mediaType: string;
-  blobKey: string;
-}
-
-export interface IngestRequestFields {
-  itemId: string | null;
-  externalReferenceId: string | null;
-  idempotencyKey: string | null;
-  metadata: Record<string, unknown>;
-  provider: string | null;
-  mode: 'single' | 'perFile';
-}
-
 export interface IngestDeps {
   pool: Pool;
   blobStore: BlobStore;
-  /** Base of canvas URIs; default `QUIRE_PUBLIC_URL` or http://localhost:3000. */
+  /** Base of canvas URIs (the configured `QUIRE_PUBLIC_URL`); default the laptop's. */
   publicBaseUrl?: string;
   limits?: Partial<IngestLimits>;
   /** Fallback when `settings.global_quota_bytes` is absent; null or absent: no global quota. */
@@ -111,77 +69,12 @@ export interface IngestDeps {
   /** How long a staged reservation holds before the cleanup may take it (default one hour). */
   reservationMs?: number;
   now?: () => Date;
-  /**
-   * Job creation belongs to the caller: called inside the commit transaction with the new
-   * pages; the returned job ids are stored with the batch and returned.
-   */
-  createJobs?: (
-    tx: PoolClient,
-    pages: IngestedPage[],
-    fields: IngestRequestFields,
-    batchId: string,
-  ) => Promise<Array<{ pageId: number; jobId: string }>>;
+  createJobs?: CreateJobs;
   /** Test seam: awaited at each step (crash injection). */
   onStep?: (step: IngestStep) => void | Promise<void>;
 }
 
-/** A refused request: stable `code`, HTTP `status`, a message that names no file content. */
-export class IngestError extends Error {
-  override name = 'IngestError';
-  constructor(
-    readonly code: string,
-    readonly status: number,
-    message: string,
-    /** Index of the file (in upload order) the error is about, when it is about one. */
-    readonly fileIndex?: number,
-  ) {
-    super(message);
-  }
-}
-
-/** Maps anything `ingestBatch` throws to the API's error shape; undefined for internal errors. */
-export function ingestErrorResponse(
-  error: unknown,
-): { status: number; body: { error: { code: string; message: string } } } | undefined {
-  if (
-    error instanceof IngestError ||
-    error instanceof MediaRejection ||
-    error instanceof QuotaExceededError
-  ) {
-    return { status: error.status, body: { error: { code: error.code, message: error.message } } };
-  }
-  if (error instanceof ReservationLostError) {
-    return { status: 503, body: { error: { code: error.code, message: error.message } } };
-  }
-  return undefined;
-}
-
-interface StoredFile {
-  index: number;
-  cleanupId: number;
-  key: string;
-  sha256: string;
-  size: number;
-  info: MediaInfo;
-  filename: string | null;
-}
-
-const FILE_FIELDS = new Set(['files[]', 'files', 'file']);
-const TEXT_FIELDS = new Set([
-  'itemId',
-  'externalReferenceId',
-  'idempotencyKey',
-  'metadata',
-  'provider',
-  'mode',
-]);
 const HEAD_BYTES = 64 * 1024;
-const ID_PATTERN = /^[A-Za-z0-9._:~-]{1,200}$/;
-
-/** Replaces an in-flight ingest with an earlier batch's result (same idempotency key). */
-class Replay {
-  constructor(readonly result: BatchResult) {}
-}
 
 export async function ingestBatch(
   deps: IngestDeps,
@@ -195,26 +88,23 @@ export async function ingestBatch(
   };
   const contentType = request.headers.get('content-type') ?? '';
   if (!/^multipart\/form-data\b/i.test(contentType)) {
-    throw new IngestError('invalid_content_type', 415, 'the request must be multipart/form-data');
+    throw new IngestError(
+      'invalid_content_type',
+      'unsupported',
+      'the request must be multipart/form-data',
+    );
   }
   const declaredLength = Number(request.headers.get('content-length') ?? Number.NaN);
   if (Number.isFinite(declaredLength) && declaredLength > limits.maxRequestBytes) {
     throw new IngestError(
       'request_too_large',
-      413,
+      'too_large',
       `the request is larger than ${limits.maxRequestBytes} bytes`,
     );
   }
-  if (!request.body) throw new IngestError('no_files', 400, 'the request carries no files');
+  if (!request.body) throw new IngestError('no_files', 'malformed', 'the request carries no files');
 
-  const fields: IngestRequestFields = {
-    itemId: null,
-    externalReferenceId: null,
-    idempotencyKey: headerIdempotencyKey(request),
-    metadata: {},
-    provider: null,
-    mode: 'single',
-  };
+  const fields = emptyFields(request);
   const stored: StoredFile[] = [];
   const staged: number[] = [];
   let received = 0;
@@ -232,7 +122,7 @@ export async function ingestBatch(
       },
     });
   } catch {
-    throw new IngestError('invalid_request', 400, 'the multipart body has no boundary');
+    throw new IngestError('invalid_request', 'malformed', 'the multipart body has no boundary');
   }
 
   let failure: unknown;
@@ -264,7 +154,7 @@ export async function ingestBatch(
       fail(
         new IngestError(
           'request_too_large',
-          413,
+          'too_large',
           `the request is larger than ${limits.maxRequestBytes} bytes`,
         ),
       );
@@ -275,7 +165,11 @@ export async function ingestBatch(
   parser.on('field', (name, value, info) => {
     try {
       if (info.valueTruncated) {
-        throw new IngestError('field_too_large', 413, `the field ${safeName(name)} is too large`);
+        throw new IngestError(
+          'field_too_large',
+          'too_large',
+          `the field ${safeName(name)} is too large`,
+        );
       }
       applyField(fields, name, value, limits);
     } catch (error) {
@@ -297,7 +191,7 @@ export async function ingestBatch(
         if (!FILE_FIELDS.has(name)) {
           throw new IngestError(
             'unexpected_field',
-            400,
+            'malformed',
             `unexpected file field ${safeName(name)}; use files[]`,
           );
         }
@@ -323,14 +217,18 @@ export async function ingestBatch(
   });
   parser.on('filesLimit', () =>
     fail(
-      new IngestError('too_many_files', 413, `a request carries at most ${limits.maxFiles} files`),
+      new IngestError(
+        'too_many_files',
+        'too_large',
+        `a request carries at most ${limits.maxFiles} files`,
+      ),
     ),
   );
   parser.on('partsLimit', () =>
-    fail(new IngestError('too_many_parts', 413, 'the request has too many parts')),
+    fail(new IngestError('too_many_parts', 'too_large', 'the request has too many parts')),
   );
   parser.on('fieldsLimit', () =>
-    fail(new IngestError('too_many_fields', 413, 'the request has too many fields')),
+    fail(new IngestError('too_many_fields', 'too_large', 'the request has too many fields')),
   );
 
   async function storeFile(
@@ -396,7 +294,7 @@ export async function ingestBatch(
       if (error instanceof BlobTooLargeError) {
         throw new IngestError(
           'file_too_large',
-          413,
+          'too_large',
           `a file is larger than ${limits.maxFileBytes} bytes`,
           index,
         );
@@ -417,7 +315,7 @@ export async function ingestBatch(
       info = await inspectMedia(bytes, limits);
     } catch (error) {
       if (error instanceof MediaRejection)
-        throw new IngestError(error.code, error.status, error.message, index);
+        throw new IngestError(error.code, error.kind, error.message, index);
       throw error;
     }
     const key = canonicalKeyFor(workspaceId, written.sha256, uploadId);
@@ -450,12 +348,12 @@ export async function ingestBatch(
         );
         if (earlier) return earlier;
       }
-      throw new IngestError('no_files', 400, 'the request carries no files in files[]');
+      throw new IngestError('no_files', 'malformed', 'the request carries no files in files[]');
     }
     if (fields.mode === 'perFile' && fields.itemId) {
       throw new IngestError(
         'invalid_field',
-        422,
+        'invalid',
         'itemId names one item; it cannot be combined with mode=perFile',
       );
     }
@@ -465,7 +363,7 @@ export async function ingestBatch(
       workspaceId,
       fields,
       stored,
-      deps.publicBaseUrl ?? publicBaseUrlFromEnv(),
+      deps.publicBaseUrl ?? DEFAULT_PUBLIC_URL,
     );
   } catch (error) {
     source.destroy();
@@ -479,137 +377,12 @@ export async function ingestBatch(
     if (settled instanceof Error && /Unexpected end of form|Malformed/i.test(settled.message)) {
       throw new IngestError(
         'malformed_multipart',
-        400,
+        'malformed',
         'the multipart body is malformed or truncated',
       );
     }
     throw settled;
   }
-}
-
-async function commitBatch(
-  deps: IngestDeps,
-  workspaceId: number,
-  fields: IngestRequestFields,
-  files: StoredFile[],
-  publicBaseUrl: string,
-): Promise<BatchResult> {
-  try {
-    return await withTransaction(deps.pool, async (tx) => {
-      // First: no cleanup may take these reservations over while the pages are written.
-      await lockStagedCleanups(
-        tx,
-        files.map((f) => f.cleanupId),
-      );
-      const batchId = uuidv7();
-      const inserted = await insertBatch(tx, {
-        id: batchId,
-        workspaceId,
-        idempotencyKey: fields.idempotencyKey,
-      });
-      if (!inserted) {
-        // A concurrent request with the same key committed first: roll back, return its result.
-        throw new Replay(await loadLatestResult(tx, workspaceId, fields.idempotencyKey!));
-      }
-      const pages: IngestedPage[] = [];
-      let singleItem: { id: string; next: number } | undefined;
-      for (const [ordinal, file] of files.entries()) {
-        let itemId: string;
-        let position: number;
-        if (fields.mode === 'single') {
-          if (!singleItem) {
-            const id = fields.itemId ?? uuidv7();
-            singleItem = {
-              id,
-              next: await prepareItem(tx, workspaceId, id, itemFields(fields, null)),
-            };
-          }
-          itemId = singleItem.id;
-          position = singleItem.next++;
-        } else {
-          itemId = uuidv7();
-          position = await prepareItem(tx, workspaceId, itemId, itemFields(fields, file.filename));
-        }
-        await insertBlob(tx, {
-          key: file.key,
-          workspaceId,
-          sha256hex: file.sha256,
-          sizeBytes: file.size,
-          mediaType: file.info.mediaType,
-        });
-        // U3: the same check every reference creator makes, in the page's own transaction.
-        await lockBlobForReference(tx, workspaceId, file.key);
-        const page = await insertIngestedPage(
-          tx,
-          {
-            workspaceId,
-            itemId,
-            position,
-            kind: file.info.kind,
-            blobKey: file.key,
-            mediaType: file.info.mediaType,
-            width: file.info.width ?? null,
-            height: file.info.height ?? null,
-            durationMs: file.info.durationMs ?? null,
-          },
-          publicBaseUrl,
-        );
-        await retireBlobCleanup(tx, file.cleanupId);
-        await insertBatchPage(tx, { batchId, ordinal, pageId: page.pageId });
-        pages.push({
-          ...page,
-          itemId,
-          kind: file.info.kind,
-          mediaType: file.info.mediaType,
-          blobKey: file.key,
-        });
-      }
-      const jobs = deps.createJobs ? await deps.createJobs(tx, pages, fields, batchId) : [];
-      await recordBatchJobs(tx, batchId, jobs);
-      const jobOf = new Map(jobs.map((j) => [j.pageId, j.jobId]));
-      return {
-        batchId,
-        pages: pages.map((p) => {
-          const jobId = jobOf.get(p.pageId);
-          return {
-            pageId: p.pageId,
-            itemId: p.itemId,
-            canvasUri: p.canvasUri,
-            ...(jobId ? { jobId } : {}),
-          };
-        }),
-      };
-    });
-  } catch (error) {
-    if ((error as { code?: string }).code === '23505' && fields.idempotencyKey) {
-      // The idempotency key's unique index decided the race after our insert started waiting.
-      const earlier = await findBatchByIdempotencyKey(
-        deps.pool,
-        workspaceId,
-        fields.idempotencyKey,
-      );
-      if (earlier) throw new Replay(earlier);
-    }
-    throw error;
-  }
-}
-
-async function loadLatestResult(
-  tx: PoolClient,
-  workspaceId: number,
-  idempotencyKey: string,
-): Promise<BatchResult> {
-  const found = await findBatchByIdempotencyKey(tx, workspaceId, idempotencyKey);
-  if (!found) throw new Error('idempotency conflict without a batch');
-  return found;
-}
-
-function itemFields(fields: IngestRequestFields, filename: string | null) {
-  return {
-    title: filename ? filename.slice(0, 200) : null,
-    externalReferenceId: fields.externalReferenceId,
-    metadata: fields.metadata,
-  };
 }
 
 function earlyChecks(head: Uint8Array, limits: MediaLimits): void {
@@ -623,91 +396,4 @@ function earlyChecks(head: Uint8Array, limits: MediaLimits): void {
   const v = new DataView(head.buffer, head.byteOffset, head.byteLength);
   if (type === 'image/png' && head.length >= 24)
     checkImageLimits(v.getUint32(16), v.getUint32(20), limits);
-}
-
-function applyField(
-  fields: IngestRequestFields,
-  name: string,
-  value: string,
-  limits: IngestLimits,
-): void {
-  if (!TEXT_FIELDS.has(name)) {
-    throw new IngestError('unexpected_field', 400, `unexpected field ${safeName(name)}`);
-  }
-  switch (name) {
-    case 'itemId':
-    case 'idempotencyKey':
-      if (!ID_PATTERN.test(value)) {
-        throw new IngestError(
-          'invalid_field',
-          422,
-          `${name} must be 1-200 letters, digits or . _ : ~ -`,
-        );
-      }
-      fields[name] = value;
-      return;
-    case 'externalReferenceId':
-      if (value.length < 1 || value.length > 200) {
-        throw new IngestError('invalid_field', 422, 'externalReferenceId must be 1-200 characters');
-      }
-      fields.externalReferenceId = value;
-      return;
-    case 'provider':
-      if (!/^[a-z0-9_-]{1,64}$/.test(value))
-        throw new IngestError('invalid_field', 422, 'provider is not a name');
-      fields.provider = value;
-      return;
-    case 'mode':
-      if (value !== 'single' && value !== 'perFile') {
-        throw new IngestError(
-          'invalid_field',
-          422,
-          'mode must be single (one item) or perFile (one item per file)',
-        );
-      }
-      fields.mode = value;
-      return;
-    case 'metadata': {
-      if (Buffer.byteLength(value) > limits.maxMetadataBytes) {
-        throw new IngestError(
-          'metadata_too_large',
-          413,
-          `metadata is larger than ${limits.maxMetadataBytes} bytes`,
-        );
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(value);
-      } catch {
-        throw new IngestError('invalid_metadata', 422, 'metadata must be a JSON object');
-      }
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-        throw new IngestError('invalid_metadata', 422, 'metadata must be a JSON object');
-      }
-      fields.metadata = parsed as Record<string, unknown>;
-      return;
-    }
-  }
-}
-
-function headerIdempotencyKey(request: Request): string | null {
-  const value = request.headers.get('idempotency-key');
-  if (value === null) return null;
-  if (!ID_PATTERN.test(value)) {
-    throw new IngestError(
-      'invalid_field',
-      422,
-      'Idempotency-Key must be 1-200 letters, digits or . _ : ~ -',
-    );
-  }
-  return value;
-}
-
-/** Field names are echoed in errors only when they look like names, never as raw input. */
-function safeName(name: string): string {
-  return /^[A-Za-z0-9_[\]-]{1,40}$/.test(name) ? name : '(unnamed)';
-}
-
-export function publicBaseUrlFromEnv(): string {
-  return process.env.QUIRE_PUBLIC_URL || 'http://localhost:3000';
 }

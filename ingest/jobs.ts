@@ -2,7 +2,8 @@ import type { JobRecord } from '../core/jobStore';
 import { buildSnapshot, type PriceTable } from '../core/pricing';
 import { isRequestableProvider, resolveProvider } from '../core/providerCatalogue';
 import { createJobIn } from '../db/jobs';
-import { type IngestDeps, IngestError } from './batch';
+import type { IngestDeps } from './batch';
+import { IngestError } from './request';
 
 /**
  * The `createJobs` step of an ingest: one job per new page, recorded in the ingest's own
@@ -20,7 +21,7 @@ export function recordJobsForIngest(args: {
   return async (tx, pages, fields, batchId) => {
     const provider = fields.provider ?? args.defaultProvider;
     if (!isRequestableProvider(provider)) {
-      throw new IngestError('unknown_provider', 422, `unknown provider ${provider}`);
+      throw new IngestError('unknown_provider', 'invalid', `unknown provider ${provider}`);
     }
     const jobs = [];
     for (const page of pages) {

@@ -3,7 +3,8 @@ import { createServer } from 'node:http';
 import { Readable } from 'node:stream';
 import { createLocalBlobStore } from '../../blobs';
 import { createPool } from '../../db/pool';
-import { ingestBatch, ingestErrorResponse } from '../../ingest/batch';
+import { ingestBatch } from '../../ingest/batch';
+import { httpErrorOf } from '../../web/lib/errors';
 
 /**
  * The ingest behind a bare HTTP server, standing in for the web process so its memory can be
@@ -51,12 +52,16 @@ const server = createServer(async (req, res) => {
     duplex: 'half',
   } as RequestInit);
   try {
-    const result = await ingestBatch({ pool, blobStore }, Number(match[1]), request);
+    const result = await ingestBatch(
+      { pool, blobStore, publicBaseUrl: process.env.QUIRE_PUBLIC_URL || undefined },
+      Number(match[1]),
+      request,
+    );
     res.statusCode = 201;
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify(result));
   } catch (error) {
-    const mapped = ingestErrorResponse(error);
+    const mapped = httpErrorOf(error);
     res.statusCode = mapped?.status ?? 500;
     res.setHeader('content-type', 'application/json');
     res.end(

@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseConfig, type QuireConfig } from '../../core/config';
 import { buildSnapshot } from '../../core/pricing';
 import { auditInvariants } from '../../db/audit';
 import { cancelJob, createJob } from '../../db/jobs';
@@ -9,6 +10,7 @@ import { getMirrorRow } from '../../db/mirrorOutbox';
 import { upsertMirrorRow } from '../../db/pages';
 import { fanOutEvents, recordDeliveryAttempt } from '../../db/webhooks';
 import { addApiKey, createWorkspace } from '../../db/workspaces';
+import { configureWeb } from '../../web/lib/server';
 import { deliverMirrorOutbox } from '../../worker/mirrorRelay';
 import { call, type RouteModule, request, SseReader, seenBodies } from '../support/api';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
@@ -48,22 +50,26 @@ const ROUTES = {
 } as const;
 
 let closeEventHub: () => Promise<void>;
+let webConfig: QuireConfig;
 
 beforeAll(async () => {
   quire = await createTestQuire();
-  // The web singletons read the environment once, at first use: point them at this test's
-  // database and task queue before any web module is imported.
-  process.env.DATABASE_URL = quire.db.url;
-  process.env.TEMPORAL_ADDRESS = temporalAddress();
-  process.env.QUIRE_TASK_QUEUE = quire.config.QUIRE_TASK_QUEUE;
-  process.env.QUIRE_SECRET_KEY = quire.config.QUIRE_SECRET_KEY;
-  process.env.QUIRE_DEFAULT_PROVIDER = 'simulated';
-  process.env.QUIRE_RETRY_INITIAL_MS = '50';
-  process.env.QUIRE_RETRY_MAX_MS = '200';
-  process.env.QUIRE_SSE_MAX_STREAMS_PER_KEY = '3';
-  process.env.QUIRE_SSE_HEARTBEAT_MS = '300';
-  process.env.QUIRE_SSE_CHECKPOINT_MS = '0';
-  process.env.QUIRE_SSE_POLL_MS = '200';
+  // The web app's handles are made from its configuration at first use: hand it this test's
+  // database and task queue before any request.
+  webConfig = parseConfig({
+    DATABASE_URL: quire.db.url,
+    TEMPORAL_ADDRESS: temporalAddress(),
+    QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
+    QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
+    QUIRE_DEFAULT_PROVIDER: 'simulated',
+    QUIRE_RETRY_INITIAL_MS: '50',
+    QUIRE_RETRY_MAX_MS: '200',
+    QUIRE_SSE_MAX_STREAMS_PER_KEY: '3',
+    QUIRE_SSE_HEARTBEAT_MS: '300',
+    QUIRE_SSE_CHECKPOINT_MS: '0',
+    QUIRE_SSE_POLL_MS: '200',
+  });
+  configureWeb(webConfig);
   for (const level of ['log', 'info', 'warn', 'error', 'debug'] as const) {
     vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
       logs.push(args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' '));
@@ -622,7 +628,7 @@ describe('webhooks (W1, W2) and providers (Q3)', () => {
     expect(short.text).not.toContain('short"');
     expect(await count('SELECT 1 FROM webhook_subscriptions')).toBe(0);
 
-    process.env.QUIRE_WEBHOOK_ALLOW_HOSTS = 'localhost';
+    configureWeb({ ...webConfig, QUIRE_WEBHOOK_ALLOW_HOSTS: 'localhost' });
     const created = await create({
       url: 'https://localhost:9443/hook',
       secret,
@@ -850,7 +856,7 @@ describe('event stream (S1)', () => {
 describe('workspace isolation (SPEC §12)', () => {
   it('X isolation: a second workspace key sees nothing of the first (lists, gets, pages, search, webhooks, stream) and gets 404 for its ids', async () => {
     const { pageId, jobId } = await completedPage(A);
-    process.env.QUIRE_WEBHOOK_ALLOW_HOSTS = 'localhost';
+    configureWeb({ ...webConfig, QUIRE_WEBHOOK_ALLOW_HOSTS: 'localhost' });
     const secret = `iso-${'s'.repeat(40)}`;
     webhookSecrets.push(secret);
     const hook = await call(

@@ -1,8 +1,10 @@
 import { createServer } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../core/config';
+import { configureWeb } from '../../web/lib/server';
 import { ADMIN_URL } from '../support/db';
 
-/** /readyz names the part that does not answer (its own file: web config is read once). */
+/** /readyz names the part that does not answer (its own file: the web's handles are made once). */
 beforeAll(async () => {
   // A port nothing listens on: reserve one, then close it.
   const port = await new Promise<number>((resolve) => {
@@ -11,8 +13,7 @@ beforeAll(async () => {
       server.close(() => resolve(typeof address === 'object' && address ? address.port : 1));
     });
   });
-  process.env.DATABASE_URL = ADMIN_URL;
-  process.env.TEMPORAL_ADDRESS = `127.0.0.1:${port}`;
+  configureWeb(parseConfig({ DATABASE_URL: ADMIN_URL, TEMPORAL_ADDRESS: `127.0.0.1:${port}` }));
 });
 
 describe('readiness', () => {

@@ -5,7 +5,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalBlobStore } from '../../blobs';
 import { emptyAnnotationPage } from '../../core/annotation';
 import { blobUsage, QuotaExceededError, workspaceUsageBytes } from '../../db/blobs';
-import { type IngestDeps, IngestError, ingestBatch, ingestErrorResponse } from '../../ingest/batch';
+import { type IngestDeps, ingestBatch } from '../../ingest/batch';
+import { IngestError } from '../../ingest/request';
+import { httpErrorOf } from '../../web/lib/errors';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import {
   file,
@@ -45,6 +47,12 @@ async function filesUnder(dir: string): Promise<string[]> {
   }
 }
 
+/** A refusal with the HTTP status the API answers it with beside its own fields (SPEC §7). */
+const withStatus = (error: unknown) => ({
+  ...(error as object),
+  status: httpErrorOf(error)?.status,
+});
+
 async function rowCounts() {
   const { rows } = await db.pool.query(
     `SELECT (SELECT count(*) FROM blobs)::int AS blobs, (SELECT count(*) FROM blob_cleanups)::int AS cleanups,
@@ -75,7 +83,7 @@ async function refusal(
   try {
     await ingestBatch({ ...deps, ...override }, ws, uploadRequest(parts, headers));
   } catch (error) {
-    const mapped = ingestErrorResponse(error);
+    const mapped = httpErrorOf(error);
     if (!mapped) throw error;
     return mapped;
   }
@@ -372,8 +380,8 @@ describe('U4 bad uploads are refused with a clear code and store nothing', () =>
       duplex: 'half',
     } as RequestInit);
     await expect(
-      ingestBatch({ ...deps, limits: { maxRequestBytes: 12_000 } }, ws, chunked),
-    ).rejects.toMatchObject({
+      ingestBatch({ ...deps, limits: { maxRequestBytes: 12_000 } }, ws, chunked).catch(withStatus),
+    ).resolves.toMatchObject({
       code: 'request_too_large',
       status: 413,
     });
@@ -390,8 +398,8 @@ describe('U4 bad uploads are refused with a clear code and store nothing', () =>
           headers: { 'content-type': 'application/json' },
           body: '{}',
         }),
-      ),
-    ).rejects.toMatchObject({ code: 'invalid_content_type', status: 415 });
+      ).catch(withStatus),
+    ).resolves.toMatchObject({ code: 'invalid_content_type', status: 415 });
     const whole = await uploadRequest([file(png(2, 2)), file(wav(300))]).arrayBuffer();
     const truncated = new Request('http://x/', {
       method: 'POST',
@@ -416,8 +424,12 @@ describe('U2 quota', () => {
       caught = error;
     }
     expect(caught).toBeInstanceOf(QuotaExceededError);
-    expect(caught).toMatchObject({ code: 'quota_exceeded', status: 429, scope: 'workspace' });
-    expect(ingestErrorResponse(caught)).toMatchObject({
+    expect(withStatus(caught)).toMatchObject({
+      code: 'quota_exceeded',
+      status: 429,
+      scope: 'workspace',
+    });
+    expect(httpErrorOf(caught)).toMatchObject({
       status: 429,
       body: { error: { code: 'quota_exceeded' } },
     });

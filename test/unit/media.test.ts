@@ -6,6 +6,7 @@ import {
   MediaRejection,
   sniffMediaType,
 } from '../../core/media';
+import { httpErrorOf } from '../../web/lib/errors';
 import {
   flac,
   jpeg,
@@ -22,14 +23,16 @@ import {
 const inspect = (bytes: Uint8Array, limits = DEFAULT_MEDIA_LIMITS) =>
   inspectMedia(bufferSource(bytes), limits);
 
+/** The rejection's code, and the HTTP status the API answers it with (SPEC §7). */
 async function rejection(
   bytes: Uint8Array,
   limits = DEFAULT_MEDIA_LIMITS,
-): Promise<MediaRejection> {
+): Promise<{ code: string; status: number | undefined }> {
   try {
     await inspect(bytes, limits);
   } catch (error) {
-    if (error instanceof MediaRejection) return error;
+    if (error instanceof MediaRejection)
+      return { code: error.code, status: httpErrorOf(error)?.status };
     throw error;
   }
   throw new Error('expected a rejection');

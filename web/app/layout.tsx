@@ -1,10 +1,10 @@
+import { providersDigest } from '@quire/db/console';
+import { LiveRefresh } from '@quire/web/components/LiveRefresh';
+import { NavLinks } from '@quire/web/components/NavLinks';
+import { PausedBanner } from '@quire/web/components/PausedBanner';
+import { config, pool } from '@quire/web/lib/server';
+import { currentPrincipal } from '@quire/web/lib/session';
 import type { ReactNode } from 'react';
-import { providersDigest } from '../../db/console';
-import { LiveRefresh } from '../components/LiveRefresh';
-import { NavLinks } from '../components/NavLinks';
-import { PausedBanner } from '../components/PausedBanner';
-import { config, pool } from '../lib/server';
-import { currentPrincipal } from '../lib/session';
 import { signOut } from './signin/actions';
 import './globals.css';
 

@@ -1,6 +1,6 @@
 'use client';
+import { type BatchActionState, cancelBatchAction } from '@quire/web/app/batches/actions';
 import { useActionState } from 'react';
-import { type BatchActionState, cancelBatchAction } from '../app/batches/actions';
 
 export function CancelBatchButton({ batchId, active }: { batchId: string; active: number }) {
   const [state, action, pending] = useActionState<BatchActionState, FormData>(cancelBatchAction, {

@@ -1,5 +1,5 @@
 'use client';
-import { deleteWebhookAction } from '../app/webhooks/actions';
+import { deleteWebhookAction } from '@quire/web/app/webhooks/actions';
 
 export function DeleteWebhookButton({ webhookId, url }: { webhookId: string; url: string }) {
   return (

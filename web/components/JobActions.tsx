@@ -1,6 +1,6 @@
 'use client';
+import { cancelJobAction, type JobActionState, rerunJobAction } from '@quire/web/app/jobs/actions';
 import { useActionState } from 'react';
-import { cancelJobAction, type JobActionState, rerunJobAction } from '../app/jobs/actions';
 
 const initial: JobActionState = { error: null, done: null };
 

@@ -1,5 +1,5 @@
+import type { JobSummary } from '@quire/db/jobList';
 import Link from 'next/link';
-import type { JobSummary } from '../../db/jobList';
 import { shortId } from './format';
 import { Status } from './Status';
 import { Time } from './Time';

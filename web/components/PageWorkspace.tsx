@@ -1,7 +1,7 @@
 'use client';
+import type { MediaKind } from '@quire/core/media';
+import { type SaveResult, savePageAction } from '@quire/web/app/pages/actions';
 import { useEffect, useRef, useState, useTransition } from 'react';
-import type { MediaKind } from '../../core/media';
-import { type SaveResult, savePageAction } from '../app/pages/actions';
 import { formatSeconds } from './format';
 
 export interface ViewSegment {

@@ -1,5 +1,5 @@
-import { getProviderStates } from '../../db/providerState';
-import { pool } from '../lib/server';
+import { getProviderStates } from '@quire/db/providerState';
+import { pool } from '@quire/web/lib/server';
 import { ResumeButton } from './ResumeButton';
 import { Time } from './Time';
 

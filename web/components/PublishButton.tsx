@@ -1,6 +1,6 @@
 'use client';
+import { type PublishState, publishPageAction } from '@quire/web/app/pages/actions';
 import { useActionState } from 'react';
-import { type PublishState, publishPageAction } from '../app/pages/actions';
 
 export function PublishButton({
   pageId,

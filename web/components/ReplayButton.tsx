@@ -1,6 +1,6 @@
 'use client';
+import { type ReplayState, replayDeliveryAction } from '@quire/web/app/webhooks/actions';
 import { useActionState } from 'react';
-import { type ReplayState, replayDeliveryAction } from '../app/webhooks/actions';
 
 export function ReplayButton({ deliveryId }: { deliveryId: number }) {
   const [state, action, pending] = useActionState<ReplayState, FormData>(replayDeliveryAction, {

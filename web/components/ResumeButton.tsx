@@ -1,6 +1,6 @@
 'use client';
+import { type ResumeState, resumeProviderAction } from '@quire/web/app/providers/actions';
 import { useActionState } from 'react';
-import { type ResumeState, resumeProviderAction } from '../app/providers/actions';
 
 /** Resume one paused provider; errors are announced next to the button. */
 export function ResumeButton({ provider }: { provider: string }) {

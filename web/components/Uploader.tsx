@@ -1,7 +1,7 @@
 'use client';
+import { sniffMediaType } from '@quire/core/media';
 import { useRouter } from 'next/navigation';
 import { useId, useRef, useState } from 'react';
-import { sniffMediaType } from '../../core/media';
 import { formatBytes } from './format';
 
 /**

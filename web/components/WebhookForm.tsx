@@ -1,6 +1,6 @@
 'use client';
+import { type CreateWebhookState, createWebhookAction } from '@quire/web/app/webhooks/actions';
 import { useActionState, useEffect, useRef, useState } from 'react';
-import { type CreateWebhookState, createWebhookAction } from '../app/webhooks/actions';
 
 const EVENT_TYPES = [
   'dev.quire.transcription.completed',

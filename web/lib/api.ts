@@ -1,32 +1,19 @@
 import 'server-only';
+import { redactError } from '@quire/core/redact';
+import type { Principal } from '@quire/db/workspaces';
 import { NextResponse } from 'next/server';
 import type { z } from 'zod';
-import { InvalidJobRequestError } from '../../client';
-import { PageTokenError } from '../../core/pageToken';
-import { redactError } from '../../core/redact';
-import { WebhookValidationError } from '../../core/webhookValidation';
-import { ConflictError, NotFoundError } from '../../db/errors';
-import { DeliveryStateError, WebhookNotFoundError } from '../../db/webhooks';
-import type { Principal } from '../../db/workspaces';
-import { apiError, authorize } from './http';
+import { ApiError, httpErrorOf } from './errors';
+import { apiError, authorize, refusalResponse } from './http';
+
+export { ApiError };
 
 /**
  * The plumbing every `/api/v1` handler shares: authentication and workspace scope, bounded
- * JSON bodies and query strings validated by the zod schemas of web/lib/schemas.ts, and one
- * mapping from typed errors to `{error:{code,message}}`. Validation runs before any write, so
- * a rejected request changes nothing.
+ * JSON bodies and query strings validated by the zod schemas of web/lib/schemas.ts, and typed
+ * errors answered through web/lib/errors.ts. Validation runs before any write, so a rejected
+ * request changes nothing.
  */
-export class ApiError extends Error {
-  override name = 'ApiError';
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly headers?: HeadersInit,
-  ) {
-    super(message);
-  }
-}
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -49,18 +36,8 @@ export async function withApi<P extends { ws: string }>(
 }
 
 export function errorResponse(error: unknown, request?: Request): NextResponse {
-  if (error instanceof ApiError)
-    return apiError(error.status, error.code, error.message, error.headers);
-  if (error instanceof PageTokenError) return apiError(400, error.code, error.message);
-  if (error instanceof NotFoundError || error instanceof WebhookNotFoundError) {
-    return apiError(404, error.code, error.message);
-  }
-  if (error instanceof ConflictError || error instanceof DeliveryStateError) {
-    return apiError(409, error.code, error.message);
-  }
-  if (error instanceof WebhookValidationError) return apiError(422, error.code, error.message);
-  if (error instanceof InvalidJobRequestError)
-    return apiError(422, 'invalid_job_request', error.message);
+  const refused = httpErrorOf(error);
+  if (refused) return refusalResponse(refused);
   // O2: the log names the route and a redacted error; never a body, header or key.
   console.error(
     JSON.stringify({

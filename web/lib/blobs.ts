@@ -1,6 +1,6 @@
 import 'server-only';
 import { resolve } from 'node:path';
-import { type BlobStore, createLocalBlobStore } from '../../blobs';
+import { type BlobStore, createLocalBlobStore } from '@quire/blobs';
 import { config } from './server';
 
 const globals = globalThis as unknown as { quireBlobStore?: BlobStore };

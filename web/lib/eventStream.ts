@@ -1,15 +1,14 @@
 import 'server-only';
-import pg from 'pg';
-import { z } from 'zod';
-import { toCloudEvent } from '../../core/cloudevents';
-import { redactError } from '../../core/redact';
+import { toCloudEvent } from '@quire/core/cloudevents';
+import { redactError } from '@quire/core/redact';
 import {
   highWaterMark,
   type OutboxEvent,
   readAllEventsAfter,
   readEventsAfter,
-} from '../../db/events';
-import type { Principal } from '../../db/workspaces';
+} from '@quire/db/events';
+import type { Principal } from '@quire/db/workspaces';
+import pg from 'pg';
 import { ApiError } from './api';
 import { config, pool } from './server';
 
@@ -26,24 +25,6 @@ import { config, pool } from './server';
  * a `dev.quire.stream.checkpoint` event whose `id:` is the new cursor, so a reconnect resumes
  * after it instead of re-reading other workspaces' ids.
  */
-
-const settings = z
-  .object({
-    QUIRE_SSE_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(10),
-    QUIRE_SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
-    QUIRE_SSE_CHECKPOINT_MS: z.coerce.number().int().min(0).max(300_000).default(1_000),
-    QUIRE_SSE_POLL_MS: z.coerce.number().int().min(50).max(300_000).default(2_000),
-  })
-  .parse(
-    Object.fromEntries(
-      Object.entries({
-        QUIRE_SSE_MAX_STREAMS_PER_KEY: process.env.QUIRE_SSE_MAX_STREAMS_PER_KEY,
-        QUIRE_SSE_HEARTBEAT_MS: process.env.QUIRE_SSE_HEARTBEAT_MS,
-        QUIRE_SSE_CHECKPOINT_MS: process.env.QUIRE_SSE_CHECKPOINT_MS,
-        QUIRE_SSE_POLL_MS: process.env.QUIRE_SSE_POLL_MS,
-      }).filter(([, v]) => v !== undefined && v !== ''),
-    ),
-  );
 
 export const STREAM_READY = 'dev.quire.stream.ready';
 export const STREAM_CHECKPOINT = 'dev.quire.stream.checkpoint';
@@ -87,7 +68,7 @@ class EventHub {
     this.cursor = hw;
     this.floor = hw;
     void this.listen();
-    this.pollTimer = setInterval(() => this.wake(), settings.QUIRE_SSE_POLL_MS);
+    this.pollTimer = setInterval(() => this.wake(), config().QUIRE_SSE_POLL_MS);
     this.pollTimer.unref();
   }
 
@@ -205,11 +186,11 @@ function slots(): Map<number, number> {
 /** Reserves one of the key's stream slots in this process; 429 when all are taken. */
 function acquireSlot(apiKeyId: number): () => void {
   const open = slots().get(apiKeyId) ?? 0;
-  if (open >= settings.QUIRE_SSE_MAX_STREAMS_PER_KEY) {
+  if (open >= config().QUIRE_SSE_MAX_STREAMS_PER_KEY) {
     throw new ApiError(
       429,
       'too_many_streams',
-      `at most ${settings.QUIRE_SSE_MAX_STREAMS_PER_KEY} event streams per API key`,
+      `at most ${config().QUIRE_SSE_MAX_STREAMS_PER_KEY} event streams per API key`,
       { 'Retry-After': '5' },
     );
   }
@@ -301,7 +282,7 @@ export async function openEventStream(args: {
 
   const maybeCheckpoint = () => {
     if (cursor <= lastSentId || checkpointTimer) return;
-    const wait = lastCheckpointAt + settings.QUIRE_SSE_CHECKPOINT_MS - Date.now();
+    const wait = lastCheckpointAt + config().QUIRE_SSE_CHECKPOINT_MS - Date.now();
     if (wait <= 0) sendCheckpoint();
     else checkpointTimer = setTimeout(sendCheckpoint, wait);
   };
@@ -363,7 +344,7 @@ export async function openEventStream(args: {
         unsubscribe = hub.subscribe(() => void pass());
         heartbeat = setInterval(
           () => write(`: heartbeat ${Date.now()}\n\n`),
-          settings.QUIRE_SSE_HEARTBEAT_MS,
+          config().QUIRE_SSE_HEARTBEAT_MS,
         );
         void pass();
       },

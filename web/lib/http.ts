@@ -1,7 +1,8 @@
 import 'server-only';
+import { bearerKey } from '@quire/core/apiKeys';
+import { authenticateApiKey, type Principal } from '@quire/db/workspaces';
 import { NextResponse } from 'next/server';
-import { bearerKey } from '../../core/apiKeys';
-import { authenticateApiKey, type Principal } from '../../db/workspaces';
+import type { HttpError } from './errors';
 import { pool } from './server';
 
 /** JSON errors with a stable code (SPEC §7). */
@@ -12,6 +13,11 @@ export function apiError(
   headers?: HeadersInit,
 ): NextResponse {
   return NextResponse.json({ error: { code, message } }, { status, headers });
+}
+
+/** The answer to a refusal that web/lib/errors.ts knows. */
+export function refusalResponse(refused: HttpError): NextResponse {
+  return NextResponse.json(refused.body, { status: refused.status, headers: refused.headers });
 }
 
 /**

@@ -1,11 +1,12 @@
 import 'server-only';
+import type { JobRecord } from '@quire/core/jobStore';
+import { pricesWith } from '@quire/core/pricing';
+import { ingestBatch } from '@quire/ingest/batch';
+import { recordJobsForIngest } from '@quire/ingest/jobs';
 import { NextResponse } from 'next/server';
-import type { JobRecord } from '../../core/jobStore';
-import { pricesWith } from '../../core/pricing';
-import { IngestError, ingestBatch, ingestErrorResponse } from '../../ingest/batch';
-import { recordJobsForIngest } from '../../ingest/jobs';
 import { blobStore } from './blobs';
-import { apiError } from './http';
+import { httpErrorOf } from './errors';
+import { apiError, refusalResponse } from './http';
 import { config, pool, quireClient } from './server';
 
 /**
@@ -44,12 +45,8 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
     }
     return NextResponse.json(result, { status: 201 });
   } catch (error) {
-    const mapped = ingestErrorResponse(error);
-    if (!mapped) return apiError(500, 'internal', 'the upload could not be stored');
-    const fileIndex = error instanceof IngestError ? error.fileIndex : undefined;
-    return NextResponse.json(
-      { error: { ...mapped.body.error, ...(fileIndex !== undefined ? { fileIndex } : {}) } },
-      { status: mapped.status },
-    );
+    const refused = httpErrorOf(error);
+    if (!refused) return apiError(500, 'internal', 'the upload could not be stored');
+    return refusalResponse(refused);
   }
 }

@@ -1,8 +1,8 @@
 import 'server-only';
-import { type AnnotationPage, type Segment, segmentsOf } from '../../core/annotation';
-import { type ExportFormat, exportPage } from '../../core/exports';
-import type { PageRow } from '../../db/pages';
-import { ApiError } from './api';
+import { type AnnotationPage, segmentsOf } from '@quire/core/annotation';
+import { type ExportFormat, exportPage } from '@quire/core/exports';
+import type { PageRow } from '@quire/db/pages';
+import { ApiError } from './errors';
 
 /** ETag of a page: its revision, quoted (SPEC §7). */
 export function pageEtag(revision: number): string {
@@ -26,36 +26,6 @@ export function ifMatchRevision(header: string | null): number {
     throw new ApiError(400, 'invalid_if_match', 'If-Match must name one revision, e.g. "3"');
   }
   return Number(match[1]);
-}
-
-/** 422 for segments that do not fit the page: wrong target kind, repeated index, reversed span. */
-export function checkSegmentsFit(page: PageRow, segments: Segment[]): void {
-  const seen = new Set<number>();
-  for (const segment of segments) {
-    if (seen.has(segment.index)) {
-      throw new ApiError(
-        422,
-        'duplicate_segment_index',
-        `segment index ${segment.index} appears twice`,
-      );
-    }
-    seen.add(segment.index);
-    const expected = page.kind === 'image' ? 'xywh' : 't';
-    if (segment.target.kind !== expected) {
-      throw new ApiError(
-        422,
-        'segment_kind_mismatch',
-        `segments of ${page.kind} pages target #${expected}=`,
-      );
-    }
-    if (segment.target.kind === 't' && segment.target.end < segment.target.start) {
-      throw new ApiError(
-        422,
-        'invalid_segment_span',
-        `segment ${segment.index} ends before it starts`,
-      );
-    }
-  }
 }
 
 export function pageJson(page: PageRow) {

@@ -1,5 +1,5 @@
+import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { z } from 'zod';
-import { QUIRE_EVENT_TYPES } from '../../core/cloudevents';
 
 /**
  * The request schemas of `/api/v1`: route handlers validate with them, and web/lib/openapi.ts

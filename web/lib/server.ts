@@ -1,21 +1,35 @@
 import 'server-only';
+import { QuireClient } from '@quire/client';
+import { loadConfig, type QuireConfig } from '@quire/core/config';
+import { DomainError } from '@quire/core/errors';
+import { createJobStore } from '@quire/db/jobStore';
+import { createPool, type Pool } from '@quire/db/pool';
 import { Client, Connection } from '@temporalio/client';
-import { QuireClient } from '../../client';
-import { loadConfig } from '../../core/config';
-import { createJobStore } from '../../db/jobStore';
-import { createPool, type Pool } from '../../db/pool';
 
 /**
  * Process-wide handles of the web app: one Postgres pool and one Temporal client per
  * process, created lazily. Web replicas are stateless; everything durable is in Postgres.
  */
 const globals = globalThis as unknown as {
+  quireConfig?: QuireConfig;
   quirePool?: Pool;
   quireTemporal?: Promise<Client>;
   quireClient?: Promise<QuireClient>;
 };
 
-export const config = () => loadConfig();
+/**
+ * Hands the web app its configuration (tests; an embedding server). The handles below are
+ * made from it at first use, so configure before the first request. Unconfigured, the
+ * process environment is read once, through core/config.
+ */
+export function configureWeb(settings: QuireConfig): void {
+  globals.quireConfig = settings;
+}
+
+export function config(): QuireConfig {
+  globals.quireConfig ??= loadConfig();
+  return globals.quireConfig;
+}
 
 export function pool(): Pool {
   globals.quirePool ??= createPool(config().DATABASE_URL, config().DATABASE_POOL_SIZE);
@@ -43,4 +57,15 @@ export function quireClient(): Promise<QuireClient> {
       throw error;
     });
   return globals.quireClient;
+}
+
+/** The typed client, or a `temporal_unavailable` refusal when Temporal does not answer. */
+export function availableQuireClient(): Promise<QuireClient> {
+  return quireClient().catch(() => {
+    throw new DomainError(
+      'unavailable',
+      'temporal_unavailable',
+      'the workflow service does not answer; try again',
+    );
+  });
 }

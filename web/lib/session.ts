@@ -1,8 +1,8 @@
 import 'server-only';
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { activeApiKey, type Principal } from '@quire/db/workspaces';
 import { cookies } from 'next/headers';
 import { redirect } from 'next/navigation';
-import { activeApiKey, type Principal } from '../../db/workspaces';
 import { config, pool } from './server';
 
 /**

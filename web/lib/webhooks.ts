@@ -1,5 +1,5 @@
 import 'server-only';
-import type { DeliveryView, WebhookSubscription } from '../../db/webhooks';
+import type { DeliveryView, WebhookSubscription } from '@quire/db/webhooks';
 
 /** What the API shows of a subscription: never its secret (W1). */
 export function subscriptionJson(s: WebhookSubscription) {

@@ -1,24 +1,22 @@
 'use server';
+import { NotFoundError } from '@quire/db/errors';
+import { requirePrincipal } from '@quire/web/lib/session';
+import { cancelBatch } from '@quire/web/services/jobs';
 import { refresh } from 'next/cache';
-import { NotFoundError } from '../../../db/errors';
-import { quireClient } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export interface BatchActionState {
   error: string | null;
   done: string | null;
 }
 
-/** J5: cancels every active job of the batch in one transaction, then their workflows. */
+/** J5: cancel every active job of the batch (web/services/jobs.ts `cancelBatch`). */
 export async function cancelBatchAction(
   _previous: BatchActionState,
   form: FormData,
 ): Promise<BatchActionState> {
   const principal = await requirePrincipal();
-  const batchId = String(form.get('batchId') ?? '');
   try {
-    const client = await quireClient();
-    const { canceled } = await client.cancelBatch(principal.workspaceId, batchId);
+    const { canceled } = await cancelBatch(principal, String(form.get('batchId') ?? ''));
     refresh();
     return { error: null, done: canceled === 1 ? '1 job canceled.' : `${canceled} jobs canceled.` };
   } catch (error) {

@@ -1,9 +1,9 @@
+import { recentBatches } from '@quire/db/console';
+import { shortId } from '@quire/web/components/format';
+import { Time } from '@quire/web/components/Time';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
-import { recentBatches } from '../../../db/console';
-import { shortId } from '../../components/format';
-import { Time } from '../../components/Time';
-import { pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export const metadata = { title: 'Batches · Quire' };
 export const dynamic = 'force-dynamic';

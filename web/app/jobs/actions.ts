@@ -1,26 +1,23 @@
 'use server';
+import { ConflictError, NotFoundError } from '@quire/db/errors';
+import { requirePrincipal } from '@quire/web/lib/session';
+import { cancelJob, rerunJob } from '@quire/web/services/jobs';
 import { refresh } from 'next/cache';
 import { redirect } from 'next/navigation';
-import { ConflictError, NotFoundError } from '../../../db/errors';
-import { getJob } from '../../../db/jobs';
-import { pool, quireClient } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export interface JobActionState {
   error: string | null;
   done: string | null;
 }
 
-/** J5: cancel one job (database first, then its workflow), through the typed client. */
+/** J5: cancel one job (web/services/jobs.ts `cancelJob`). */
 export async function cancelJobAction(
   _previous: JobActionState,
   form: FormData,
 ): Promise<JobActionState> {
   const principal = await requirePrincipal();
-  const jobId = String(form.get('jobId') ?? '');
   try {
-    const client = await quireClient();
-    await client.cancelJob(principal.workspaceId, jobId);
+    await cancelJob(principal, String(form.get('jobId') ?? ''));
   } catch (error) {
     if (error instanceof NotFoundError) return { error: 'That job does not exist.', done: null };
     if (error instanceof ConflictError)
@@ -31,29 +28,17 @@ export async function cancelJobAction(
   return { error: null, done: 'Canceled.' };
 }
 
-/**
- * Re-run: a new job for the same page, with the same provider, which supersedes any active
- * job of the page (J4) and reads the page's current revision.
- */
+/** Re-run a job's page with its provider (web/services/jobs.ts `rerunJob`), then show the new job. */
 export async function rerunJobAction(
   _previous: JobActionState,
   form: FormData,
 ): Promise<JobActionState> {
   const principal = await requirePrincipal();
-  const jobId = String(form.get('jobId') ?? '');
-  const job = await getJob(pool(), principal.workspaceId, jobId);
-  if (!job) return { error: 'That job does not exist.', done: null };
   let newJobId: string;
   try {
-    const client = await quireClient();
-    const started = await client.startJob({
-      workspaceId: principal.workspaceId,
-      pageId: job.pageId,
-      provider: job.snapshot.provider,
-      externalReferenceId: job.externalReferenceId ?? undefined,
-    });
-    newJobId = started.jobId;
-  } catch {
+    ({ jobId: newJobId } = await rerunJob(principal, String(form.get('jobId') ?? '')));
+  } catch (error) {
+    if (error instanceof NotFoundError) return { error: 'That job does not exist.', done: null };
     return { error: 'The new job could not be started; try again.', done: null };
   }
   redirect(`/jobs/${newJobId}`);

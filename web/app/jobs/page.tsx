@@ -1,12 +1,12 @@
+import { decodePageToken, encodePageToken, PageTokenError } from '@quire/core/pageToken';
+import { JOB_STATUSES, type JobStatus } from '@quire/core/temporal';
+import { jobsDigest } from '@quire/db/console';
+import { listJobSummaries } from '@quire/db/jobList';
+import { JobsTable } from '@quire/web/components/JobsTable';
+import { LiveRefresh } from '@quire/web/components/LiveRefresh';
+import { config, pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
-import { decodePageToken, encodePageToken, PageTokenError } from '../../../core/pageToken';
-import { JOB_STATUSES, type JobStatus } from '../../../core/temporal';
-import { jobsDigest } from '../../../db/console';
-import { listJobSummaries } from '../../../db/jobList';
-import { JobsTable } from '../../components/JobsTable';
-import { LiveRefresh } from '../../components/LiveRefresh';
-import { config, pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export const metadata = { title: 'Jobs · Quire' };
 export const dynamic = 'force-dynamic';

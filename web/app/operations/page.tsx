@@ -1,13 +1,13 @@
+import { blobUsage } from '@quire/db/blobs';
+import { jobsDigest, operationsFigures } from '@quire/db/console';
+import { getProviderStates } from '@quire/db/providerState';
+import { formatBytes, formatDuration, shortId } from '@quire/web/components/format';
+import { LiveRefresh } from '@quire/web/components/LiveRefresh';
+import { Time } from '@quire/web/components/Time';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import type { ReactNode } from 'react';
-import { blobUsage } from '../../../db/blobs';
-import { jobsDigest, operationsFigures } from '../../../db/console';
-import { getProviderStates } from '../../../db/providerState';
-import { formatBytes, formatDuration, shortId } from '../../components/format';
-import { LiveRefresh } from '../../components/LiveRefresh';
-import { Time } from '../../components/Time';
-import { pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export const metadata = { title: 'Operations · Quire' };
 export const dynamic = 'force-dynamic';

@@ -1,10 +1,10 @@
 'use server';
+import { segmentsOf } from '@quire/core/annotation';
+import { NotFoundError } from '@quire/db/errors';
+import type { PageRow } from '@quire/db/pages';
+import { requirePrincipal } from '@quire/web/lib/session';
+import { editPage, publishPage } from '@quire/web/services/pages';
 import { refresh } from 'next/cache';
-import { segmentsOf } from '../../../core/annotation';
-import { getPage, publishPage, savePageEdit } from '../../../db/pages';
-import { withTransaction } from '../../../db/pool';
-import { pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 const MAX_LINE_CHARS = 10_000;
 
@@ -13,10 +13,12 @@ export type SaveResult =
   | { state: 'stale'; revision: number; current: Array<{ index: number; text: string }> }
   | { state: 'error'; message: string };
 
+const lineTexts = (page: PageRow | undefined) =>
+  page ? segmentsOf(page.annotationPage).map((s) => ({ index: s.index, text: s.text })) : [];
+
 /**
- * A human edit by compare-and-set on the revision the editor read (the console's If-Match).
- * Only texts travel from the browser: the segments and their targets are those of the
- * revision named, so an edit can never move a line box. A page that moved on changes
+ * The console's save (web/services/pages.ts `editPage`): only texts travel from the browser,
+ * on the revision the editor read (the console's If-Match). A page that moved on changes
  * nothing and returns the current texts, so the editor can show both and lose neither.
  */
 export async function savePageAction(input: {
@@ -34,39 +36,21 @@ export async function savePageAction(input: {
   ) {
     return { state: 'error', message: `A line may hold at most ${MAX_LINE_CHARS} characters.` };
   }
-  const page = await getPage(pool(), principal.workspaceId, input.pageId);
-  if (!page) return { state: 'error', message: 'That page does not exist.' };
-  const currentTexts = () =>
-    segmentsOf(page.annotationPage).map((s) => ({ index: s.index, text: s.text }));
-  if (page.revision !== input.expectedRevision) {
-    return { state: 'stale', revision: page.revision, current: currentTexts() };
-  }
-  const texts = new Map(input.edits.map((e) => [e.index, e.text.replace(/\r?\n/g, ' ')]));
-  const segments = segmentsOf(page.annotationPage).map((s) =>
-    texts.has(s.index) ? { ...s, text: texts.get(s.index)! } : s,
-  );
-  const language = page.annotationPage.items.find((a) => a.body.language)?.body.language;
-  const result = await withTransaction(pool(), (client) =>
-    savePageEdit(client, {
-      workspaceId: principal.workspaceId,
-      pageId: page.id,
+  let result: Awaited<ReturnType<typeof editPage>>;
+  try {
+    result = await editPage(principal, {
+      pageId: input.pageId,
       expectedRevision: input.expectedRevision,
-      segments,
-      language,
-      editedBy: `console:api-key:${principal.apiKeyId}`,
-    }),
-  );
-  if (result.state === 'missing') return { state: 'error', message: 'That page does not exist.' };
+      edit: { texts: input.edits },
+      channel: 'console',
+    });
+  } catch (error) {
+    if (error instanceof NotFoundError)
+      return { state: 'error', message: 'That page does not exist.' };
+    throw error;
+  }
   if (result.state === 'stale') {
-    // Moved on between our read and the locked compare-and-set: read it again.
-    const fresh = await getPage(pool(), principal.workspaceId, page.id);
-    return {
-      state: 'stale',
-      revision: result.revision,
-      current: fresh
-        ? segmentsOf(fresh.annotationPage).map((s) => ({ index: s.index, text: s.text }))
-        : [],
-    };
+    return { state: 'stale', revision: result.revision, current: lineTexts(result.current) };
   }
   refresh();
   return { state: 'saved', revision: result.revision };
@@ -77,7 +61,7 @@ export interface PublishState {
   done: string | null;
 }
 
-/** E3: publish the revision the editor is looking at; a newer one is not published blind. */
+/** E3: publish the revision the editor is looking at (web/services/pages.ts `publishPage`). */
 export async function publishPageAction(
   _previous: PublishState,
   form: FormData,
@@ -88,15 +72,16 @@ export async function publishPageAction(
   if (!Number.isSafeInteger(pageId) || !Number.isSafeInteger(expectedRevision)) {
     return { error: 'The request was malformed.', done: null };
   }
-  const result = await publishPage(pool(), {
-    workspaceId: principal.workspaceId,
-    pageId,
-    expectedRevision,
-  });
+  let result: Awaited<ReturnType<typeof publishPage>>;
+  try {
+    result = await publishPage(principal, { pageId, expectedRevision });
+  } catch (error) {
+    if (!(error instanceof NotFoundError)) throw error;
+    refresh();
+    return { error: 'That page does not exist.', done: null };
+  }
   refresh();
   switch (result.state) {
-    case 'missing':
-      return { error: 'That page does not exist.', done: null };
     case 'mismatch':
       return {
         error: `The page is now at revision ${result.revision}; review it before publishing.`,

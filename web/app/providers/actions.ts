@@ -1,30 +1,26 @@
 'use server';
+import { NotFoundError } from '@quire/db/errors';
+import { requirePrincipal } from '@quire/web/lib/session';
+import { resumeProvider } from '@quire/web/services/providers';
 import { refresh } from 'next/cache';
-import { KNOWN_PROVIDERS } from '../../../core/pricing';
-import { getProviderStates } from '../../../db/providerState';
-import { pool, quireClient } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export interface ResumeState {
   error: string | null;
   resumed: string | null;
 }
 
-/** Q3: an operator's Resume through the typed client (clears the pause, wakes waiting jobs). */
+/** Q3: an operator's Resume (web/services/providers.ts `resumeProvider`). */
 export async function resumeProviderAction(
   _previous: ResumeState,
   form: FormData,
 ): Promise<ResumeState> {
-  await requirePrincipal();
+  const principal = await requirePrincipal();
   const name = String(form.get('provider') ?? '');
-  const known =
-    KNOWN_PROVIDERS.includes(name) ||
-    (await getProviderStates(pool())).some((s) => s.provider === name);
-  if (!known) return { error: 'That provider is not known.', resumed: null };
   try {
-    const client = await quireClient();
-    await client.resumeProvider(name);
-  } catch {
+    await resumeProvider(principal, name);
+  } catch (error) {
+    if (error instanceof NotFoundError)
+      return { error: 'That provider is not known.', resumed: null };
     return { error: 'The workflow service did not answer; try again.', resumed: null };
   }
   refresh();

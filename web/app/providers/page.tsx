@@ -1,11 +1,11 @@
-import { KNOWN_PROVIDERS } from '../../../core/pricing';
-import { spendSummary } from '../../../db/budget';
-import { getProviderStates } from '../../../db/providerState';
-import { formatMicros } from '../../components/format';
-import { ResumeButton } from '../../components/ResumeButton';
-import { Time } from '../../components/Time';
-import { pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
+import { KNOWN_PROVIDERS } from '@quire/core/providerCatalogue';
+import { spendSummary } from '@quire/db/budget';
+import { getProviderStates } from '@quire/db/providerState';
+import { formatMicros } from '@quire/web/components/format';
+import { ResumeButton } from '@quire/web/components/ResumeButton';
+import { Time } from '@quire/web/components/Time';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 
 export const metadata = { title: 'Providers · Quire' };
 export const dynamic = 'force-dynamic';

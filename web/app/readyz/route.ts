@@ -1,4 +1,4 @@
-import { config, pool, temporal } from '../../lib/server';
+import { config, pool, temporal } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

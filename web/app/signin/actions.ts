@@ -1,9 +1,9 @@
 'use server';
+import { authenticateApiKey } from '@quire/db/workspaces';
+import { pool } from '@quire/web/lib/server';
+import { SESSION_COOKIE, sessionCookieOptions, sessionValue } from '@quire/web/lib/session';
 import { cookies, headers } from 'next/headers';
 import { redirect } from 'next/navigation';
-import { authenticateApiKey } from '../../../db/workspaces';
-import { pool } from '../../lib/server';
-import { SESSION_COOKIE, sessionCookieOptions, sessionValue } from '../../lib/session';
 
 export interface SignInState {
   error: string | null;

@@ -1,5 +1,5 @@
-import { Uploader } from '../../components/Uploader';
-import { requirePrincipal } from '../../lib/session';
+import { Uploader } from '@quire/web/components/Uploader';
+import { requirePrincipal } from '@quire/web/lib/session';
 
 export const metadata = { title: 'Upload · Quire' };
 export const dynamic = 'force-dynamic';

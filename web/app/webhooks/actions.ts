@@ -1,22 +1,11 @@
 'use server';
+import { ForbiddenTargetError, WebhookValidationError } from '@quire/core/webhookValidation';
+import { DeliveryStateError, WebhookNotFoundError } from '@quire/db/webhooks';
+import { config } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
+import { createWebhook, deleteWebhook, replayDelivery } from '@quire/web/services/webhooks';
 import { refresh } from 'next/cache';
 import { redirect } from 'next/navigation';
-import {
-  validateEventTypes,
-  validateWebhookSecret,
-  validateWebhookUrl,
-  WebhookValidationError,
-} from '../../../core/webhookValidation';
-import {
-  createSubscription,
-  DeliveryStateError,
-  deleteSubscription,
-  replayDelivery,
-  WebhookNotFoundError,
-} from '../../../db/webhooks';
-import { parseAllowHosts, resolveTarget, SsrfError } from '../../../net/ssrf';
-import { config, pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export interface CreateWebhookState {
   error: string | null;
@@ -24,44 +13,45 @@ export interface CreateWebhookState {
 }
 
 /**
- * W1: the same checks as POST /webhooks: shape, then where the host resolves (SSRF guard),
- * then the secret and the limit. The secret is sealed at rest and never sent back: the
- * browser that typed or generated it is the only place it is shown.
+ * W1, the console's form for web/services/webhooks.ts `createWebhook` (the same checks as
+ * POST /webhooks). The secret is never sent back: the browser that typed or generated it is
+ * the only place it is shown.
  */
 export async function createWebhookAction(
   _previous: CreateWebhookState,
   form: FormData,
 ): Promise<CreateWebhookState> {
   const principal = await requirePrincipal();
-  const rawUrl = String(form.get('url') ?? '').trim();
-  const secret = String(form.get('secret') ?? '');
   const eventTypes = form.getAll('eventTypes').map(String);
   try {
-    const url = validateWebhookUrl(rawUrl);
-    validateWebhookSecret(secret);
-    validateEventTypes(eventTypes.length > 0 ? eventTypes : null);
-    await resolveTarget(url, {
-      allowHosts: parseAllowHosts(process.env.QUIRE_WEBHOOK_ALLOW_HOSTS),
-    });
-    const subscription = await createSubscription(pool(), config().QUIRE_SECRET_KEY, {
-      workspaceId: principal.workspaceId,
-      url: rawUrl,
-      secret,
-      eventTypes: eventTypes.length > 0 ? eventTypes : null,
-    });
+    const subscription = await createWebhook(
+      principal,
+      {
+        url: String(form.get('url') ?? '').trim(),
+        secret: String(form.get('secret') ?? ''),
+        eventTypes: eventTypes.length > 0 ? eventTypes : null,
+      },
+      config(),
+    );
     refresh();
     return { error: null, created: { id: subscription.id, url: subscription.url } };
   } catch (error) {
+    if (error instanceof ForbiddenTargetError) {
+      return { error: `That URL ${error.reason}.`, created: null };
+    }
     if (error instanceof WebhookValidationError) return { error: error.message, created: null };
-    if (error instanceof SsrfError) return { error: `That URL ${error.message}.`, created: null };
     return { error: 'The webhook could not be created; try again.', created: null };
   }
 }
 
 export async function deleteWebhookAction(form: FormData): Promise<void> {
   const principal = await requirePrincipal();
-  const id = String(form.get('webhookId') ?? '');
-  await deleteSubscription(pool(), principal.workspaceId, id);
+  try {
+    await deleteWebhook(principal, String(form.get('webhookId') ?? ''));
+  } catch (error) {
+    // Already gone (another tab, the API): the list is where the user wanted to be anyway.
+    if (!(error instanceof WebhookNotFoundError)) throw error;
+  }
   redirect('/webhooks');
 }
 
@@ -70,7 +60,7 @@ export interface ReplayState {
   done: string | null;
 }
 
-/** W2: an admin replay of a failed or dead delivery (its earlier attempts stay in the log). */
+/** W2: an admin replay of a failed or dead delivery (web/services/webhooks.ts `replayDelivery`). */
 export async function replayDeliveryAction(
   _previous: ReplayState,
   form: FormData,
@@ -79,7 +69,7 @@ export async function replayDeliveryAction(
   const deliveryId = Number(form.get('deliveryId'));
   if (!Number.isSafeInteger(deliveryId)) return { error: 'The request was malformed.', done: null };
   try {
-    await replayDelivery(pool(), principal.workspaceId, deliveryId);
+    await replayDelivery(principal, { deliveryId });
   } catch (error) {
     if (error instanceof WebhookNotFoundError || error instanceof DeliveryStateError) {
       return { error: error.message, done: null };

@@ -1,10 +1,10 @@
+import { listSubscriptions } from '@quire/db/webhooks';
+import { DeleteWebhookButton } from '@quire/web/components/DeleteWebhookButton';
+import { Time } from '@quire/web/components/Time';
+import { WebhookForm } from '@quire/web/components/WebhookForm';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
-import { listSubscriptions } from '../../../db/webhooks';
-import { DeleteWebhookButton } from '../../components/DeleteWebhookButton';
-import { Time } from '../../components/Time';
-import { WebhookForm } from '../../components/WebhookForm';
-import { pool } from '../../lib/server';
-import { requirePrincipal } from '../../lib/session';
 
 export const metadata = { title: 'Webhooks · Quire' };
 export const dynamic = 'force-dynamic';

@@ -1,14 +1,14 @@
+import { getBatchCreatedAt, jobsDigest } from '@quire/db/console';
+import { listJobSummaries } from '@quire/db/jobList';
+import { CancelBatchButton } from '@quire/web/components/CancelBatchButton';
+import { shortId } from '@quire/web/components/format';
+import { JobsTable } from '@quire/web/components/JobsTable';
+import { LiveRefresh } from '@quire/web/components/LiveRefresh';
+import { Time } from '@quire/web/components/Time';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
-import { getBatchCreatedAt, jobsDigest } from '../../../../db/console';
-import { listJobSummaries } from '../../../../db/jobList';
-import { CancelBatchButton } from '../../../components/CancelBatchButton';
-import { shortId } from '../../../components/format';
-import { JobsTable } from '../../../components/JobsTable';
-import { LiveRefresh } from '../../../components/LiveRefresh';
-import { Time } from '../../../components/Time';
-import { pool } from '../../../lib/server';
-import { requirePrincipal } from '../../../lib/session';
 
 export const dynamic = 'force-dynamic';
 export const metadata = { title: 'Batch · Quire' };

@@ -1,6 +1,6 @@
+import { ingestAndStart } from '@quire/web/lib/ingest';
+import { currentPrincipal } from '@quire/web/lib/session';
 import { NextResponse } from 'next/server';
-import { ingestAndStart } from '../../../lib/ingest';
-import { currentPrincipal } from '../../../lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

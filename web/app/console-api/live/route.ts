@@ -1,6 +1,6 @@
-import { jobsDigest, providersDigest } from '../../../../db/console';
-import { pool } from '../../../lib/server';
-import { currentPrincipal } from '../../../lib/session';
+import { jobsDigest, providersDigest } from '@quire/db/console';
+import { pool } from '@quire/web/lib/server';
+import { currentPrincipal } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,18 +1,18 @@
+import type { MediaKind } from '@quire/core/media';
+import { isActiveStatus } from '@quire/core/temporal';
+import { jobsDigest } from '@quire/db/console';
+import { getJob, listAttempts } from '@quire/db/jobs';
+import { getPage } from '@quire/db/pages';
+import { formatDuration, shortId } from '@quire/web/components/format';
+import { JobActions } from '@quire/web/components/JobActions';
+import { SegmentCounts } from '@quire/web/components/JobsTable';
+import { LiveRefresh } from '@quire/web/components/LiveRefresh';
+import { Status } from '@quire/web/components/Status';
+import { Time } from '@quire/web/components/Time';
+import { config, pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
-import type { MediaKind } from '../../../../core/media';
-import { isActiveStatus } from '../../../../core/temporal';
-import { jobsDigest } from '../../../../db/console';
-import { getJob, listAttempts } from '../../../../db/jobs';
-import { getPage } from '../../../../db/pages';
-import { formatDuration, shortId } from '../../../components/format';
-import { JobActions } from '../../../components/JobActions';
-import { SegmentCounts } from '../../../components/JobsTable';
-import { LiveRefresh } from '../../../components/LiveRefresh';
-import { Status } from '../../../components/Status';
-import { Time } from '../../../components/Time';
-import { config, pool } from '../../../lib/server';
-import { requirePrincipal } from '../../../lib/session';
 
 export const dynamic = 'force-dynamic';
 

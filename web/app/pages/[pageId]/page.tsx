@@ -1,19 +1,19 @@
+import { segmentsOf } from '@quire/core/annotation';
+import { isActiveStatus } from '@quire/core/temporal';
+import { jobsDigest } from '@quire/db/console';
+import { listJobSummaries } from '@quire/db/jobList';
+import { getPage, getRevision, listRevisions } from '@quire/db/pages';
+import { diffLines } from '@quire/web/components/diff';
+import { shortId } from '@quire/web/components/format';
+import { LiveRefresh } from '@quire/web/components/LiveRefresh';
+import { PageWorkspace, type ViewSegment } from '@quire/web/components/PageWorkspace';
+import { PublishButton } from '@quire/web/components/PublishButton';
+import { Status } from '@quire/web/components/Status';
+import { Time } from '@quire/web/components/Time';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
-import { segmentsOf } from '../../../../core/annotation';
-import { isActiveStatus } from '../../../../core/temporal';
-import { jobsDigest } from '../../../../db/console';
-import { listJobSummaries } from '../../../../db/jobList';
-import { getPage, getRevision, listRevisions } from '../../../../db/pages';
-import { diffLines } from '../../../components/diff';
-import { shortId } from '../../../components/format';
-import { LiveRefresh } from '../../../components/LiveRefresh';
-import { PageWorkspace, type ViewSegment } from '../../../components/PageWorkspace';
-import { PublishButton } from '../../../components/PublishButton';
-import { Status } from '../../../components/Status';
-import { Time } from '../../../components/Time';
-import { pool } from '../../../lib/server';
-import { requirePrincipal } from '../../../lib/session';
 
 export const dynamic = 'force-dynamic';
 

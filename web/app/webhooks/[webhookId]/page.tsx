@@ -1,13 +1,13 @@
+import { getSubscription, listDeliveries } from '@quire/db/webhooks';
+import { DeleteWebhookButton } from '@quire/web/components/DeleteWebhookButton';
+import { LiveRefresh } from '@quire/web/components/LiveRefresh';
+import { ReplayButton } from '@quire/web/components/ReplayButton';
+import { Status } from '@quire/web/components/Status';
+import { Time } from '@quire/web/components/Time';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
-import { getSubscription, listDeliveries } from '../../../../db/webhooks';
-import { DeleteWebhookButton } from '../../../components/DeleteWebhookButton';
-import { LiveRefresh } from '../../../components/LiveRefresh';
-import { ReplayButton } from '../../../components/ReplayButton';
-import { Status } from '../../../components/Status';
-import { Time } from '../../../components/Time';
-import { pool } from '../../../lib/server';
-import { requirePrincipal } from '../../../lib/session';
 
 export const metadata = { title: 'Webhook deliveries · Quire' };
 export const dynamic = 'force-dynamic';

@@ -1,5 +1,5 @@
+import { openApiDocument } from '@quire/web/lib/openapi';
 import { NextResponse } from 'next/server';
-import { openApiDocument } from '../../../../lib/openapi';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,7 +1,7 @@
+import { getWorkspace } from '@quire/db/workspaces';
+import { apiError, authorize } from '@quire/web/lib/http';
+import { pool } from '@quire/web/lib/server';
 import { NextResponse } from 'next/server';
-import { getWorkspace } from '../../../../../../db/workspaces';
-import { apiError, authorize } from '../../../../../lib/http';
-import { pool } from '../../../../../lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

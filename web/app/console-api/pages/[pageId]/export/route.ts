@@ -1,8 +1,8 @@
-import { isExportFormat, UnsupportedExportError } from '../../../../../../core/exports';
-import { getPage } from '../../../../../../db/pages';
-import { pageExportResponse } from '../../../../../lib/pages';
-import { pool } from '../../../../../lib/server';
-import { currentPrincipal } from '../../../../../lib/session';
+import { isExportFormat, UnsupportedExportError } from '@quire/core/exports';
+import { getPage } from '@quire/db/pages';
+import { pageExportResponse } from '@quire/web/lib/pages';
+import { pool } from '@quire/web/lib/server';
+import { currentPrincipal } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
-import { pageMedia } from '../../../../../../db/console';
-import { blobStore } from '../../../../../lib/blobs';
-import { pool } from '../../../../../lib/server';
-import { currentPrincipal } from '../../../../../lib/session';
+import { pageMedia } from '@quire/db/console';
+import { blobStore } from '@quire/web/lib/blobs';
+import { pool } from '@quire/web/lib/server';
+import { currentPrincipal } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,5 +1,5 @@
-import { authorize } from '../../../../../../lib/http';
-import { ingestAndStart } from '../../../../../../lib/ingest';
+import { authorize } from '@quire/web/lib/http';
+import { ingestAndStart } from '@quire/web/lib/ingest';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

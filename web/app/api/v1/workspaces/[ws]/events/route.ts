@@ -1,8 +1,8 @@
-import type { Principal } from '../../../../../../../db/workspaces';
-import { ApiError, errorResponse, type RouteContext, readQuery } from '../../../../../../lib/api';
-import { openEventStream, resumeCursor } from '../../../../../../lib/eventStream';
-import { authorize } from '../../../../../../lib/http';
-import { eventsQuery } from '../../../../../../lib/schemas';
+import type { Principal } from '@quire/db/workspaces';
+import { ApiError, errorResponse, type RouteContext, readQuery } from '@quire/web/lib/api';
+import { openEventStream, resumeCursor } from '@quire/web/lib/eventStream';
+import { authorize } from '@quire/web/lib/http';
+import { eventsQuery } from '@quire/web/lib/schemas';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -18,7 +18,7 @@ async function streamPrincipal(request: Request, ws: string): Promise<Principal 
   }
   let principal: Principal | undefined;
   try {
-    const { currentPrincipal } = await import('../../../../../../lib/session');
+    const { currentPrincipal } = await import('@quire/web/lib/session');
     principal = await currentPrincipal();
   } catch {
     principal = undefined;

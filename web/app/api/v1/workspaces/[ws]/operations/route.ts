@@ -1,7 +1,7 @@
-import { blobUsage } from '../../../../../../../db/blobs';
-import { operationsFigures } from '../../../../../../../db/console';
-import { authorize } from '../../../../../../lib/http';
-import { pool } from '../../../../../../lib/server';
+import { blobUsage } from '@quire/db/blobs';
+import { operationsFigures } from '@quire/db/console';
+import { authorize } from '@quire/web/lib/http';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,8 +1,8 @@
-import { KNOWN_PROVIDERS } from '../../../../../../../core/pricing';
-import { spendSummary } from '../../../../../../../db/budget';
-import { getProviderStates } from '../../../../../../../db/providerState';
-import { json, type RouteContext, withApi } from '../../../../../../lib/api';
-import { pool } from '../../../../../../lib/server';
+import { KNOWN_PROVIDERS } from '@quire/core/providerCatalogue';
+import { spendSummary } from '@quire/db/budget';
+import { getProviderStates } from '@quire/db/providerState';
+import { json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

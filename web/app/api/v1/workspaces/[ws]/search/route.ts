@@ -1,7 +1,7 @@
-import { searchPages } from '../../../../../../../db/pages';
-import { json, type RouteContext, readQuery, withApi } from '../../../../../../lib/api';
-import { searchQuery } from '../../../../../../lib/schemas';
-import { pool } from '../../../../../../lib/server';
+import { searchPages } from '@quire/db/pages';
+import { json, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
+import { searchQuery } from '@quire/web/lib/schemas';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,5 +1,5 @@
-import { decodePageToken, encodePageToken } from '../../../../../../../core/pageToken';
-import { type JobSummary, listJobSummaries } from '../../../../../../../db/jobList';
+import { decodePageToken, encodePageToken } from '@quire/core/pageToken';
+import { type JobSummary, listJobSummaries } from '@quire/db/jobList';
 import {
   ApiError,
   json,
@@ -7,9 +7,9 @@ import {
   readJson,
   readQuery,
   withApi,
-} from '../../../../../../lib/api';
-import { listJobsQuery, startJobBody } from '../../../../../../lib/schemas';
-import { config, pool, quireClient } from '../../../../../../lib/server';
+} from '@quire/web/lib/api';
+import { listJobsQuery, startJobBody } from '@quire/web/lib/schemas';
+import { availableQuireClient, config, pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -24,13 +24,7 @@ type Params = { ws: string };
 export async function POST(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal) => {
     const body = await readJson(request, startJobBody);
-    const client = await quireClient().catch(() => {
-      throw new ApiError(
-        503,
-        'temporal_unavailable',
-        'the workflow service does not answer; try again',
-      );
-    });
+    const client = await availableQuireClient();
     const started = await client.startJob({ ...body, workspaceId: principal.workspaceId });
     return json(
       {

@@ -1,7 +1,7 @@
-import { ConflictError, NotFoundError } from '../../../../../../../../db/errors';
-import { deleteItem } from '../../../../../../../../db/items';
-import { apiError, authorize } from '../../../../../../../lib/http';
-import { pool } from '../../../../../../../lib/server';
+import { ConflictError, NotFoundError } from '@quire/db/errors';
+import { deleteItem } from '@quire/db/items';
+import { apiError, authorize } from '@quire/web/lib/http';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

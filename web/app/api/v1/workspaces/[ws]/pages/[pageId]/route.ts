@@ -1,21 +1,9 @@
-import { getPage, savePageEdit } from '../../../../../../../../db/pages';
-import { withTransaction } from '../../../../../../../../db/pool';
-import {
-  ApiError,
-  json,
-  pathId,
-  type RouteContext,
-  readJson,
-  withApi,
-} from '../../../../../../../lib/api';
-import {
-  checkSegmentsFit,
-  ifMatchRevision,
-  pageEtag,
-  pageJson,
-} from '../../../../../../../lib/pages';
-import { pageEditBody } from '../../../../../../../lib/schemas';
-import { pool } from '../../../../../../../lib/server';
+import { getPage } from '@quire/db/pages';
+import { ApiError, json, pathId, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { ifMatchRevision, pageEtag, pageJson } from '@quire/web/lib/pages';
+import { pageEditBody } from '@quire/web/lib/schemas';
+import { pool } from '@quire/web/lib/server';
+import { editPage } from '@quire/web/services/pages';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -45,20 +33,12 @@ export async function PUT(request: Request, context: RouteContext<Params>) {
     const pageId = pathId(params.pageId, 'pageId');
     const expectedRevision = ifMatchRevision(request.headers.get('if-match'));
     const body = await readJson(request, pageEditBody, MAX_EDIT_BYTES);
-    const page = await getPage(pool(), principal.workspaceId, pageId);
-    if (!page) throw new ApiError(404, 'page_not_found', 'page not found');
-    checkSegmentsFit(page, body.segments);
-    const result = await withTransaction(pool(), (client) =>
-      savePageEdit(client, {
-        workspaceId: principal.workspaceId,
-        pageId,
-        expectedRevision,
-        segments: body.segments,
-        language: body.language,
-        editedBy: `api-key:${principal.apiKeyId}`,
-      }),
-    );
-    if (result.state === 'missing') throw new ApiError(404, 'page_not_found', 'page not found');
+    const result = await editPage(principal, {
+      pageId,
+      expectedRevision,
+      edit: { segments: body.segments, language: body.language },
+      channel: 'api',
+    });
     if (result.state === 'stale') {
       return json(
         {
@@ -71,8 +51,6 @@ export async function PUT(request: Request, context: RouteContext<Params>) {
         { status: 412, headers: { ETag: pageEtag(result.revision) } },
       );
     }
-    const saved = await getPage(pool(), principal.workspaceId, pageId);
-    if (!saved) throw new ApiError(404, 'page_not_found', 'page not found');
-    return json(pageJson(saved), { headers: { ETag: pageEtag(result.revision) } });
+    return json(pageJson(result.page), { headers: { ETag: pageEtag(result.revision) } });
   });
 }

@@ -1,8 +1,8 @@
-import type { JobProgress } from '../../../../../../../../client';
-import { isActiveStatus } from '../../../../../../../../core/temporal';
-import { getJob, listAttempts } from '../../../../../../../../db/jobs';
-import { ApiError, json, type RouteContext, withApi } from '../../../../../../../lib/api';
-import { pool, quireClient } from '../../../../../../../lib/server';
+import type { JobProgress } from '@quire/client';
+import { isActiveStatus } from '@quire/core/temporal';
+import { getJob, listAttempts } from '@quire/db/jobs';
+import { ApiError, json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { pool, quireClient } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,7 +1,8 @@
-import { deleteSubscription, getSubscription } from '../../../../../../../../db/webhooks';
-import { ApiError, json, type RouteContext, withApi } from '../../../../../../../lib/api';
-import { pool } from '../../../../../../../lib/server';
-import { subscriptionJson } from '../../../../../../../lib/webhooks';
+import { getSubscription } from '@quire/db/webhooks';
+import { ApiError, json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { pool } from '@quire/web/lib/server';
+import { subscriptionJson } from '@quire/web/lib/webhooks';
+import { deleteWebhook } from '@quire/web/services/webhooks';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -30,12 +31,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
 /** DELETE /api/v1/workspaces/{ws}/webhooks/{webhookId} (W1): its deliveries first, then itself. */
 export async function DELETE(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {
-    const deleted = await deleteSubscription(
-      pool(),
-      principal.workspaceId,
-      checkId(params.webhookId),
-    );
-    if (!deleted) throw new ApiError(404, 'webhook_not_found', 'webhook not found');
+    await deleteWebhook(principal, params.webhookId);
     return new Response(null, { status: 204 });
   });
 }

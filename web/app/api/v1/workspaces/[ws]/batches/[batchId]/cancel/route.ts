@@ -1,33 +1,15 @@
-import { NextResponse } from 'next/server';
-import { NotFoundError } from '../../../../../../../../../db/errors';
-import { apiError, authorize } from '../../../../../../../../lib/http';
-import { quireClient } from '../../../../../../../../lib/server';
+import { json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { cancelBatch } from '@quire/web/services/jobs';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
-/** POST /api/v1/workspaces/{ws}/batches/{batchId}/cancel (J5). */
-export async function POST(
-  request: Request,
-  { params }: { params: Promise<{ ws: string; batchId: string }> },
-) {
-  const { ws, batchId } = await params;
-  const auth = await authorize(request, ws);
-  if ('response' in auth) return auth.response;
-  try {
-    const client = await quireClient();
-    const { canceled, releasedPages } = await client.cancelBatch(
-      auth.principal.workspaceId,
-      batchId,
-    );
-    return NextResponse.json({
-      batchId,
-      status: 'canceled',
-      canceledJobs: canceled,
-      releasedPages,
-    });
-  } catch (error) {
-    if (error instanceof NotFoundError) return apiError(404, error.code, 'batch not found');
-    throw error;
-  }
+type Params = { ws: string; batchId: string };
+
+/** POST /api/v1/workspaces/{ws}/batches/{batchId}/cancel (J5, web/services/jobs.ts). */
+export async function POST(request: Request, context: RouteContext<Params>) {
+  return withApi(request, context, async (principal, { batchId }) => {
+    const { canceled, releasedPages } = await cancelBatch(principal, batchId);
+    return json({ batchId, status: 'canceled', canceledJobs: canceled, releasedPages });
+  });
 }

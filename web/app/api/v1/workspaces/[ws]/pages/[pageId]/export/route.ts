@@ -1,15 +1,9 @@
-import { UnsupportedExportError } from '../../../../../../../../../core/exports';
-import { getPage } from '../../../../../../../../../db/pages';
-import {
-  ApiError,
-  pathId,
-  type RouteContext,
-  readQuery,
-  withApi,
-} from '../../../../../../../../lib/api';
-import { pageExportResponse } from '../../../../../../../../lib/pages';
-import { exportQuery } from '../../../../../../../../lib/schemas';
-import { pool } from '../../../../../../../../lib/server';
+import { UnsupportedExportError } from '@quire/core/exports';
+import { getPage } from '@quire/db/pages';
+import { ApiError, pathId, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
+import { pageExportResponse } from '@quire/web/lib/pages';
+import { exportQuery } from '@quire/web/lib/schemas';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,14 +1,6 @@
-import { publishPage } from '../../../../../../../../../db/pages';
-import {
-  ApiError,
-  json,
-  pathId,
-  type RouteContext,
-  readJson,
-  withApi,
-} from '../../../../../../../../lib/api';
-import { publishBody } from '../../../../../../../../lib/schemas';
-import { pool } from '../../../../../../../../lib/server';
+import { json, pathId, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { publishBody } from '@quire/web/lib/schemas';
+import { publishPage } from '@quire/web/services/pages';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -24,14 +16,8 @@ export async function POST(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {
     const pageId = pathId(params.pageId, 'pageId');
     const { expectedRevision } = await readJson(request, publishBody);
-    const result = await publishPage(pool(), {
-      workspaceId: principal.workspaceId,
-      pageId,
-      expectedRevision,
-    });
+    const result = await publishPage(principal, { pageId, expectedRevision });
     switch (result.state) {
-      case 'missing':
-        throw new ApiError(404, 'page_not_found', 'page not found');
       case 'mismatch':
         return json(
           {

@@ -1,14 +1,7 @@
-import { listRevisions } from '../../../../../../../../../db/pages';
-import {
-  ApiError,
-  json,
-  pathId,
-  type RouteContext,
-  readQuery,
-  withApi,
-} from '../../../../../../../../lib/api';
-import { revisionsQuery } from '../../../../../../../../lib/schemas';
-import { pool } from '../../../../../../../../lib/server';
+import { listRevisions } from '@quire/db/pages';
+import { ApiError, json, pathId, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
+import { revisionsQuery } from '@quire/web/lib/schemas';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

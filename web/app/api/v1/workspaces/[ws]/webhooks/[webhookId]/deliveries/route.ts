@@ -1,15 +1,9 @@
-import { decodePageToken, encodePageToken } from '../../../../../../../../../core/pageToken';
-import { listDeliveries } from '../../../../../../../../../db/webhooks';
-import {
-  ApiError,
-  json,
-  type RouteContext,
-  readQuery,
-  withApi,
-} from '../../../../../../../../lib/api';
-import { deliveriesQuery } from '../../../../../../../../lib/schemas';
-import { config, pool } from '../../../../../../../../lib/server';
-import { deliveryJson } from '../../../../../../../../lib/webhooks';
+import { decodePageToken, encodePageToken } from '@quire/core/pageToken';
+import { listDeliveries } from '@quire/db/webhooks';
+import { ApiError, json, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
+import { deliveriesQuery } from '@quire/web/lib/schemas';
+import { config, pool } from '@quire/web/lib/server';
+import { deliveryJson } from '@quire/web/lib/webhooks';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,12 +1,6 @@
-import { getRevision } from '../../../../../../../../../../db/pages';
-import {
-  ApiError,
-  json,
-  pathId,
-  type RouteContext,
-  withApi,
-} from '../../../../../../../../../lib/api';
-import { pool } from '../../../../../../../../../lib/server';
+import { getRevision } from '@quire/db/pages';
+import { ApiError, json, pathId, type RouteContext, withApi } from '@quire/web/lib/api';
+import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

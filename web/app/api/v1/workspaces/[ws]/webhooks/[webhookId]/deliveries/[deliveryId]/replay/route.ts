@@ -1,13 +1,6 @@
-import { getDelivery, replayDelivery } from '../../../../../../../../../../../db/webhooks';
-import {
-  ApiError,
-  json,
-  pathId,
-  type RouteContext,
-  withApi,
-} from '../../../../../../../../../../lib/api';
-import { pool } from '../../../../../../../../../../lib/server';
-import { deliveryJson } from '../../../../../../../../../../lib/webhooks';
+import { json, pathId, type RouteContext, withApi } from '@quire/web/lib/api';
+import { deliveryJson } from '@quire/web/lib/webhooks';
+import { replayDelivery } from '@quire/web/services/webhooks';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -20,12 +13,10 @@ type Params = { ws: string; webhookId: string; deliveryId: string };
  */
 export async function POST(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {
-    const deliveryId = pathId(params.deliveryId, 'deliveryId');
-    const existing = await getDelivery(pool(), principal.workspaceId, deliveryId);
-    if (!existing || existing.subscriptionId !== params.webhookId) {
-      throw new ApiError(404, 'delivery_not_found', 'delivery not found');
-    }
-    const replayed = await replayDelivery(pool(), principal.workspaceId, deliveryId);
+    const replayed = await replayDelivery(principal, {
+      deliveryId: pathId(params.deliveryId, 'deliveryId'),
+      webhookId: params.webhookId,
+    });
     return json(deliveryJson(replayed), { status: 202 });
   });
 }

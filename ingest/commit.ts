@@ -1,0 +1,187 @@
+import { uuidv7 } from '../core/ids';
+import type { MediaInfo, MediaKind } from '../core/media';
+import {
+  insertBlob,
+  lockBlobForReference,
+  lockStagedCleanups,
+  retireBlobCleanup,
+} from '../db/blobs';
+import {
+  type BatchResult,
+  findBatchByIdempotencyKey,
+  insertBatch,
+  insertBatchPage,
+  insertIngestedPage,
+  prepareItem,
+  recordBatchJobs,
+} from '../db/ingest';
+import { type Pool, type PoolClient, withTransaction } from '../db/pool';
+import type { IngestRequestFields } from './request';
+
+/**
+ * Step 5 of an ingest, once every file is stored under its canonical key: one transaction
+ * records the batch, its items, blobs and pages at revision 0, retires the staged rows and
+ * records the caller's jobs. A batch with the same idempotency key that committed first wins:
+ * its result replaces ours (`Replay`), and our rows roll back.
+ */
+
+export interface IngestedPage {
+  pageId: number;
+  itemId: string;
+  canvasUri: string;
+  kind: MediaKind;
+  mediaType: string;
+  blobKey: string;
+}
+
+/**
+ * Job creation belongs to the caller: called inside the commit transaction with the new
+ * pages; the returned job ids are stored with the batch and returned.
+ */
+export type CreateJobs = (
+  tx: PoolClient,
+  pages: IngestedPage[],
+  fields: IngestRequestFields,
+  batchId: string,
+) => Promise<Array<{ pageId: number; jobId: string }>>;
+
+/** A file written and inspected, its staged row settled on the canonical key. */
+export interface StoredFile {
+  index: number;
+  cleanupId: number;
+  key: string;
+  sha256: string;
+  size: number;
+  info: MediaInfo;
+  filename: string | null;
+}
+
+/** Replaces an in-flight ingest with an earlier batch's result (same idempotency key). */
+export class Replay {
+  constructor(readonly result: BatchResult) {}
+}
+
+export async function commitBatch(
+  deps: { pool: Pool; createJobs?: CreateJobs },
+  workspaceId: number,
+  fields: IngestRequestFields,
+  files: StoredFile[],
+  publicBaseUrl: string,
+): Promise<BatchResult> {
+  try {
+    return await withTransaction(deps.pool, async (tx) => {
+      // First: no cleanup may take these reservations over while the pages are written.
+      await lockStagedCleanups(
+        tx,
+        files.map((f) => f.cleanupId),
+      );
+      const batchId = uuidv7();
+      const inserted = await insertBatch(tx, {
+        id: batchId,
+        workspaceId,
+        idempotencyKey: fields.idempotencyKey,
+      });
+      if (!inserted) {
+        // A concurrent request with the same key committed first: roll back, return its result.
+        throw new Replay(await loadLatestResult(tx, workspaceId, fields.idempotencyKey!));
+      }
+      const pages: IngestedPage[] = [];
+      let singleItem: { id: string; next: number } | undefined;
+      for (const [ordinal, file] of files.entries()) {
+        let itemId: string;
+        let position: number;
+        if (fields.mode === 'single') {
+          if (!singleItem) {
+            const id = fields.itemId ?? uuidv7();
+            singleItem = {
+              id,
+              next: await prepareItem(tx, workspaceId, id, itemFields(fields, null)),
+            };
+          }
+          itemId = singleItem.id;
+          position = singleItem.next++;
+        } else {
+          itemId = uuidv7();
+          position = await prepareItem(tx, workspaceId, itemId, itemFields(fields, file.filename));
+        }
+        await insertBlob(tx, {
+          key: file.key,
+          workspaceId,
+          sha256hex: file.sha256,
+          sizeBytes: file.size,
+          mediaType: file.info.mediaType,
+        });
+        // U3: the same check every reference creator makes, in the page's own transaction.
+        await lockBlobForReference(tx, workspaceId, file.key);
+        const page = await insertIngestedPage(
+          tx,
+          {
+            workspaceId,
+            itemId,
+            position,
+            kind: file.info.kind,
+            blobKey: file.key,
+            mediaType: file.info.mediaType,
+            width: file.info.width ?? null,
+            height: file.info.height ?? null,
+            durationMs: file.info.durationMs ?? null,
+          },
+          publicBaseUrl,
+        );
+        await retireBlobCleanup(tx, file.cleanupId);
+        await insertBatchPage(tx, { batchId, ordinal, pageId: page.pageId });
+        pages.push({
+          ...page,
+          itemId,
+          kind: file.info.kind,
+          mediaType: file.info.mediaType,
+          blobKey: file.key,
+        });
+      }
+      const jobs = deps.createJobs ? await deps.createJobs(tx, pages, fields, batchId) : [];
+      await recordBatchJobs(tx, batchId, jobs);
+      const jobOf = new Map(jobs.map((j) => [j.pageId, j.jobId]));
+      return {
+        batchId,
+        pages: pages.map((p) => {
+          const jobId = jobOf.get(p.pageId);
+          return {
+            pageId: p.pageId,
+            itemId: p.itemId,
+            canvasUri: p.canvasUri,
+            ...(jobId ? { jobId } : {}),
+          };
+        }),
+      };
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505' && fields.idempotencyKey) {
+      // The idempotency key's unique index decided the race after our insert started waiting.
+      const earlier = await findBatchByIdempotencyKey(
+        deps.pool,
+        workspaceId,
+        fields.idempotencyKey,
+      );
+      if (earlier) throw new Replay(earlier);
+    }
+    throw error;
+  }
+}
+
+async function loadLatestResult(
+  tx: PoolClient,
+  workspaceId: number,
+  idempotencyKey: string,
+): Promise<BatchResult> {
+  const found = await findBatchByIdempotencyKey(tx, workspaceId, idempotencyKey);
+  if (!found) throw new Error('idempotency conflict without a batch');
+  return found;
+}
+
+function itemFields(fields: IngestRequestFields, filename: string | null) {
+  return {
+    title: filename ? filename.slice(0, 200) : null,
+    externalReferenceId: fields.externalReferenceId,
+    metadata: fields.metadata,
+  };
+}

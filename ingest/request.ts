@@ -1,0 +1,155 @@
+import { DomainError, type ErrorKind } from '../core/errors';
+import { DEFAULT_MEDIA_LIMITS, type MediaLimits } from '../core/media';
+
+/**
+ * What an ingest request may say besides its files: the text fields of the multipart form and
+ * the Idempotency-Key header, each checked as it arrives, and the limits of a request. A
+ * refusal is an `IngestError` whose message names fields, never their content.
+ */
+
+export interface IngestLimits extends MediaLimits {
+  maxFiles: number;
+  /** Bytes of the whole request body. */
+  maxRequestBytes: number;
+  /** Bytes of the `metadata` JSON field. */
+  maxMetadataBytes: number;
+}
+
+export const DEFAULT_INGEST_LIMITS: IngestLimits = {
+  ...DEFAULT_MEDIA_LIMITS,
+  maxFiles: 500,
+  maxRequestBytes: 2 * 1024 * 1024 * 1024,
+  maxMetadataBytes: 16 * 1024,
+};
+
+export interface IngestRequestFields {
+  itemId: string | null;
+  externalReferenceId: string | null;
+  idempotencyKey: string | null;
+  metadata: Record<string, unknown>;
+  provider: string | null;
+  mode: 'single' | 'perFile';
+}
+
+/** A refused request: a stable `code`, and the index of the file it is about when it is about one. */
+export class IngestError extends DomainError {
+  override name = 'IngestError';
+  constructor(
+    code: string,
+    kind: ErrorKind,
+    message: string,
+    /** Index of the file (in upload order) the error is about, when it is about one. */
+    readonly fileIndex?: number,
+  ) {
+    super(kind, code, message, fileIndex !== undefined ? { fileIndex } : undefined);
+  }
+}
+
+export const FILE_FIELDS = new Set(['files[]', 'files', 'file']);
+const TEXT_FIELDS = new Set([
+  'itemId',
+  'externalReferenceId',
+  'idempotencyKey',
+  'metadata',
+  'provider',
+  'mode',
+]);
+const ID_PATTERN = /^[A-Za-z0-9._:~-]{1,200}$/;
+
+export function emptyFields(request: Request): IngestRequestFields {
+  return {
+    itemId: null,
+    externalReferenceId: null,
+    idempotencyKey: headerIdempotencyKey(request),
+    metadata: {},
+    provider: null,
+    mode: 'single',
+  };
+}
+
+export function applyField(
+  fields: IngestRequestFields,
+  name: string,
+  value: string,
+  limits: IngestLimits,
+): void {
+  if (!TEXT_FIELDS.has(name)) {
+    throw new IngestError('unexpected_field', 'malformed', `unexpected field ${safeName(name)}`);
+  }
+  switch (name) {
+    case 'itemId':
+    case 'idempotencyKey':
+      if (!ID_PATTERN.test(value)) {
+        throw new IngestError(
+          'invalid_field',
+          'invalid',
+          `${name} must be 1-200 letters, digits or . _ : ~ -`,
+        );
+      }
+      fields[name] = value;
+      return;
+    case 'externalReferenceId':
+      if (value.length < 1 || value.length > 200) {
+        throw new IngestError(
+          'invalid_field',
+          'invalid',
+          'externalReferenceId must be 1-200 characters',
+        );
+      }
+      fields.externalReferenceId = value;
+      return;
+    case 'provider':
+      if (!/^[a-z0-9_-]{1,64}$/.test(value))
+        throw new IngestError('invalid_field', 'invalid', 'provider is not a name');
+      fields.provider = value;
+      return;
+    case 'mode':
+      if (value !== 'single' && value !== 'perFile') {
+        throw new IngestError(
+          'invalid_field',
+          'invalid',
+          'mode must be single (one item) or perFile (one item per file)',
+        );
+      }
+      fields.mode = value;
+      return;
+    case 'metadata': {
+      if (Buffer.byteLength(value) > limits.maxMetadataBytes) {
+        throw new IngestError(
+          'metadata_too_large',
+          'too_large',
+          `metadata is larger than ${limits.maxMetadataBytes} bytes`,
+        );
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(value);
+      } catch {
+        throw new IngestError('invalid_metadata', 'invalid', 'metadata must be a JSON object');
+      }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        throw new IngestError('invalid_metadata', 'invalid', 'metadata must be a JSON object');
+      }
+      fields.metadata = parsed as Record<string, unknown>;
+      return;
+    }
+  }
+}
+
+function headerIdempotencyKey(request: Request): string | null {
+  const value = request.headers.get('idempotency-key');
+  if (value === null) return null;
+  if (!ID_PATTERN.test(value)) {
+    throw new IngestError(
+      'invalid_field',
+      'invalid',
+      'Idempotency-Key must be 1-200 letters, digits or . _ : ~ -',
+    );
+  }
+  return value;
+}
+
+/** Field names are echoed in errors only when they look like names, never as raw input. */
+export function safeName(name: string): string {
+  return /^[A-Za-z0-9_[\]-]{1,40}$/.test(name) ? name : '(unnamed)';
+}

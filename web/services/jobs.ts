@@ -1,0 +1,55 @@
+import 'server-only';
+import { NotFoundError } from '@quire/db/errors';
+import { getJob } from '@quire/db/jobs';
+import type { Principal } from '@quire/db/workspaces';
+import { availableQuireClient, pool, quireClient } from '@quire/web/lib/server';
+
+/** Acts on transcription jobs and batches, for the API and the console alike. */
+
+const jobNotFound = () => new NotFoundError('job_not_found', 'job not found');
+
+/**
+ * J5: the database first (the running attempt's token dies), then the workflow. A job that
+ * already ended is a `ConflictError` (`job_not_active`).
+ */
+export async function cancelJob(
+  principal: Principal,
+  jobId: string,
+): Promise<{ jobId: string; status: string }> {
+  if (jobId.length === 0 || jobId.length > 64) throw jobNotFound();
+  const client = await availableQuireClient();
+  await client.cancelJob(principal.workspaceId, jobId);
+  const job = await getJob(pool(), principal.workspaceId, jobId);
+  return { jobId, status: job?.status ?? 'canceled' };
+}
+
+/**
+ * Re-run: a new job for the same page, with the same provider, which supersedes any active
+ * job of the page (J4) and reads the page's current revision.
+ */
+export async function rerunJob(principal: Principal, jobId: string): Promise<{ jobId: string }> {
+  const job = await getJob(pool(), principal.workspaceId, jobId);
+  if (!job) throw jobNotFound();
+  const client = await availableQuireClient();
+  const started = await client.startJob({
+    workspaceId: principal.workspaceId,
+    pageId: job.pageId,
+    provider: job.snapshot.provider,
+    externalReferenceId: job.externalReferenceId ?? undefined,
+  });
+  return { jobId: started.jobId };
+}
+
+/** J5: every active job of the batch in one transaction, then their workflows. */
+export async function cancelBatch(
+  principal: Principal,
+  batchId: string,
+): Promise<{ canceled: number; releasedPages: number }> {
+  const client = await quireClient();
+  try {
+    return await client.cancelBatch(principal.workspaceId, batchId);
+  } catch (error) {
+    if (error instanceof NotFoundError) throw new NotFoundError(error.code, 'batch not found');
+    throw error;
+  }
+}
