@@ -122,7 +122,7 @@ const schema = z.object({
   QUIRE_SIMULATED_CALL_LOG: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
-  // --- Engines (issue 10 §2, §6): read by providers/catalogue.ts, described per provider in
+  // --- Engines: read by providers/catalogue.ts, described per provider in
   // core/providerCatalogue.ts. A remote engine is registered when its base URL is set.
   /** Directory of extra `<lang>.traineddata` files for tesseract; `eng` is bundled. */
   QUIRE_TESSDATA_DIR: z.string().optional(),

@@ -3,7 +3,7 @@ import type { MediaKind } from './media';
 import type { PriceTable } from './pricing';
 
 /**
- * The one catalogue of transcription providers (issue 10 §2): the names a job may ask for,
+ * The one catalogue of transcription providers: the names a job may ask for,
  * the media each reads, its default prices (B1), the settings its engine reads and when a
  * worker registers it. Pure description, so the web validates requests against it without
  * loading an engine; `providers/catalogue.ts` builds the engines from it for the worker.

@@ -37,3 +37,8 @@ export async function withTransaction<T>(
     client.release();
   }
 }
+
+/** One round trip: the database answers (readiness and worker health). */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
+}

@@ -13,7 +13,7 @@ import { SimulatedProvider } from './simulated';
 import { TesseractProvider } from './tesseract';
 
 /**
- * Builds the engines of the provider catalogue (core/providerCatalogue.ts, issue 10 §2) from
+ * Builds the engines of the provider catalogue (core/providerCatalogue.ts) from
  * configuration: every provider the catalogue enables under it, each given its own settings.
  * The catalogue says which providers exist and when they are on; this file only says how
  * each engine is made, one factory per catalogued name (the type makes a missing one an error).

@@ -25,7 +25,7 @@ export function workerIdentity(): string {
 
 /**
  * The engines a worker process registers: every provider the catalogue enables under its
- * configuration (issue 10 §2) — the offline engines and the simulated one always, a remote
+ * configuration — the offline engines and the simulated one always, a remote
  * engine when its base URL is set (Q2).
  */
 export function createWorkerProviders(config: QuireConfig): ProviderRegistry {

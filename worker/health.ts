@@ -1,7 +1,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { NativeConnection } from '@temporalio/worker';
-import type { Pool } from '../db/pool';
+import { type Pool, pingDatabase } from '../db/pool';
 
 /**
  * O1 worker health: a local heartbeat file written only after this worker was seen polling
@@ -24,7 +24,7 @@ export async function checkAndRecordHealth(args: {
   file: string;
 }): Promise<boolean> {
   try {
-    await args.pool.query('SELECT 1');
+    await pingDatabase(args.pool);
     const described = await args.connection.workflowService.describeTaskQueue({
       namespace: args.namespace,
       taskQueue: { name: args.taskQueue, kind: 1 },

@@ -1,9 +1,10 @@
 import { setMaxListeners } from 'node:events';
-import pg from 'pg';
+import type pg from 'pg';
 import { cloudEventBody } from '../core/cloudevents';
 import type { Logger } from '../core/logger';
 import { redactError } from '../core/redact';
 import { DEFAULT_RETRY_SCHEDULE, type RetrySchedule } from '../core/webhookSchedule';
+import { createNotificationListener } from '../db/listener';
 import type { Pool } from '../db/pool';
 import {
   type AttemptResult,
@@ -111,15 +112,13 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
     options.databaseUrl !== undefined
       ? { connectionString: options.databaseUrl }
       : { ...pool.options };
-  const baseReconnectMs = options.listenReconnectMs ?? 1000;
 
-  const stats: WebhookRelayStats = {
+  const stats: Omit<WebhookRelayStats, 'listening'> = {
     passes: 0,
     eventsFannedOut: 0,
     attempts: 0,
     succeeded: 0,
     failed: 0,
-    listening: false,
   };
   const inFlight = new Set<Promise<void>>();
   const abort = new AbortController();
@@ -130,9 +129,18 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   let loopDone: Promise<void> | undefined;
   let pendingWake = false;
   let wakeWaiter: (() => void) | undefined;
-  let listener: pg.Client | undefined;
-  let reconnectTimer: NodeJS.Timeout | undefined;
-  let reconnectMs = baseReconnectMs;
+  const listener = createNotificationListener({
+    connection: { ...listenConfig, application_name: 'quire-webhook-relay-listen' },
+    channels: NOTIFY_CHANNELS,
+    // Anything committed while we were not listening is found by the pass this wakes.
+    onNotify: () => wake(),
+    onLost: (reason, retryInMs) =>
+      logger.warn(
+        { component: 'webhook-relay', reason: redactError(reason), retryInMs },
+        'relay lost its LISTEN connection',
+      ),
+    reconnectMs: options.listenReconnectMs ?? 1000,
+  });
 
   function wake() {
     pendingWake = true;
@@ -149,53 +157,6 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
       };
     });
     wakeWaiter = undefined;
-  }
-
-  async function connectListener() {
-    if (stopping) return;
-    const client = new pg.Client({
-      ...listenConfig,
-      application_name: 'quire-webhook-relay-listen',
-    });
-    const lost = (why: string) => {
-      if (listener !== client) return;
-      listener = undefined;
-      stats.listening = false;
-      client.end().catch(() => {});
-      if (stopping) return;
-      logger.warn(
-        { component: 'webhook-relay', reason: why, retryInMs: reconnectMs },
-        'relay lost its LISTEN connection',
-      );
-      scheduleReconnect();
-    };
-    client.on('error', (error) => lost(redactError(error)));
-    client.on('end', () => lost('connection ended'));
-    client.on('notification', () => wake());
-    listener = client;
-    try {
-      await client.connect();
-      for (const channel of NOTIFY_CHANNELS) await client.query(`LISTEN ${channel}`);
-      if (stopping) {
-        await client.end().catch(() => {});
-        return;
-      }
-      stats.listening = true;
-      reconnectMs = baseReconnectMs;
-      // Anything committed while we were not listening is found by this pass.
-      wake();
-    } catch (error) {
-      lost(redactError(error));
-    }
-  }
-
-  function scheduleReconnect() {
-    if (reconnectTimer || stopping) return;
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = undefined;
-      void connectListener();
-    }, reconnectMs);
-    reconnectMs = Math.min(reconnectMs * 2, 10_000);
   }
 
   async function deliver(claimed: ClaimedDelivery) {
@@ -300,7 +261,7 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
     async start() {
       if (started) throw new Error('webhook relay already started');
       started = true;
-      await connectListener();
+      await listener.start();
       loopDone = loop();
       logger.info(
         { component: 'webhook-relay', concurrency, pollIntervalMs },
@@ -315,11 +276,7 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
       }
       stopping = true;
       wake();
-      if (reconnectTimer) clearTimeout(reconnectTimer);
-      const closing = listener;
-      listener = undefined;
-      stats.listening = false;
-      await closing?.end().catch(() => {});
+      await listener.stop();
       await loopDone;
       const graceMs = stopOptions.graceMs ?? options.shutdownGraceMs ?? 10_000;
       const drained = Promise.allSettled([...inFlight]).then(() => true);
@@ -338,7 +295,7 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
     wake,
 
     stats() {
-      return { ...stats };
+      return { ...stats, listening: listener.listening };
     },
   };
 }

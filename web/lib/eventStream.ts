@@ -7,8 +7,8 @@ import {
   readAllEventsAfter,
   readEventsAfter,
 } from '@quire/db/events';
+import { createNotificationListener, type NotificationListener } from '@quire/db/listener';
 import type { Principal } from '@quire/db/workspaces';
-import pg from 'pg';
 import { ApiError } from './api';
 import { config, pool } from './server';
 
@@ -48,9 +48,7 @@ class EventHub {
   private readonly subscribers = new Set<() => void>();
   private pumping = false;
   private pumpAgain = false;
-  private listener?: pg.Client;
-  private reconnectTimer?: NodeJS.Timeout;
-  private reconnectMs = 500;
+  private listener?: NotificationListener;
   private pollTimer?: NodeJS.Timeout;
   private stopped = false;
 
@@ -67,7 +65,19 @@ class EventHub {
     const hw = await highWaterMark(pool());
     this.cursor = hw;
     this.floor = hw;
-    void this.listen();
+    this.listener = createNotificationListener({
+      connection: { connectionString: config().DATABASE_URL, application_name: 'quire-web-events' },
+      channels: ['quire_events'],
+      // Whatever was committed while nobody listened is read on the wake after (re)connecting.
+      onNotify: () => this.wake(),
+      onLost: (reason, retryInMs) =>
+        log('warn', 'event hub lost its LISTEN connection', {
+          error: redactError(reason),
+          retryInMs,
+        }),
+      reconnectMs: 500,
+    });
+    void this.listener.start();
     this.pollTimer = setInterval(() => this.wake(), config().QUIRE_SSE_POLL_MS);
     this.pollTimer.unref();
   }
@@ -116,47 +126,12 @@ class EventHub {
     if (this.cursor !== before) for (const notify of this.subscribers) notify();
   }
 
-  private async listen() {
-    if (this.stopped) return;
-    const client = new pg.Client({
-      connectionString: config().DATABASE_URL,
-      application_name: 'quire-web-events',
-    });
-    const lost = () => {
-      if (this.listener !== client) return;
-      this.listener = undefined;
-      client.end().catch(() => {});
-      if (this.stopped || this.reconnectTimer) return;
-      this.reconnectTimer = setTimeout(() => {
-        this.reconnectTimer = undefined;
-        void this.listen();
-      }, this.reconnectMs);
-      this.reconnectTimer.unref();
-      this.reconnectMs = Math.min(this.reconnectMs * 2, 10_000);
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    client.on('notification', () => this.wake());
-    this.listener = client;
-    try {
-      await client.connect();
-      await client.query('LISTEN quire_events');
-      this.reconnectMs = 500;
-      // Whatever was committed while nobody listened is read now.
-      this.wake();
-    } catch (error) {
-      log('warn', 'event hub LISTEN failed', { error: redactError(error) });
-      lost();
-    }
-  }
-
   async stop() {
     this.stopped = true;
     if (this.pollTimer) clearInterval(this.pollTimer);
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const listener = this.listener;
     this.listener = undefined;
-    await listener?.end().catch(() => {});
+    await listener?.stop();
     this.starting = undefined;
     this.ring = [];
   }

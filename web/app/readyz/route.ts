@@ -1,3 +1,4 @@
+import { pingDatabase } from '@quire/db/pool';
 import { config, pool, temporal } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
@@ -18,7 +19,7 @@ async function check(work: () => Promise<unknown>): Promise<string> {
 /** Readiness: Postgres and Temporal both answer; 503 names the part that does not. */
 export async function GET() {
   const [postgres, temporalStatus] = await Promise.all([
-    check(() => pool().query('SELECT 1')),
+    check(() => pingDatabase(pool())),
     check(async () => {
       const client = await temporal();
       await client.workflowService.describeNamespace({ namespace: config().TEMPORAL_NAMESPACE });
