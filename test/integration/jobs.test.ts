@@ -359,7 +359,7 @@ describe('transcription workflow (SPEC §4)', () => {
       pageId,
       snapshot: buildSnapshot({ provider: 'simulated', options: { simulated: { lines: 2 } } }),
     });
-    // The reconciler runs on the maintenance queue (issue 10 §4), served by its own worker.
+    // The reconciler runs on the maintenance queue, served by its own worker.
     const maintenance = await quire.newMaintenanceWorker();
     const run = await maintenance.runUntil(
       quire.temporal.workflow.execute('reconcileJobs', {
@@ -433,7 +433,7 @@ describe('polish (T2)', () => {
 });
 
 describe('the activity boundary (Q3, J3)', () => {
-  it('issue 10 Q3 J3 a job for a provider the worker did not register fails its attempts internal, not crashed', async () => {
+  it('Q3 J3 a job for a provider the worker did not register fails its attempts internal, not crashed', async () => {
     // The client knows `simulated`; the worker registers no engine at all, so the job is
     // created as any valid job is and only the worker finds the provider missing.
     const local = await createTestQuire({ QUIRE_MAX_ATTEMPTS: '2' });

@@ -8,7 +8,7 @@ import { ensureSchedules, maintenanceSchedules } from '../../worker/schedules';
 import { createTestQuire, eventually, type TestQuire } from '../support/quire';
 
 /**
- * O3 schedules, issue 10 §4: maintenance workflows are registered by function on their own
+ * O3 schedules: maintenance workflows are registered by function on their own
  * task queue, and registration brings existing schedules up to date. Schedule ids are fixed
  * per namespace, and worker processes of other test files register them too, so this file
  * works in a namespace of its own.
@@ -51,8 +51,8 @@ afterAll(async () => {
   await quire?.close();
 });
 
-describe('maintenance schedules (O3, issue 10 §4)', () => {
-  it('O3 issue 10 §4 registering again updates a schedule whose settings changed and leaves the others', async () => {
+describe('maintenance schedules (O3)', () => {
+  it('O3 registering again updates a schedule whose settings changed and leaves the others', async () => {
     expect(await ensureSchedules(temporal, config)).toEqual({ created: SCHEDULE_IDS, updated: [] });
     expect(await ensureSchedules(temporal, config)).toEqual({ created: [], updated: [] });
 
@@ -84,7 +84,7 @@ describe('maintenance schedules (O3, issue 10 §4)', () => {
     }
   });
 
-  it('O3 issue 10 §4 every schedule runs its workflow on the maintenance queue with no transcription worker', async () => {
+  it('O3 every schedule runs its workflow on the maintenance queue with no transcription worker', async () => {
     await ensureSchedules(temporal, config);
     const workflowTypes = maintenanceSchedules(config).map((s) => s.workflow.name);
     expect(workflowTypes).toEqual([

@@ -28,7 +28,7 @@ import {
   TRANSCRIBE,
 } from '../support/fakeProviderServer';
 
-/** The remote engines a worker registers under these settings (issue 10 §6: config, not env). */
+/** The remote engines a worker registers under these settings. */
 const remoteProvidersFromEnv = (settings: Record<string, string | undefined>) =>
   createRemoteEngines(parseConfig(settings));
 

@@ -23,7 +23,7 @@ describe('configuration (O1)', () => {
     expect(config.usingDevelopmentSecret).toBe(false);
   });
 
-  it('issue 10 §6 engine settings default to what the engines used before', () => {
+  it('engine settings default to what the engines used before', () => {
     const config = parseConfig({});
     expect(config.QUIRE_PROVIDER_TIMEOUT_MS).toBe(240_000);
     expect(config.QUIRE_OPENAI_MODEL).toBe('gpt-4o-mini');

@@ -12,15 +12,15 @@ import {
 } from '../../core/providerCatalogue';
 import { createEngines } from '../../providers/catalogue';
 
-/** issue 10 §2: one catalogue says which providers exist, what they read, cost and need. */
+/** One catalogue says which providers exist, what they read, cost and need. */
 const REMOTE_SETTINGS = {
   QUIRE_OPENAI_BASE_URL: 'http://127.0.0.1:9',
   QUIRE_WHISPER_BASE_URL: 'http://127.0.0.1:9',
   QUIRE_ASYNC_SPEECH_BASE_URL: 'https://speech.example.com/api',
 };
 
-describe('provider catalogue (issue 10 §2)', () => {
-  it('issue 10 §2 names every provider a job may ask for, once', () => {
+describe('provider catalogue (Q1, Q2, B1)', () => {
+  it('Q1 names every provider a job may ask for, once', () => {
     expect(KNOWN_PROVIDERS).toEqual([
       'simulated',
       'tesseract',
