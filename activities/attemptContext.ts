@@ -38,7 +38,7 @@ export interface TranscriptionDeps {
   /** Q4: told of the first pause of an episode (the notification is sent once per episode). */
   onProviderPaused?: (pause: {
     provider: string;
-    reason: string;
+    reason: PauseReason;
     episode: number;
   }) => Promise<void>;
   /** Clock for budget days (B1); tests inject one. */
@@ -290,18 +290,3 @@ export function createAttemptKit(deps: TranscriptionDeps) {
 }
 
 export type AttemptKit = ReturnType<typeof createAttemptKit>;
-
-export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}

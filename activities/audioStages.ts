@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { sleepUnlessAborted } from '../core/abort';
 import { payloadsOf } from '../core/checkpoints';
 import { isPausing, ProviderError } from '../core/failures';
 import { loadCheckpoints, saveAudioSegments, saveEngineSubmission } from '../db/checkpoints';
@@ -8,7 +9,6 @@ import {
   type AttemptRef,
   pauseFrom,
   type RecognizeOutcome,
-  sleepUnlessAborted,
 } from './attemptContext';
 
 /** T2 for recordings: `submit` hands the recording to the engine, `recognize` awaits it. */

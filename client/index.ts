@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
 import { DomainError } from '../core/errors';
 import { workflowIdForJob } from '../core/ids';
+import { jobRequestFields } from '../core/jobRequest';
 import type { JobRecord, JobStore } from '../core/jobStore';
 import { buildSnapshot, pricesWith } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
@@ -42,23 +43,10 @@ export class InvalidJobRequestError extends DomainError {
   }
 }
 
-const jsonObject = z.record(z.string(), z.unknown());
-
 export const startJobSchema = z.object({
   workspaceId: z.number().int().positive(),
   pageId: z.number().int().positive(),
-  provider: z.string().min(1).max(64).optional(),
-  model: z.string().min(1).max(128).optional(),
-  language: z
-    .string()
-    .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'a BCP 47 language tag such as en or de-DE')
-    .optional(),
-  options: jsonObject.optional(),
-  idempotencyKey: z.string().min(1).max(200).optional(),
-  externalReferenceId: z.string().min(1).max(200).optional(),
-  metadata: jsonObject
-    .refine((m) => JSON.stringify(m).length <= 16_384, 'metadata must be at most 16 KiB of JSON')
-    .optional(),
+  ...jobRequestFields,
   batchId: z.string().min(1).optional(),
 });
 

@@ -31,15 +31,15 @@ export const SEARCH_ATTRIBUTES = {
   provider: defineSearchAttributeKey('QuireProvider', SearchAttributeType.KEYWORD),
 };
 
-export type JobStatus = 'pending' | 'running' | 'completed' | 'failed' | 'canceled' | 'superseded';
-export const JOB_STATUSES: readonly JobStatus[] = [
+export const JOB_STATUSES = [
   'pending',
   'running',
   'completed',
   'failed',
   'canceled',
   'superseded',
-];
+] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
 /** A job in one of these statuses may still write: it holds its page (one active job per page). */
 export const ACTIVE_STATUSES = ['pending', 'running'] as const satisfies readonly JobStatus[];
 export type ActiveStatus = (typeof ACTIVE_STATUSES)[number];

@@ -1,7 +1,8 @@
 import type { FailureClass } from '../core/failures';
 import { uuidv7, workflowIdForJob } from '../core/ids';
+import type { NewJobRecord } from '../core/jobStore';
 import type { MediaKind } from '../core/media';
-import { type SnapshotFor, snapshotFor } from '../core/pricing';
+import { snapshotFor } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
 import { type AttemptOutcome, isActiveStatus, type JobStatus } from '../core/temporal';
 import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
@@ -84,15 +85,7 @@ export function toJob(r: Record<string, unknown>): JobRow {
   };
 }
 
-export interface NewJob {
-  workspaceId: number;
-  pageId: number;
-  snapshot: SnapshotFor;
-  batchId?: string | null;
-  idempotencyKey?: string | null;
-  externalReferenceId?: string | null;
-  metadata?: Record<string, unknown>;
-}
+export type NewJob = NewJobRecord;
 
 export interface CreatedJob {
   job: JobRow;

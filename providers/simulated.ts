@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
+import { sleepUnlessAborted } from '../core/abort';
 import type { Segment } from '../core/annotation';
 import { type FailureClass, isFailureClass, ProviderError } from '../core/failures';
 import type { MediaKind } from '../core/media';
@@ -185,16 +186,5 @@ function unitHash(key: string): number {
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new ProviderError('timeout', 'call aborted'));
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new ProviderError('timeout', 'call aborted'));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+  return sleepUnlessAborted(ms, signal, () => new ProviderError('timeout', 'call aborted'));
 }

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Client, Connection } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createMaintenanceActivities } from '../activities/maintenance';
-import { createTranscriptionActivities } from '../activities/transcription';
+import { createTranscriptionActivities, type TranscriptionDeps } from '../activities/transcription';
 import type { BlobStore } from '../blobs';
 import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
@@ -43,11 +43,7 @@ export interface QuireWorkerDeps {
   identity?: string;
   workflowBundle?: WorkerOptions['workflowBundle'];
   audioPollMs?: number;
-  onProviderPaused?: (pause: {
-    provider: string;
-    reason: string;
-    episode: number;
-  }) => Promise<void>;
+  onProviderPaused?: TranscriptionDeps['onProviderPaused'];
   /** Injected clock (tests of budget days). */
   now?: () => Date;
 }

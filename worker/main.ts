@@ -17,7 +17,7 @@ import {
 import { checkAndRecordHealth, readHealth } from './health';
 import { createLogger } from './logger';
 import { deliverMirrorOutbox } from './mirrorRelay';
-import { type NotifyPauseArgs, notifyPauseOnce } from './notify';
+import { notifyPauseOnce } from './notify';
 import { ensureSchedules } from './schedules';
 import { createWebhookRelay } from './webhookRelay';
 
@@ -76,11 +76,7 @@ async function main(): Promise<number> {
     ...workerDeps,
     logger,
     onProviderPaused: async (pause) => {
-      await notifyPauseOnce(pool, {
-        url: config.QUIRE_NOTIFY_URL,
-        ...pause,
-        reason: pause.reason as NotifyPauseArgs['reason'],
-      });
+      await notifyPauseOnce(pool, { url: config.QUIRE_NOTIFY_URL, ...pause });
     },
   });
   const maintenanceWorker = await createMaintenanceWorker(workerDeps);

@@ -1,4 +1,6 @@
 import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
+import { jobRequestFields, jsonObject, languageTag } from '@quire/core/jobRequest';
+import { JOB_STATUSES } from '@quire/core/temporal';
 import { z } from 'zod';
 
 /**
@@ -7,19 +9,7 @@ import { z } from 'zod';
  * Shape errors are 400; what only the domain can judge (a provider, a page kind) is 422.
  */
 
-const jsonObject = z.record(z.string(), z.unknown());
-const languageTag = z
-  .string()
-  .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'a BCP 47 language tag such as en or de-DE');
-
-export const jobStatusSchema = z.enum([
-  'pending',
-  'running',
-  'completed',
-  'failed',
-  'canceled',
-  'superseded',
-]);
+export const jobStatusSchema = z.enum(JOB_STATUSES);
 
 export const pageSizeSchema = z.coerce
   .number()
@@ -39,15 +29,7 @@ const positiveIntParam = z.coerce.number().int().positive();
 export const startJobBody = z
   .object({
     pageId: z.number().int().positive(),
-    provider: z.string().min(1).max(64).optional(),
-    model: z.string().min(1).max(128).optional(),
-    language: languageTag.optional(),
-    options: jsonObject.optional(),
-    idempotencyKey: z.string().min(1).max(200).optional(),
-    externalReferenceId: z.string().min(1).max(200).optional(),
-    metadata: jsonObject
-      .refine((m) => JSON.stringify(m).length <= 16_384, 'metadata must be at most 16 KiB of JSON')
-      .optional(),
+    ...jobRequestFields,
   })
   .strict();
 
