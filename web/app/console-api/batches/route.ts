@@ -1,6 +1,5 @@
+import { withSession } from '@quire/web/lib/api';
 import { ingestAndStart } from '@quire/web/lib/ingest';
-import { currentPrincipal } from '@quire/web/lib/session';
-import { NextResponse } from 'next/server';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -11,12 +10,5 @@ export const dynamic = 'force-dynamic';
  * same-site strict, so another site cannot post here as the editor.
  */
 export async function POST(request: Request) {
-  const principal = await currentPrincipal();
-  if (!principal) {
-    return NextResponse.json(
-      { error: { code: 'unauthenticated', message: 'sign in first' } },
-      { status: 401 },
-    );
-  }
-  return ingestAndStart(principal.workspaceId, request);
+  return withSession(request, (principal) => ingestAndStart(principal.workspaceId, request));
 }

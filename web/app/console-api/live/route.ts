@@ -1,6 +1,6 @@
 import { jobsDigest, providersDigest } from '@quire/db/console';
+import { withSession } from '@quire/web/lib/api';
 import { pool } from '@quire/web/lib/server';
-import { currentPrincipal } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -16,75 +16,70 @@ const MAX_STREAM_MS = 10 * 60_000;
  * EventSource reconnects, so a slot is never held forever.
  */
 export async function GET(request: Request) {
-  const principal = await currentPrincipal();
-  if (!principal) {
-    return Response.json(
-      { error: { code: 'unauthenticated', message: 'sign in first' } },
-      { status: 401 },
-    );
-  }
-  const requested = new URL(request.url).searchParams.get('topics') ?? '';
-  const topics = requested
-    .split(',')
-    .filter((t): t is 'jobs' | 'providers' => t === 'jobs' || t === 'providers');
-  if (topics.length === 0) {
-    return Response.json(
-      { error: { code: 'invalid_query', message: 'topics: jobs, providers' } },
-      { status: 400 },
-    );
-  }
-  const encoder = new TextEncoder();
-  const last = new Map<string, string>();
-  let timer: NodeJS.Timeout | undefined;
-  let closed = false;
-  const startedAt = Date.now();
+  return withSession(request, async (principal) => {
+    const requested = new URL(request.url).searchParams.get('topics') ?? '';
+    const topics = requested
+      .split(',')
+      .filter((t): t is 'jobs' | 'providers' => t === 'jobs' || t === 'providers');
+    if (topics.length === 0) {
+      return Response.json(
+        { error: { code: 'invalid_query', message: 'topics: jobs, providers' } },
+        { status: 400 },
+      );
+    }
+    const encoder = new TextEncoder();
+    const last = new Map<string, string>();
+    let timer: NodeJS.Timeout | undefined;
+    let closed = false;
+    const startedAt = Date.now();
 
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const close = () => {
-        if (closed) return;
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        const close = () => {
+          if (closed) return;
+          closed = true;
+          if (timer) clearTimeout(timer);
+          try {
+            controller.close();
+          } catch {
+            // Already closed by the client.
+          }
+        };
+        request.signal.addEventListener('abort', close, { once: true });
+        controller.enqueue(encoder.encode('retry: 2000\n\n'));
+        const tick = async () => {
+          if (closed) return;
+          try {
+            for (const topic of topics) {
+              const digest =
+                topic === 'jobs'
+                  ? await jobsDigest(pool(), principal.workspaceId)
+                  : await providersDigest(pool());
+              if (last.get(topic) !== digest) {
+                last.set(topic, digest);
+                controller.enqueue(encoder.encode(`event: ${topic}\ndata: ${digest}\n\n`));
+              }
+            }
+            if (Date.now() - startedAt > MAX_STREAM_MS) return close();
+          } catch {
+            // The browser reconnects; a database hiccup costs one tick.
+            return close();
+          }
+          timer = setTimeout(tick, TICK_MS);
+        };
+        void tick();
+      },
+      cancel() {
         closed = true;
         if (timer) clearTimeout(timer);
-        try {
-          controller.close();
-        } catch {
-          // Already closed by the client.
-        }
-      };
-      request.signal.addEventListener('abort', close, { once: true });
-      controller.enqueue(encoder.encode('retry: 2000\n\n'));
-      const tick = async () => {
-        if (closed) return;
-        try {
-          for (const topic of topics) {
-            const digest =
-              topic === 'jobs'
-                ? await jobsDigest(pool(), principal.workspaceId)
-                : await providersDigest(pool());
-            if (last.get(topic) !== digest) {
-              last.set(topic, digest);
-              controller.enqueue(encoder.encode(`event: ${topic}\ndata: ${digest}\n\n`));
-            }
-          }
-          if (Date.now() - startedAt > MAX_STREAM_MS) return close();
-        } catch {
-          // The browser reconnects; a database hiccup costs one tick.
-          return close();
-        }
-        timer = setTimeout(tick, TICK_MS);
-      };
-      void tick();
-    },
-    cancel() {
-      closed = true;
-      if (timer) clearTimeout(timer);
-    },
-  });
-  return new Response(stream, {
-    headers: {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
-      'X-Accel-Buffering': 'no',
-    },
+      },
+    });
+    return new Response(stream, {
+      headers: {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-cache, no-transform',
+        'X-Accel-Buffering': 'no',
+      },
+    });
   });
 }

@@ -1,8 +1,8 @@
 import { isExportFormat, UnsupportedExportError } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
+import { withSession } from '@quire/web/lib/api';
 import { pageExportResponse } from '@quire/web/lib/pages';
 import { pool } from '@quire/web/lib/server';
-import { currentPrincipal } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -12,38 +12,33 @@ export const dynamic = 'force-dynamic';
  * the page view, authorised by the session; the same formats and bodies as the API's export.
  */
 export async function GET(request: Request, { params }: { params: Promise<{ pageId: string }> }) {
-  const principal = await currentPrincipal();
-  if (!principal) {
-    return Response.json(
-      { error: { code: 'unauthenticated', message: 'sign in first' } },
-      { status: 401 },
-    );
-  }
-  const { pageId } = await params;
-  const format = new URL(request.url).searchParams.get('format') ?? '';
-  if (format !== 'iiif' && !isExportFormat(format)) {
-    return Response.json(
-      { error: { code: 'invalid_query', message: 'format: iiif, text, alto, vtt or srt' } },
-      { status: 400 },
-    );
-  }
-  const page = /^\d{1,15}$/.test(pageId)
-    ? await getPage(pool(), principal.workspaceId, Number(pageId))
-    : undefined;
-  if (!page)
-    return Response.json(
-      { error: { code: 'page_not_found', message: 'page not found' } },
-      { status: 404 },
-    );
-  try {
-    return pageExportResponse(page, format);
-  } catch (error) {
-    if (error instanceof UnsupportedExportError) {
+  return withSession(request, async (principal) => {
+    const { pageId } = await params;
+    const format = new URL(request.url).searchParams.get('format') ?? '';
+    if (format !== 'iiif' && !isExportFormat(format)) {
       return Response.json(
-        { error: { code: 'unsupported_format', message: error.message } },
-        { status: 422 },
+        { error: { code: 'invalid_query', message: 'format: iiif, text, alto, vtt or srt' } },
+        { status: 400 },
       );
     }
-    throw error;
-  }
+    const page = /^\d{1,15}$/.test(pageId)
+      ? await getPage(pool(), principal.workspaceId, Number(pageId))
+      : undefined;
+    if (!page)
+      return Response.json(
+        { error: { code: 'page_not_found', message: 'page not found' } },
+        { status: 404 },
+      );
+    try {
+      return pageExportResponse(page, format);
+    } catch (error) {
+      if (error instanceof UnsupportedExportError) {
+        return Response.json(
+          { error: { code: 'unsupported_format', message: error.message } },
+          { status: 422 },
+        );
+      }
+      throw error;
+    }
+  });
 }
