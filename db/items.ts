@@ -27,7 +27,7 @@ export async function deleteItem(
       `SELECT 1 FROM items WHERE workspace_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
       [workspaceId, itemId],
     );
-    if (item.rowCount === 0) throw new NotFoundError('item_not_found', `item ${itemId} not found`);
+    if (item.rowCount === 0) throw new NotFoundError('item_not_found', 'item not found');
     const pages = await client.query<{ id: number; canvas_uri: string; blob_key: string | null }>(
       `SELECT id, canvas_uri, blob_key FROM pages
         WHERE workspace_id = $1 AND item_id = $2 AND deleted_at IS NULL ORDER BY id FOR UPDATE`,

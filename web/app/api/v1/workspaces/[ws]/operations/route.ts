@@ -1,6 +1,6 @@
 import { blobUsage } from '@quire/db/blobs';
 import { operationsFigures } from '@quire/db/console';
-import { authorize } from '@quire/web/lib/http';
+import { json, type RouteContext, withApi } from '@quire/web/lib/api';
 import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
@@ -11,23 +11,21 @@ export const dynamic = 'force-dynamic';
  * deliveries, failed cleanup rows, oldest pending cleanup, bytes stored by this workspace
  * and in total.
  */
-export async function GET(request: Request, { params }: { params: Promise<{ ws: string }> }) {
-  const { ws } = await params;
-  const auth = await authorize(request, ws);
-  if ('response' in auth) return auth.response;
-  const workspaceId = auth.principal.workspaceId;
-  const [queue, usage] = await Promise.all([
-    operationsFigures(pool(), workspaceId),
-    blobUsage(pool()),
-  ]);
-  return Response.json({
-    queue,
-    storage: {
-      workspaceBytes: usage.workspaces.find((w) => w.workspaceId === workspaceId)?.bytes ?? 0,
-      totalBytes: usage.totalBytes,
-      pendingCleanups: usage.pendingCleanups,
-      failedCleanups: usage.failedCleanups,
-      oldestPendingCleanupAgeMs: usage.oldestPendingCleanupAgeMs,
-    },
+export async function GET(request: Request, context: RouteContext<{ ws: string }>) {
+  return withApi(request, context, async ({ workspaceId }) => {
+    const [queue, usage] = await Promise.all([
+      operationsFigures(pool(), workspaceId),
+      blobUsage(pool()),
+    ]);
+    return json({
+      queue,
+      storage: {
+        workspaceBytes: usage.workspaces.find((w) => w.workspaceId === workspaceId)?.bytes ?? 0,
+        totalBytes: usage.totalBytes,
+        pendingCleanups: usage.pendingCleanups,
+        failedCleanups: usage.failedCleanups,
+        oldestPendingCleanupAgeMs: usage.oldestPendingCleanupAgeMs,
+      },
+    });
   });
 }

@@ -1,6 +1,5 @@
-import { ConflictError, NotFoundError } from '@quire/db/errors';
 import { deleteItem } from '@quire/db/items';
-import { apiError, authorize } from '@quire/web/lib/http';
+import { json, type RouteContext, withApi } from '@quire/web/lib/api';
 import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
@@ -12,21 +11,9 @@ export const dynamic = 'force-dynamic';
  */
 export async function DELETE(
   request: Request,
-  { params }: { params: Promise<{ ws: string; itemId: string }> },
+  context: RouteContext<{ ws: string; itemId: string }>,
 ) {
-  const { ws, itemId } = await params;
-  const auth = await authorize(request, ws);
-  if ('response' in auth) return auth.response;
-  try {
-    const deleted = await deleteItem(
-      pool(),
-      auth.principal.workspaceId,
-      decodeURIComponent(itemId),
-    );
-    return Response.json(deleted);
-  } catch (error) {
-    if (error instanceof NotFoundError) return apiError(404, error.code, 'item not found');
-    if (error instanceof ConflictError) return apiError(409, error.code, error.message);
-    throw error;
-  }
+  return withApi(request, context, async (principal, params) =>
+    json(await deleteItem(pool(), principal.workspaceId, decodeURIComponent(params.itemId))),
+  );
 }
