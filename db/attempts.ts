@@ -153,26 +153,7 @@ export async function lockRunningAttempt(
     );
   }
   await client.query('SELECT 1 FROM transcription_jobs WHERE id = $1 FOR UPDATE', [fence.jobId]);
-  const { rows } = await client.query(
-    `SELECT a.attempt_number, a.input_revision, a.snapshot, j.workspace_id, j.page_id
-       FROM transcription_job_attempts a JOIN transcription_jobs j ON j.id = a.job_id
-      WHERE a.job_id = $1 AND a.attempt_number = $2 AND a.token_hash = $3 AND a.outcome = 'running'
-        FOR ${mode} OF a`,
-    [fence.jobId, fence.attemptNumber, fence.tokenHash],
-  );
-  const row = rows[0];
-  if (!row) {
-    throw new StaleAttemptError(
-      `attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`,
-    );
-  }
-  return row as {
-    attempt_number: number;
-    input_revision: number;
-    snapshot: JobSnapshot;
-    workspace_id: number;
-    page_id: number;
-  };
+  return runningAttemptRow(client, fence, mode);
 }
 
 /** Records the stage and live counts of a running attempt (fenced). */
@@ -465,19 +446,27 @@ export async function pauseProvider(
 }
 
 /** The running attempt's context, read without locks (every write is fenced on its own). */
-export async function readRunningAttempt(db: Queryable, fence: AttemptFence) {
+export function readRunningAttempt(db: Queryable, fence: AttemptFence) {
+  return runningAttemptRow(db, fence);
+}
+
+/** The attempt row the fence names, while it is running; a dead token is a `StaleAttemptError`. */
+async function runningAttemptRow(db: Queryable, fence: AttemptFence, lock?: 'SHARE' | 'UPDATE') {
   const { rows } = await db.query(
-    `SELECT a.input_revision, a.snapshot, j.workspace_id, j.page_id
+    `SELECT a.attempt_number, a.input_revision, a.snapshot, j.workspace_id, j.page_id
        FROM transcription_job_attempts a JOIN transcription_jobs j ON j.id = a.job_id
-      WHERE a.job_id = $1 AND a.attempt_number = $2 AND a.token_hash = $3 AND a.outcome = 'running'`,
+      WHERE a.job_id = $1 AND a.attempt_number = $2 AND a.token_hash = $3 AND a.outcome = 'running'
+      ${lock ? `FOR ${lock} OF a` : ''}`,
     [fence.jobId, fence.attemptNumber, fence.tokenHash],
   );
   const row = rows[0];
-  if (!row)
+  if (!row) {
     throw new StaleAttemptError(
       `attempt ${fence.attemptNumber} of job ${fence.jobId} is no longer running`,
     );
+  }
   return row as {
+    attempt_number: number;
     input_revision: number;
     snapshot: JobSnapshot;
     workspace_id: number;

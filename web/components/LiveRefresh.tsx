@@ -1,4 +1,5 @@
 'use client';
+import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { useRouter } from 'next/navigation';
 import { useEffect, useRef, useState } from 'react';
 
@@ -59,14 +60,7 @@ export function LiveRefresh({
     if (workspaceId) {
       const events = new EventSource(`/api/v1/workspaces/${workspaceId}/events`);
       const prefixes = typeKey.split(',');
-      for (const type of [
-        'dev.quire.transcription.completed',
-        'dev.quire.transcription.failed',
-        'dev.quire.transcription.canceled',
-        'dev.quire.transcription.task.started',
-        'dev.quire.transcription.task.completed',
-        'dev.quire.annotations.published',
-      ]) {
+      for (const type of QUIRE_EVENT_TYPES) {
         if (prefixes.some((p) => type.startsWith(p))) events.addEventListener(type, refresh);
       }
       track(events, total);
