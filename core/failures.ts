@@ -29,6 +29,14 @@ export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 export const PAUSING_CLASSES: ReadonlySet<FailureClass> = new Set(PAUSE_REASONS);
 
+/**
+ * Pauses that only an operator's Resume lifts: no credit, refused credentials. An outage
+ * reopens after its backoff and a spent budget at the next UTC midnight (Q3, B1).
+ */
+export function awaitsOperator(reason: string | null | undefined): boolean {
+  return reason === 'credit' || reason === 'auth';
+}
+
 export function isPauseReason(value: unknown): value is PauseReason {
   return typeof value === 'string' && (PAUSE_REASONS as readonly string[]).includes(value);
 }

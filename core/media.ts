@@ -9,7 +9,8 @@
  */
 import { DomainError, type ErrorKind } from './errors';
 
-export type MediaKind = 'image' | 'audio';
+export const MEDIA_KINDS = ['image', 'audio'] as const;
+export type MediaKind = (typeof MEDIA_KINDS)[number];
 
 export type MediaType =
   | 'image/png'

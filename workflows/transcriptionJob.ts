@@ -29,6 +29,8 @@ import {
   STALE_ATTEMPT,
 } from '../core/failures';
 import {
+  isActiveStatus,
+  JOB_STATUSES,
   type JobProgress,
   type JobStatus,
   QUERIES,
@@ -289,9 +291,7 @@ export async function transcriptionJob(
       const seen = resumeSignals;
       const claim = await db.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
       if (claim.state === 'inactive') {
-        const status = (['completed', 'failed', 'canceled', 'superseded'] as const).find(
-          (s) => s === claim.status,
-        );
+        const status = JOB_STATUSES.find((s) => s === claim.status && !isActiveStatus(s));
         return finish(status ?? 'failed', null, null);
       }
       if (claim.state === 'exhausted') return finish('failed', null, claim.category);

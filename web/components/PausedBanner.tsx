@@ -1,9 +1,11 @@
+import { isPauseReason, type PauseReason } from '@quire/core/failures';
 import { getProviderStates } from '@quire/db/providerState';
 import { pool } from '@quire/web/lib/server';
 import { ResumeButton } from './ResumeButton';
 import { Time } from './Time';
 
-const REASONS: Record<string, string> = {
+/** What each pause reason means, in the editor's words. */
+const REASONS: Record<PauseReason, string> = {
   credit: 'out of credit',
   auth: 'its credentials were refused',
   outage: 'the provider is down',
@@ -32,7 +34,7 @@ export async function PausedBanner() {
           <li key={p.provider}>
             <span>
               <strong>{p.provider}</strong> paused <Time date={p.paused_at} />:{' '}
-              {REASONS[p.reason ?? ''] ?? p.reason}.{' '}
+              {isPauseReason(p.reason) ? REASONS[p.reason] : p.reason}.{' '}
               {p.resume_at ? (
                 <span>
                   Resumes on its own <Time date={p.resume_at} />.

@@ -1,5 +1,6 @@
 import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { jobRequestFields, jsonObject, languageTag } from '@quire/core/jobRequest';
+import { MEDIA_KINDS } from '@quire/core/media';
 import { JOB_STATUSES } from '@quire/core/temporal';
 import { z } from 'zod';
 
@@ -150,7 +151,7 @@ export const listJobsResponse = z.object({
 export const pageResponse = z.object({
   pageId: z.number().int(),
   itemId: z.string(),
-  kind: z.enum(['image', 'audio']),
+  kind: z.enum(MEDIA_KINDS),
   canvasUri: z.string(),
   revision: z.number().int(),
   publishedRevision: z.number().int().nullable(),

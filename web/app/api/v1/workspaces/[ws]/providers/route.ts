@@ -1,3 +1,4 @@
+import { awaitsOperator } from '@quire/core/failures';
 import { KNOWN_PROVIDERS } from '@quire/core/providerCatalogue';
 import { spendSummary } from '@quire/db/budget';
 import { getProviderStates } from '@quire/db/providerState';
@@ -32,8 +33,7 @@ export async function GET(request: Request, context: RouteContext<{ ws: string }
           reason: state?.reason ?? null,
           pausedAt: state?.paused_at?.toISOString() ?? null,
           resumeAt: state?.resume_at?.toISOString() ?? null,
-          needsOperator:
-            state?.status === 'paused' && (state.reason === 'credit' || state.reason === 'auth'),
+          needsOperator: state?.status === 'paused' && awaitsOperator(state.reason),
           spentTodayMicros: spent?.spentMicros ?? 0,
           callsToday: spent?.calls ?? 0,
         };
