@@ -229,6 +229,10 @@ export class OpenAiAudioProvider implements TranscriptionProvider {
     throwIfAborted(ctx.signal);
     const dir = this.existingJobDir(engineJobId);
     const record = await this.readRecord(engineJobId, dir);
+    // Whether a request is in flight is read before its result: a request ends by writing
+    // the result and only then leaves `inFlight`, so a poll racing its end finds the result
+    // instead of taking the request for lost and paying for it twice.
+    const running = this.isRunning(record);
     const result = await this.readJsonFile<{ segments: Segment[]; duration: number }>(
       dir,
       'result.json',
@@ -248,7 +252,7 @@ export class OpenAiAudioProvider implements TranscriptionProvider {
       const category = isFailureClass(failed.category) ? failed.category : 'internal';
       throw new ProviderError(category, failed.message, failed.retryAfterMs);
     }
-    if (this.isRunning(record)) return { state: 'running' };
+    if (running) return { state: 'running' };
     if (!record.runner) {
       // The last run failed and was reported: send it again.
       await this.start(record);
