@@ -57,14 +57,19 @@ async function main() {
   const databaseUrl = url.toString();
   await migrate(databaseUrl);
 
-  process.env.DATABASE_URL = databaseUrl;
-  process.env.QUIRE_SECRET_KEY = randomBytes(32).toString('hex');
-  process.env.QUIRE_SSE_MAX_STREAMS_PER_KEY = String(STREAMS + 10);
-  process.env.QUIRE_SSE_CHECKPOINT_MS = '1000';
-  process.env.QUIRE_SSE_HEARTBEAT_MS = '15000';
   const { createWorkspace } = await import('../../db/workspaces');
   const { encodePageToken } = await import('../../core/pageToken');
+  const { parseConfig } = await import('../../core/config');
   const server = await import('../../web/lib/server');
+  server.configureWeb(
+    parseConfig({
+      DATABASE_URL: databaseUrl,
+      QUIRE_SECRET_KEY: randomBytes(32).toString('hex'),
+      QUIRE_SSE_MAX_STREAMS_PER_KEY: String(STREAMS + 10),
+      QUIRE_SSE_CHECKPOINT_MS: '1000',
+      QUIRE_SSE_HEARTBEAT_MS: '15000',
+    }),
+  );
   const jobsRoute = await import('../../web/app/api/v1/workspaces/[ws]/transcription-jobs/route');
   const eventsRoute = await import('../../web/app/api/v1/workspaces/[ws]/events/route');
   const { closeEventHub } = await import('../../web/lib/eventStream');
@@ -99,7 +104,7 @@ async function main() {
     await pool.query('ANALYZE transcription_jobs');
     const seedSeconds = Math.round((performance.now() - seedStarted) / 100) / 10;
 
-    const secret = process.env.QUIRE_SECRET_KEY;
+    const secret = server.config().QUIRE_SECRET_KEY;
     const list = async (query: string) => {
       const request = new Request(
         `http://bench/api/v1/workspaces/${ws}/transcription-jobs?${query}`,

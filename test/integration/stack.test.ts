@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../core/apiKeys';
 import { authenticateApiKey } from '../../db/workspaces';
+import { configureWeb } from '../../web/lib/server';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
 import { spawnWorker, waitHealthy } from '../support/workerProcess';
 
@@ -16,10 +17,8 @@ let quire: TestQuire;
 
 beforeAll(async () => {
   quire = await createTestQuire();
-  // The web modules read their configuration once, from the environment, on first use.
-  process.env.DATABASE_URL = quire.config.DATABASE_URL;
-  process.env.TEMPORAL_ADDRESS = temporalAddress();
-  process.env.QUIRE_SECRET_KEY = quire.config.QUIRE_SECRET_KEY;
+  // The web modules called in process get their configuration handed in.
+  configureWeb({ ...quire.config, TEMPORAL_ADDRESS: temporalAddress() });
 });
 afterAll(async () => {
   await quire?.close();
@@ -27,7 +26,12 @@ afterAll(async () => {
 
 function tsx(script: string, args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, ['--import', 'tsx', script, ...args], {
-    env: { ...process.env, DATABASE_URL: quire.config.DATABASE_URL, ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: quire.config.DATABASE_URL,
+      QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
+      ...env,
+    },
     encoding: 'utf8',
   });
 }

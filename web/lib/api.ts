@@ -5,7 +5,6 @@ import { NextResponse } from 'next/server';
 import type { z } from 'zod';
 import { ApiError, httpErrorOf } from './errors';
 import { apiError, authorize, refusalResponse } from './http';
-import { currentPrincipal } from './session';
 
 export { ApiError };
 
@@ -31,20 +30,6 @@ export async function withApi<P extends { ws: string }>(
     const auth = await authorize(request, params.ws);
     if ('response' in auth) return auth.response;
     return await work(auth.principal, params);
-  } catch (error) {
-    return errorResponse(error, request);
-  }
-}
-
-/** Runs a `/console-api` handler for the signed-in editor (session cookie); 401 without one. */
-export async function withSession(
-  request: Request,
-  work: (principal: Principal) => Promise<Response>,
-): Promise<Response> {
-  try {
-    const principal = await currentPrincipal();
-    if (!principal) throw new ApiError(401, 'unauthenticated', 'sign in first');
-    return await work(principal);
   } catch (error) {
     return errorResponse(error, request);
   }

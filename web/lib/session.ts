@@ -3,6 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { activeApiKey, type Principal } from '@quire/db/workspaces';
 import { cookies } from 'next/headers';
 import { redirect } from 'next/navigation';
+import { ApiError, errorResponse } from './api';
 import { config, pool } from './server';
 
 /**
@@ -68,4 +69,18 @@ export function sessionCookieOptions(secure: boolean) {
     path: '/',
     maxAge: SESSION_DAYS * 86_400,
   };
+}
+
+/** Runs a `/console-api` handler for the signed-in editor (session cookie); 401 without one. */
+export async function withSession(
+  request: Request,
+  work: (principal: Principal) => Promise<Response>,
+): Promise<Response> {
+  try {
+    const principal = await currentPrincipal();
+    if (!principal) throw new ApiError(401, 'unauthenticated', 'sign in first');
+    return await work(principal);
+  } catch (error) {
+    return errorResponse(error, request);
+  }
 }

@@ -1,5 +1,5 @@
-import { withSession } from '@quire/web/lib/api';
 import { ingestAndStart } from '@quire/web/lib/ingest';
+import { withSession } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

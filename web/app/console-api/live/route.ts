@@ -1,6 +1,6 @@
 import { jobsDigest, providersDigest } from '@quire/db/console';
-import { withSession } from '@quire/web/lib/api';
 import { pool } from '@quire/web/lib/server';
+import { withSession } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

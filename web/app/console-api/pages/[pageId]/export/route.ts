@@ -1,8 +1,8 @@
 import { isExportFormat, UnsupportedExportError } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
-import { withSession } from '@quire/web/lib/api';
 import { pageExportResponse } from '@quire/web/lib/pages';
 import { pool } from '@quire/web/lib/server';
+import { withSession } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import { pageMedia } from '@quire/db/console';
-import { withSession } from '@quire/web/lib/api';
 import { blobStore } from '@quire/web/lib/blobs';
 import { pool } from '@quire/web/lib/server';
+import { withSession } from '@quire/web/lib/session';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
