@@ -5,7 +5,6 @@ import {
   claimAttempt as claimAttemptRow,
   closeAttempt as closeAttemptRow,
   pauseProvider as pauseProviderRow,
-  recordProgress,
 } from '../db/attempts';
 import { cancelJobIfActive } from '../db/jobs';
 import type { AttemptKit, AttemptRef, PauseRequest } from './attemptContext';
@@ -161,12 +160,6 @@ export function createAttemptActivities(kit: AttemptKit) {
           newEpisode: paused.newEpisode,
         };
       });
-    },
-
-    /** Records the workflow's current stage on the job row (fenced), for the console. */
-    async recordStage(ref: AttemptRef, stage: string): Promise<void> {
-      const fence = kit.fenceOf(ref);
-      await kit.guarded('db', undefined, () => recordProgress(pool, fence, { stage }));
     },
   };
 }

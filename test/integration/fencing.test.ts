@@ -137,7 +137,7 @@ describe('A1 fenced attempts', () => {
       sealedToken: sealToken(newAttemptToken(), 'another-secret-that-is-long-enough-0000'),
     };
     const forgedError = await env
-      .run(activities.recordStage, forged, 'recognize')
+      .run(activities.commitTranscript, forged, { usePolish: false })
       .catch((e: unknown) => e);
     expect((forgedError as ApplicationFailure).type).toBe('StaleAttempt');
   });
