@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
-import { validateWebhookUrl, WebhookValidationError } from '../core/webhookValidation';
+import { ForbiddenTargetError, validateWebhookUrl } from '../core/webhookValidation';
 
 /**
  * W1/§12 SSRF guard for webhook (and mirror) targets. A target host is resolved and every
@@ -145,14 +145,6 @@ export function classifyAddress(address: string): AddressClass {
   throw new TypeError('not an IP address');
 }
 
-export function isPublicAddress(address: string): boolean {
-  try {
-    return classifyAddress(address) === 'public';
-  } catch {
-    return false;
-  }
-}
-
 export interface AllowList {
   /** Lower-case host names (or IP literals) allowed on any port. */
   hosts: ReadonlySet<string>;
@@ -275,9 +267,7 @@ export async function assertWebhookTargetAllowed(
   try {
     await resolveTarget(url, options);
   } catch (error) {
-    if (error instanceof SsrfError) {
-      throw new WebhookValidationError('forbidden_target', 'url', `url ${error.message}`);
-    }
+    if (error instanceof SsrfError) throw new ForbiddenTargetError(error.message);
     throw error;
   }
   return url;

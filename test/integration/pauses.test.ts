@@ -48,7 +48,7 @@ beforeAll(async () => {
   worker = await quire.newWorker(undefined, {
     now: clock,
     onProviderPaused: async (pause) => {
-      await notifyPauseOnce(quire.db.pool, { url, ...pause, reason: pause.reason as 'outage' });
+      await notifyPauseOnce(quire.db.pool, { url, ...pause });
     },
   });
   running = worker.run();

@@ -1,7 +1,6 @@
 import 'server-only';
 import type { QuireConfig } from '@quire/core/config';
 import {
-  ForbiddenTargetError,
   validateEventTypes,
   validateWebhookSecret,
   validateWebhookUrl,
@@ -16,7 +15,7 @@ import {
   type WebhookSubscription,
 } from '@quire/db/webhooks';
 import type { Principal } from '@quire/db/workspaces';
-import { parseAllowHosts, resolveTarget, SsrfError } from '@quire/net/ssrf';
+import { assertWebhookTargetAllowed, parseAllowHosts } from '@quire/net/ssrf';
 import { pool } from '@quire/web/lib/server';
 
 /**
@@ -35,15 +34,13 @@ export async function createWebhook(
   input: { url: string; secret: string; eventTypes: string[] | null },
   config: QuireConfig,
 ): Promise<WebhookSubscription> {
-  const url = validateWebhookUrl(input.url);
+  // The cheap shape checks first, so a bad secret is refused without a DNS lookup.
+  validateWebhookUrl(input.url);
   validateWebhookSecret(input.secret);
   validateEventTypes(input.eventTypes);
-  try {
-    await resolveTarget(url, { allowHosts: parseAllowHosts(config.QUIRE_WEBHOOK_ALLOW_HOSTS) });
-  } catch (error) {
-    if (error instanceof SsrfError) throw new ForbiddenTargetError(error.message);
-    throw error;
-  }
+  await assertWebhookTargetAllowed(input.url, {
+    allowHosts: parseAllowHosts(config.QUIRE_WEBHOOK_ALLOW_HOSTS),
+  });
   return createSubscription(pool(), config.QUIRE_SECRET_KEY, {
     workspaceId: principal.workspaceId,
     url: input.url,
