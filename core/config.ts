@@ -187,8 +187,8 @@ export function parseConfig(env: Record<string, string | undefined>): QuireConfi
 
 /**
  * The configuration of this process's environment, parsed afresh on every call: entry points
- * call it (or `parseConfig(process.env)`) once and pass the result down; nothing caches it, so
- * tests build their own with `parseConfig`.
+ * (the worker, the web app, the scripts) call it once and pass the result down; nothing
+ * caches it, so tests build their own with `parseConfig`.
  */
 export function loadConfig(): QuireConfig {
   return parseConfig(process.env);

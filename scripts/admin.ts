@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { parseConfig } from '../core/config';
+import { loadConfig } from '../core/config';
 import { auditInvariants } from '../db/audit';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
@@ -14,7 +14,7 @@ const USAGE = 'usage: quire admin create-workspace --name NAME | quire admin aud
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  const config = parseConfig(process.env);
+  const config = loadConfig();
   await ensureDatabase(config.DATABASE_URL);
   await migrate(config.DATABASE_URL);
   const pool = createPool(config.DATABASE_URL, 2);

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createLocalBlobStore } from '../blobs';
-import { parseConfig } from '../core/config';
+import { loadConfig } from '../core/config';
 import { redactError } from '../core/redact';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
@@ -28,7 +28,7 @@ import { createWebhookRelay } from './webhookRelay';
  */
 async function main(): Promise<number> {
   // The one read of the environment; everything below is handed its settings.
-  const config = parseConfig(process.env);
+  const config = loadConfig();
   if (process.argv[2] === 'health') {
     const health = await readHealth(config.QUIRE_HEALTH_FILE, config.QUIRE_HEALTH_MAX_AGE_MS);
     process.stdout.write(`${JSON.stringify(health)}\n`);
