@@ -179,7 +179,7 @@ export interface EngineJobLister {
   }): Promise<{ engineJobId: string; createdAt: Date }[]>;
 }
 
-export function canListEngineJobs(
+function canListEngineJobs(
   provider: TranscriptionProvider,
 ): provider is TranscriptionProvider & EngineJobLister {
   return typeof (provider as Partial<EngineJobLister>).listEngineJobs === 'function';

@@ -32,7 +32,3 @@ export class DomainError extends Error {
     super(message);
   }
 }
-
-export function isDomainError(error: unknown): error is DomainError {
-  return error instanceof DomainError;
-}

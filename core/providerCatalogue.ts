@@ -103,7 +103,7 @@ export function describeProvider(name: string): ProviderDescription | undefined 
 }
 
 /** Whether a worker with this configuration registers the provider. */
-export function isProviderEnabled(entry: ProviderDescription, config: QuireConfig): boolean {
+function isProviderEnabled(entry: ProviderDescription, config: QuireConfig): boolean {
   return entry.enabledBy === undefined || config[entry.enabledBy] !== undefined;
 }
 
