@@ -153,7 +153,7 @@ describe('I3 import', () => {
     expect(revisions![0]!.provenance!.sha256).toMatch(/^[0-9a-f]{64}$/);
     // The search index covers the imported text.
     const { rows } = await db.pool.query(
-      "SELECT id FROM pages WHERE search_tsv @@ plainto_tsquery('simple', 'Aufklärung')",
+      "SELECT id FROM pages WHERE search_tsv @@ plainto_tsquery('simple', 'December')",
     );
     expect(rows.map((r) => Number(r.id))).toEqual([imported!.pageId]);
     expect(await auditInvariants(db.pool)).toEqual([]);
