@@ -10,7 +10,7 @@ import { createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
 import { configureWeb } from '../../web/lib/server';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { manifestSchemaErrors } from '../support/interchange';
+import { manifestSchemaErrors, pageSchemaErrors } from '../support/interchange';
 import { file, png, uploadRequest, wav } from '../support/uploadFixtures';
 
 /**
@@ -25,6 +25,7 @@ let blobDir: string;
 let A: { ws: number; key: string };
 let B: { ws: number; key: string };
 let imageItem: string;
+let audioPageId: number;
 let pages: { pageId: number; canvasUri: string }[];
 // biome-ignore lint/suspicious/noExplicitAny: route modules are called loosely, as Next does
 type Route = Record<string, (r: Request, c: any) => Promise<Response> | Response>;
@@ -116,6 +117,7 @@ beforeAll(async () => {
     A.ws,
     uploadRequest([{ name: 'itemId', value: 'interview' }, file(wav(2500), 'talk.wav')]),
   );
+  audioPageId = audio.pages[0]!.pageId;
   await withTransaction(db.pool, (tx) =>
     savePageEdit(tx, {
       workspaceId: A.ws,
@@ -138,6 +140,35 @@ afterAll(async () => {
   await pool().end();
   await db?.drop();
   await rm(blobDir, { recursive: true, force: true });
+});
+
+describe('I2 export route', () => {
+  it('I2 the API exports PAGE XML (XSD-valid) and hOCR of an image page, and refuses them for a recording', async () => {
+    const exportRoute = (await import(
+      '../../web/app/api/v1/workspaces/[ws]/pages/[pageId]/export/route'
+    )) as unknown as Route;
+    const exportOf = (pageId: number, format: string) =>
+      exportRoute.GET!(
+        new Request(`${BASE}/api/v1/workspaces/${A.ws}/pages/${pageId}/export?format=${format}`, {
+          headers: bearer(A.key),
+        }),
+        { params: Promise.resolve({ ws: String(A.ws), pageId: String(pageId) }) },
+      );
+    const pageXml = await exportOf(pages[0]!.pageId, 'page');
+    expect(pageXml.status).toBe(200);
+    expect(pageXml.headers.get('content-type')).toMatch(/^application\/xml/);
+    const xml = await pageXml.text();
+    expect(pageSchemaErrors(xml)).toEqual([]);
+    expect(xml).toContain('<Unicode>Erste Zeile, unveröffentlicht</Unicode>');
+    const hocr = await exportOf(pages[0]!.pageId, 'hocr');
+    expect(hocr.status).toBe(200);
+    expect(hocr.headers.get('content-type')).toMatch(/^application\/xhtml\+xml/);
+    expect(await hocr.text()).toContain(
+      'title="bbox 2 3 32 11">Erste Zeile, unveröffentlicht</span>',
+    );
+    expect((await exportOf(audioPageId, 'page')).status).toBe(422);
+    expect((await exportOf(audioPageId, 'hocr')).status).toBe(422);
+  });
 });
 
 describe('I1 IIIF manifest', () => {
