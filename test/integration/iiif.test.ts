@@ -287,6 +287,28 @@ describe('I1 IIIF manifest', () => {
     expect((await get(mediaRoute, elsewhere, bearer(A.key))).status).toBe(404);
   });
 
+  it('I1 a stored canvas URI answers: its canvas, part of the manifest, under the same rules', async () => {
+    const canvasRoute = (await import(
+      '../../web/app/iiif/[ws]/[item]/canvas/[pageId]/route'
+    )) as unknown as Route;
+    const canvasOf = (pageId: number, headers: Record<string, string> = {}) =>
+      canvasRoute.GET!(new Request(pages[0]!.canvasUri, { headers }), {
+        params: Promise.resolve({ ws: String(A.ws), item: imageItem, pageId: String(pageId) }),
+      });
+    const response = await canvasOf(pages[0]!.pageId);
+    expect(response.status).toBe(200);
+    const canvas = await response.json();
+    expect(canvas).toMatchObject({
+      '@context': 'http://iiif.io/api/presentation/3/context.json',
+      id: pages[0]!.canvasUri,
+      type: 'Canvas',
+      partOf: [{ id: `${BASE}/iiif/${A.ws}/letters.1784/manifest`, type: 'Manifest' }],
+    });
+    expect(canvas.annotations[0].id).toMatch(/\/r1$/);
+    expect((await canvasOf(pages[1]!.pageId)).status).toBe(404);
+    expect((await canvasOf(pages[1]!.pageId, bearer(A.key))).status).toBe(200);
+  });
+
   it('I1 preflight answers CORS for IIIF clients sending a key', async () => {
     const response = await manifestRoute.OPTIONS!(
       new Request(`${BASE}/x`, { method: 'OPTIONS' }),

@@ -90,41 +90,72 @@ async function itemPages(wsParam: string, itemParam: string, view: IiifView) {
   return found;
 }
 
+async function manifestOf(view: IiifView, params: { ws: string; item: string }) {
+  const { title, pages } = await itemPages(params.ws, params.item, view);
+  return buildManifest({
+    manifestUri: manifestUriFor(
+      config().QUIRE_PUBLIC_URL,
+      Number(params.ws),
+      itemIdOf(params.item),
+    ),
+    itemId: itemIdOf(params.item),
+    title,
+    pages: pages.map((p) => ({
+      position: p.position,
+      kind: p.kind,
+      canvasUri: p.canvasUri,
+      width: p.width,
+      height: p.height,
+      durationMs: p.durationMs,
+      mediaUrl: p.blobKey ? mediaUrlOf(p.canvasUri) : null,
+      mediaType: p.mediaType,
+      annotationPage: p.annotationPage,
+    })),
+  });
+}
+
+function jsonLd(body: unknown, view: IiifView): Response {
+  return new Response(JSON.stringify(body), {
+    headers: {
+      ...IIIF_CORS_HEADERS,
+      'Content-Type': IIIF_MANIFEST_MEDIA_TYPE,
+      'Cache-Control': cacheControl(view),
+      Vary: 'Authorization, Cookie',
+    },
+  });
+}
+
 export async function manifestResponse(
   request: Request,
   params: { ws: string; item: string },
 ): Promise<Response> {
   try {
     const view = await iiifViewOf(request, params.ws);
-    const { title, pages } = await itemPages(params.ws, params.item, view);
-    const manifest = buildManifest({
-      manifestUri: manifestUriFor(
-        config().QUIRE_PUBLIC_URL,
-        Number(params.ws),
-        itemIdOf(params.item),
-      ),
-      itemId: itemIdOf(params.item),
-      title,
-      pages: pages.map((p) => ({
-        position: p.position,
-        kind: p.kind,
-        canvasUri: p.canvasUri,
-        width: p.width,
-        height: p.height,
-        durationMs: p.durationMs,
-        mediaUrl: p.blobKey ? mediaUrlOf(p.canvasUri) : null,
-        mediaType: p.mediaType,
-        annotationPage: p.annotationPage,
-      })),
-    });
-    return new Response(JSON.stringify(manifest), {
-      headers: {
-        ...IIIF_CORS_HEADERS,
-        'Content-Type': IIIF_MANIFEST_MEDIA_TYPE,
-        'Cache-Control': cacheControl(view),
-        Vary: 'Authorization, Cookie',
+    return jsonLd(await manifestOf(view, params), view);
+  } catch (error) {
+    return withCors(errorResponse(error, request));
+  }
+}
+
+/** A canvas URI dereferenced: the canvas as it stands in the item's manifest, with its context. */
+export async function canvasResponse(
+  request: Request,
+  params: { ws: string; item: string; pageId: string },
+): Promise<Response> {
+  try {
+    const view = await iiifViewOf(request, params.ws);
+    if (!/^[1-9][0-9]{0,15}$/.test(params.pageId)) notFound();
+    const manifest = await manifestOf(view, params);
+    const canvas = manifest.items.find((c) => String(c.id).endsWith(`/canvas/${params.pageId}`));
+    if (!canvas) notFound();
+    return jsonLd(
+      {
+        '@context': manifest['@context'],
+        ...canvas,
+        partOf: [{ id: manifest.id, type: 'Manifest' }],
       },
-    });
+      view,
+    );
   } catch (error) {
     return withCors(errorResponse(error, request));
   }
