@@ -103,10 +103,10 @@ describe('event retention and the auditor (O3, E1)', () => {
     expect(purged.events).toBeGreaterThanOrEqual(1);
     expect(await completionEvents(old)).toBe(0);
     expect(await completionEvents(recent)).toBe(1);
+    expect(await auditInvariants(db.pool)).toEqual([]);
     const mark = await eventsPurgedBefore(db.pool);
     expect(mark).toBeInstanceOf(Date);
     expect(Math.abs(mark!.getTime() - (Date.now() - 30 * DAY))).toBeLessThan(60_000);
-    expect(await auditInvariants(db.pool)).toEqual([]);
 
     // A shorter retention later moves the mark forward; a longer one never moves it back.
     await purgeOldEvents(db.pool, 90);
