@@ -131,8 +131,3 @@ export async function acquireStreamSlot(args: {
     },
   };
 }
-
-/** Streams this process holds slots for (tests, shutdown). */
-export function heldStreamSlots(): number {
-  return held().size;
-}
