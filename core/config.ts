@@ -113,6 +113,12 @@ const schema = z.object({
   QUIRE_WEBHOOK_ALLOW_HOSTS: z.string().optional(),
   /** S1, the event stream of the web app: open streams per API key, and its timers. */
   QUIRE_SSE_MAX_STREAMS_PER_KEY: intFrom(1, 10_000, 10),
+  /** S1: open streams of one workspace, every key and console session together. */
+  QUIRE_SSE_MAX_STREAMS_PER_WORKSPACE: intFrom(1, 100_000, 100),
+  /** S1: the console's change streams per signed-in key (every tab holds one or two). */
+  QUIRE_CONSOLE_MAX_STREAMS_PER_KEY: intFrom(1, 10_000, 16),
+  /** S1: how long a stream slot outlives its replica (slots are counted in PostgreSQL). */
+  QUIRE_SSE_LEASE_MS: intFrom(1_000, 600_000, 30_000),
   QUIRE_SSE_HEARTBEAT_MS: intFrom(100, 300_000, 15_000),
   QUIRE_SSE_CHECKPOINT_MS: intFrom(0, 300_000, 1_000),
   QUIRE_SSE_POLL_MS: intFrom(50, 300_000, 2_000),

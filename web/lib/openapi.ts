@@ -55,7 +55,7 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'body is not application/json',
   422: 'well-formed but not acceptable',
   428: 'If-Match is required',
-  429: 'too many open streams for this key',
+  429: 'too many open streams for this key or workspace',
   503: 'Temporal does not answer',
 };
 
@@ -234,7 +234,8 @@ export const OPERATIONS: Operation[] = [
     body: createWebhookBody,
     responses: {
       '201': { description: 'created; the secret is never returned', schema: webhookResponse },
-      ...errors([400, 401, 404, 413, 415, 422]),
+      // 409 `webhook_url_exists`: the workspace already has a webhook for this URL.
+      ...errors([400, 401, 404, 409, 413, 415, 422]),
     },
   },
   {
