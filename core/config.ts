@@ -118,6 +118,15 @@ const schema = z.object({
   QUIRE_SSE_POLL_MS: intFrom(50, 300_000, 2_000),
   /** O3: events and finished deliveries older than this are removed. */
   QUIRE_EVENT_RETENTION_DAYS: intFrom(1, 3650, 30),
+  /**
+   * M2: registers the simulated engine (fault injection, set latency) and lets jobs ask for
+   * it. Tests and benchmarks set `1`; `npm start` and production never do, so no request can
+   * reach fault injection on a real installation.
+   */
+  QUIRE_ENABLE_SIMULATED: z
+    .enum(['0', '1', 'false', 'true'])
+    .default('0')
+    .transform((value) => value === '1' || value === 'true'),
   /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */
   QUIRE_SIMULATED_CALL_LOG: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -54,7 +54,7 @@ export async function GET(request: Request) {
               const digest =
                 topic === 'jobs'
                   ? await jobsDigest(pool(), principal.workspaceId)
-                  : await providersDigest(pool());
+                  : await providersDigest(pool(), principal.workspaceId);
               if (last.get(topic) !== digest) {
                 last.set(topic, digest);
                 controller.enqueue(encoder.encode(`event: ${topic}\ndata: ${digest}\n\n`));
