@@ -20,6 +20,7 @@ import {
 } from '../core/providerCatalogue';
 import {
   DEFAULT_TASK_QUEUE,
+  fairnessKeyFor,
   type JobProgress,
   QUERIES,
   SEARCH_ATTRIBUTES,
@@ -181,6 +182,8 @@ export class QuireClient {
         args: [input],
         // One job, one run: a finished job's workflow id is never reused.
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // M5: each workspace its share of the queue; the job's activities inherit the key.
+        priority: { fairnessKey: fairnessKeyFor(job.workspaceId) },
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
           { key: SEARCH_ATTRIBUTES.jobId, value: job.id },
