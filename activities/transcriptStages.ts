@@ -1,5 +1,5 @@
-import { segmentsOf } from '../core/annotation';
 import { Context } from '@temporalio/activity';
+import { segmentsOf } from '../core/annotation';
 import { payloadsOf } from '../core/checkpoints';
 import { ProviderError } from '../core/failures';
 import { billedProvider } from '../core/pricing';

@@ -7,9 +7,9 @@ import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
 import { DomainError } from '../core/errors';
 import { workflowIdForJob } from '../core/ids';
+import { checkJobRequest, checkProviderKind } from '../core/jobOptions';
 import { jobRequestFields } from '../core/jobRequest';
 import type { JobRecord, JobStore } from '../core/jobStore';
-import { checkJobRequest, checkProviderKind } from '../core/jobOptions';
 import { buildSnapshot, pricesWith } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
 import {

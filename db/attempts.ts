@@ -5,8 +5,8 @@ import {
   type Segment,
 } from '../core/annotation';
 import { type FailureClass, type PauseReason, StaleAttemptError } from '../core/failures';
-import type { MediaKind } from '../core/media';
 import { polishProviderOf } from '../core/jobOptions';
+import type { MediaKind } from '../core/media';
 import type { EngineIdentity, JobSnapshot } from '../core/provider';
 import { pauseKey } from '../core/providerCatalogue';
 import { isActiveStatus } from '../core/temporal';

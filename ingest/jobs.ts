@@ -1,6 +1,6 @@
+import { checkJobRequest, checkProviderKind } from '../core/jobOptions';
 import type { JobRecord } from '../core/jobStore';
 import { buildSnapshot, type PriceTable } from '../core/pricing';
-import { checkJobRequest, checkProviderKind } from '../core/jobOptions';
 import { resolveProvider } from '../core/providerCatalogue';
 import { createJobIn } from '../db/jobs';
 import type { IngestDeps } from './batch';

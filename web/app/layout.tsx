@@ -14,7 +14,9 @@ export const dynamic = 'force-dynamic';
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
   const principal = await currentPrincipal();
-  const providers = principal ? await providersDigest(pool(), principal.workspaceId).catch(() => undefined) : undefined;
+  const providers = principal
+    ? await providersDigest(pool(), principal.workspaceId).catch(() => undefined)
+    : undefined;
   return (
     <html lang="en">
       <body>
