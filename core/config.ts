@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AUTO_PROVIDER, describeProvider, enabledProviders } from './providerCatalogue';
 import { MAINTENANCE_TASK_QUEUE } from './temporal';
 
 /**
@@ -187,11 +188,25 @@ export function parseConfig(env: Record<string, string | undefined>): QuireConfi
   if (config.QUIRE_RETRY_MAX_MS < config.QUIRE_RETRY_INITIAL_MS) {
     throw new ConfigError('QUIRE_RETRY_MAX_MS must not be below QUIRE_RETRY_INITIAL_MS');
   }
-  return {
+  const result: QuireConfig = {
     ...config,
     QUIRE_SECRET_KEY: config.QUIRE_SECRET_KEY ?? DEVELOPMENT_SECRET,
     usingDevelopmentSecret: config.QUIRE_SECRET_KEY === undefined,
   };
+  // M2: a default every job would be refused for is a configuration fault, said at start.
+  const fallback = config.QUIRE_DEFAULT_PROVIDER;
+  if (
+    fallback !== AUTO_PROVIDER &&
+    describeProvider(fallback) !== undefined &&
+    !enabledProviders(result).some((entry) => entry.name === fallback)
+  ) {
+    throw new ConfigError(
+      `QUIRE_DEFAULT_PROVIDER: ${fallback} is not enabled by this configuration${
+        fallback === 'simulated' ? ' (it needs QUIRE_ENABLE_SIMULATED=1)' : ''
+      }`,
+    );
+  }
+  return result;
 }
 
 /**

@@ -119,3 +119,20 @@ describe('credential scope and billing (M3)', () => {
     expect(billedProvider(own, 'polish')).toEqual({ provider: 'simulated', price: { call: 25 } });
   });
 });
+
+describe('configuration (M2)', () => {
+  it('M2 a default provider the configuration does not enable is refused at start', async () => {
+    const { parseConfig } = await import('../../core/config');
+    expect(() => parseConfig({ QUIRE_DEFAULT_PROVIDER: 'simulated' })).toThrow(
+      /QUIRE_DEFAULT_PROVIDER: simulated is not enabled.*QUIRE_ENABLE_SIMULATED=1/,
+    );
+    expect(() => parseConfig({ QUIRE_DEFAULT_PROVIDER: 'whisper' })).toThrow(
+      /QUIRE_DEFAULT_PROVIDER: whisper is not enabled/,
+    );
+    expect(
+      parseConfig({ QUIRE_DEFAULT_PROVIDER: 'simulated', QUIRE_ENABLE_SIMULATED: '1' })
+        .QUIRE_DEFAULT_PROVIDER,
+    ).toBe('simulated');
+    expect(parseConfig({}).QUIRE_ENABLE_SIMULATED).toBe(false);
+  });
+});
