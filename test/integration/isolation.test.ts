@@ -66,6 +66,8 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
+  const { closeEventHub } = await import('../../web/lib/eventStream');
+  await closeEventHub();
   worker?.shutdown();
   await running;
   await tesseract.close();
