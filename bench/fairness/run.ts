@@ -166,7 +166,12 @@ async function oneRun(run: number) {
 }
 
 const samples = [];
-for (let run = 0; run < runs; run++) samples.push(await oneRun(run));
+for (let run = 0; run < runs; run++) {
+  const sample = await oneRun(run);
+  samples.push(sample);
+  // Progress, one line per run: a long bench shows its figures before it ends.
+  process.stderr.write(`${JSON.stringify({ run, ...sample })}\n`);
+}
 await clientConnection.close();
 await stack.close();
 
