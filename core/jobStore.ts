@@ -37,7 +37,9 @@ export interface JobStore {
   cancelBatch(workspaceId: number, batchId: string): Promise<{ workflowIds: string[] }>;
   /** J5: once the cancel has committed, the batch's never-transcribed uploads go to cleanup. */
   releaseIncompleteBatch(workspaceId: number, batchId: string): Promise<{ pages: number }>;
-  resumeProvider(provider: string): Promise<boolean>;
-  activeWorkflowsForProvider(provider: string): Promise<string[]>;
+  /** M3: `workspaceId` resumes that workspace's own pause only; without, every pause (operators). */
+  resumeProvider(provider: string, workspaceId?: number): Promise<boolean>;
+  /** Active jobs calling the provider (as main or polish provider), of one workspace when given. */
+  activeWorkflowsForProvider(provider: string, workspaceId?: number): Promise<string[]>;
   findUnstartedJobs(olderThanMs: number, limit: number): Promise<JobRecord[]>;
 }

@@ -4,7 +4,8 @@ import { ACTIVE_STATUS_LIST } from './sql';
 /**
  * Read models of the console (SPEC §9) that no other repository serves: the operations
  * figures, the batches list and the cheap change digests the console's live stream compares.
- * Every query is scoped by workspace except the provider queue state, which is global.
+ * Every query is scoped by workspace; provider queue states are the installation's and the
+ * workspace's own.
  */
 
 export interface OperationsFigures {
@@ -127,10 +128,15 @@ export async function jobsDigest(db: Queryable, workspaceId: number): Promise<st
   return `${r?.n ?? 0}:${r?.latest ? r.latest.getTime() : 0}`;
 }
 
-/** A digest of every provider's queue state (global: pauses affect all workspaces). */
-export async function providersDigest(db: Queryable): Promise<string> {
+/**
+ * A digest of the provider queue states a workspace sees: the installation's (pauses of shared
+ * credentials hold every workspace) and its own (M3).
+ */
+export async function providersDigest(db: Queryable, workspaceId: number): Promise<string> {
   const { rows } = await db.query<{ provider: string; status: string; episode: number }>(
-    'SELECT provider, status, episode FROM provider_state ORDER BY provider',
+    `SELECT provider, status, episode FROM provider_state
+      WHERE workspace_id IS NULL OR workspace_id = $1 ORDER BY provider, workspace_id NULLS FIRST`,
+    [workspaceId],
   );
   return rows.map((r) => `${r.provider}=${r.status}#${r.episode}`).join(',');
 }

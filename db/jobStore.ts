@@ -42,8 +42,9 @@ export function createJobStore(pool: Pool): JobStore {
     cancelBatch: (workspaceId, batchId) => cancelBatch(pool, workspaceId, batchId),
     releaseIncompleteBatch: (workspaceId, batchId) =>
       releaseIncompleteBatchPages(pool, workspaceId, batchId),
-    resumeProvider: (provider) => resumeProvider(pool, provider),
-    activeWorkflowsForProvider: (provider) => activeWorkflowsForProvider(pool, provider),
+    resumeProvider: (provider, workspaceId) => resumeProvider(pool, provider, workspaceId),
+    activeWorkflowsForProvider: (provider, workspaceId) =>
+      activeWorkflowsForProvider(pool, provider, workspaceId),
     async findUnstartedJobs(olderThanMs, limit) {
       const rows = await findUnstartedJobs(pool, olderThanMs, limit);
       return rows.map((r) => record(r.job, r.kind));

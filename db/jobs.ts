@@ -402,14 +402,20 @@ export async function findUnstartedJobs(db: Queryable, olderThanMs: number, limi
   return rows.map((r) => ({ job: toJob(r), kind: r.kind as MediaKind }));
 }
 
-/** Active jobs of a provider, to wake their workflows when it resumes. */
+/**
+ * Active jobs that call a provider, as their own or as their polish provider (M3), of one
+ * workspace when given: to wake their workflows when it resumes.
+ */
 export async function activeWorkflowsForProvider(
   db: Queryable,
   provider: string,
+  workspaceId?: number,
 ): Promise<string[]> {
   const { rows } = await db.query(
-    `SELECT workflow_id FROM transcription_jobs WHERE provider = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
-    [provider],
+    `SELECT workflow_id FROM transcription_jobs
+      WHERE status IN ${ACTIVE_STATUS_LIST} AND ($2::bigint IS NULL OR workspace_id = $2)
+        AND (provider = $1 OR snapshot->'options'->>'polishProvider' = $1)`,
+    [provider, workspaceId ?? null],
   );
   return rows.map((r) => r.workflow_id);
 }

@@ -14,7 +14,9 @@ export const dynamic = 'force-dynamic';
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
   const principal = await currentPrincipal();
-  const providers = principal ? await providersDigest(pool()).catch(() => undefined) : undefined;
+  const providers = principal
+    ? await providersDigest(pool(), principal.workspaceId).catch(() => undefined)
+    : undefined;
   return (
     <html lang="en">
       <body>
@@ -40,7 +42,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
         </header>
         {principal ? (
           <>
-            <PausedBanner />
+            <PausedBanner principal={principal} />
             <LiveRefresh topics={['providers']} baselines={providers ? { providers } : {}} quiet />
           </>
         ) : null}

@@ -72,7 +72,7 @@ export async function openConsoleLive(args: {
             const digest =
               topic === 'jobs'
                 ? await jobsDigest(pool(), principal.workspaceId)
-                : await providersDigest(pool());
+                : await providersDigest(pool(), principal.workspaceId);
             if (closed) return;
             if (last.get(topic) !== digest) {
               last.set(topic, digest);

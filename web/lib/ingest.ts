@@ -1,6 +1,7 @@
 import 'server-only';
 import type { JobRecord } from '@quire/core/jobStore';
 import { pricesWith } from '@quire/core/pricing';
+import { enabledProviders } from '@quire/core/providerCatalogue';
 import { ingestBatch } from '@quire/ingest/batch';
 import { recordJobsForIngest } from '@quire/ingest/jobs';
 import { NextResponse } from 'next/server';
@@ -28,6 +29,7 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
         createJobs: recordJobsForIngest({
           workspaceId,
           defaultProvider: settings.QUIRE_DEFAULT_PROVIDER,
+          enabled: enabledProviders(settings).map((entry) => entry.name),
           prices: pricesWith(settings.QUIRE_PRICES),
           records,
         }),

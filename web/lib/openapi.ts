@@ -129,7 +129,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'post',
     path: `${ws}/transcription-jobs`,
-    summary: 'Start a transcription job (J4 supersede, J6 idempotency key)',
+    summary:
+      'Start a transcription job (J4 supersede, J6 idempotency key); provider and options are checked against the providers this installation runs, 422 unknown_provider, provider_not_enabled, provider_kind_mismatch, simulated_not_enabled, invalid_simulated_options (M2)',
     tag: 'jobs',
     body: startJobBody,
     responses: {
@@ -302,14 +303,16 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/providers`,
-    summary: 'Provider queue states and spend today (Q3, B1)',
+    summary:
+      "Provider queue states as this workspace sees them (the installation's pauses and its own), and spend today (Q3, B1, M3)",
     tag: 'providers',
     responses: { '200': { description: 'providers' }, ...errors([401, 404]) },
   },
   {
     method: 'post',
     path: `${ws}/providers/{name}/resume`,
-    summary: "An operator's Resume of a paused provider (Q3)",
+    summary:
+      "Resume this workspace's own pause of a provider on workspace credentials; 404 for providers on the installation's shared credentials, which operators resume (Q3, M3)",
     tag: 'providers',
     responses: { '200': { description: 'resumed' }, ...errors([401, 404, 503]) },
   },
