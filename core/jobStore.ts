@@ -15,6 +15,8 @@ export interface JobRecord {
   provider: string;
   status: JobStatus;
   batchId: string | null;
+  /** M4: over its workspace's active-job cap; its workflow starts when a slot is admitted. */
+  awaitingSlot?: boolean;
 }
 
 export interface NewJobRecord {
@@ -40,4 +42,8 @@ export interface JobStore {
   resumeProvider(provider: string): Promise<boolean>;
   activeWorkflowsForProvider(provider: string): Promise<string[]>;
   findUnstartedJobs(olderThanMs: number, limit: number): Promise<JobRecord[]>;
+  /** M4: admits a workspace's oldest waiting jobs into its free slots; returns them, to start. */
+  admitWaitingJobs(workspaceId: number): Promise<JobRecord[]>;
+  /** M4: the workspaces that have jobs waiting for a slot. */
+  workspacesWithWaitingJobs(): Promise<number[]>;
 }

@@ -1,6 +1,7 @@
 import type { JobRecord, JobStore } from '../core/jobStore';
 import type { MediaKind } from '../core/media';
 import { releaseIncompleteBatchPages } from './items';
+import { admitWaitingJobs, workspacesWithWaitingJobs } from './jobSlots';
 import {
   activeWorkflowsForProvider,
   cancelBatch,
@@ -23,6 +24,7 @@ function record(job: JobRow, kind: MediaKind): JobRecord {
     provider: job.provider,
     status: job.status,
     batchId: job.batchId,
+    awaitingSlot: job.awaitingSlot,
   };
 }
 
@@ -48,5 +50,10 @@ export function createJobStore(pool: Pool): JobStore {
       const rows = await findUnstartedJobs(pool, olderThanMs, limit);
       return rows.map((r) => record(r.job, r.kind));
     },
+    async admitWaitingJobs(workspaceId) {
+      const rows = await admitWaitingJobs(pool, workspaceId);
+      return rows.map((r) => record(r.job, r.kind));
+    },
+    workspacesWithWaitingJobs: () => workspacesWithWaitingJobs(pool),
   };
 }

@@ -38,7 +38,7 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
     if (records.length > 0) {
       try {
         const client = await quireClient();
-        for (const record of records) await client.startRecordedJob(record);
+        await client.startRecordedJobs(records);
       } catch {
         // Recorded is enough: the reconciler starts these jobs once Temporal answers (J6).
       }
