@@ -6,6 +6,7 @@ import { GLOBAL_BUDGET_KEY, setGlobalBudget, setWorkspaceBudget, utcDayBounds } 
 import { NotFoundError } from './errors';
 import { JOB_SLOTS_CHANNEL, slotFigures } from './jobSlots';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+import { getProviderStates } from './providerState';
 
 /**
  * M4: what operators set on the installation and on each workspace, each change written with
@@ -296,4 +297,48 @@ export async function installationOverview(
       waitingJobs: slots.get(r.id)?.waiting ?? 0,
     })),
   };
+}
+
+/** B1/M1: today's spend per provider across every workspace (operators only). */
+export async function providerSpendToday(
+  db: Queryable,
+  now: Date,
+): Promise<Array<{ provider: string; spentMicros: number; calls: number }>> {
+  const { start, end } = utcDayBounds(now);
+  const { rows } = await db.query(
+    `SELECT provider, coalesce(sum(cost_micros), 0)::bigint AS spent, count(*)::int AS calls
+       FROM provider_calls WHERE occurred_at >= $1 AND occurred_at < $2
+      GROUP BY provider ORDER BY spent DESC, provider`,
+    [start, end],
+  );
+  return rows.map((r) => ({ provider: r.provider, spentMicros: Number(r.spent), calls: r.calls }));
+}
+
+/**
+ * M4: a provider's Resume with its audit row: the queue state before and after, and how many
+ * waiting workflows were woken. `resume` is the typed client's resume (the database, then the
+ * signals); the row is written once it has taken effect. `workspaceId` is the workspace whose
+ * key resumed, null for operators and the CLI.
+ */
+export async function resumeProviderRecorded(
+  pool: Pool,
+  actor: AuditActor,
+  workspaceId: number | null,
+  provider: string,
+  resume: () => Promise<{ resumed: boolean; woken: number }>,
+): Promise<{ resumed: boolean; woken: number }> {
+  const stateOf = async () => {
+    const state = (await getProviderStates(pool)).find((s) => s.provider === provider);
+    return { status: state?.status ?? 'active', reason: state?.reason ?? null };
+  };
+  const before = await stateOf();
+  const result = await resume();
+  await recordAudit(pool, actor, {
+    action: 'provider.resume',
+    target: `providers/${provider}`,
+    workspaceId,
+    before,
+    after: { ...(await stateOf()), woken: result.woken },
+  });
+  return result;
 }

@@ -1,6 +1,7 @@
 import 'server-only';
 import { KNOWN_PROVIDERS } from '@quire/core/providerCatalogue';
 import { NotFoundError } from '@quire/db/errors';
+import { resumeProviderRecorded } from '@quire/db/operatorControls';
 import { getProviderStates } from '@quire/db/providerState';
 import type { Principal } from '@quire/db/workspaces';
 import { availableQuireClient, pool } from '@quire/web/lib/server';
@@ -11,7 +12,7 @@ import { availableQuireClient, pool } from '@quire/web/lib/server';
  * principal may resume one.
  */
 export async function resumeProvider(
-  _principal: Principal,
+  principal: Principal,
   name: string,
 ): Promise<{ resumed: boolean; woken: number }> {
   const known =
@@ -19,5 +20,11 @@ export async function resumeProvider(
     (await getProviderStates(pool())).some((s) => s.provider === name);
   if (!known) throw new NotFoundError('provider_not_found', 'provider not found');
   const client = await availableQuireClient();
-  return client.resumeProvider(name);
+  return resumeProviderRecorded(
+    pool(),
+    { kind: 'workspace', keyId: principal.apiKeyId },
+    principal.workspaceId,
+    name,
+    () => client.resumeProvider(name),
+  );
 }

@@ -10,8 +10,8 @@ export const dynamic = 'force-dynamic';
 
 /**
  * GET /api/v1/workspaces/{ws}/providers (Q3, B1): each provider's queue state (active, or
- * paused with its reason and when it resumes) and this workspace's spend today against the
- * workspace and global daily budgets.
+ * paused with its reason and when it resumes) and this workspace's spend today against its
+ * daily budget. The global budget and spend across workspaces are the operators' (M1).
  */
 export async function GET(request: Request, context: RouteContext<{ ws: string }>) {
   return withApi(request, context, async (principal) => {
@@ -23,7 +23,7 @@ export async function GET(request: Request, context: RouteContext<{ ws: string }
     return json({
       day: spend.day,
       resetsAt: spend.resetsAt.toISOString(),
-      budget: { workspace: spend.workspace, global: spend.global },
+      budget: { workspace: spend.workspace },
       providers: names.map((name) => {
         const state = states.find((s) => s.provider === name);
         const spent = spend.providers.find((p) => p.provider === name);
