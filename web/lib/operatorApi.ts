@@ -11,9 +11,9 @@ import { pool } from './server';
  * (`qo_...`) passes. A workspace key gets 404, exactly as for anything outside its workspace:
  * a workspace learns nothing of installation state from these routes.
  */
-export async function withOperator<P>(
+export async function withOperator<P = Record<string, never>>(
   request: Request,
-  context: { params: Promise<P> },
+  context: { params: Promise<P> } | undefined,
   work: (operator: OperatorPrincipal, params: P) => Promise<Response>,
 ): Promise<Response> {
   try {
@@ -31,7 +31,7 @@ export async function withOperator<P>(
         'WWW-Authenticate': 'Bearer',
       });
     }
-    return await work(operator, await context.params);
+    return await work(operator, context ? await context.params : ({} as P));
   } catch (error) {
     return errorResponse(error, request);
   }

@@ -8,8 +8,8 @@ export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
 /** GET /api/v1/operator/audit (M4): every audit row, newest first; `workspaceId` narrows. */
-export async function GET(request: Request, context: { params: Promise<Record<string, never>> }) {
-  return withOperator(request, context, async () => {
+export async function GET(request: Request) {
+  return withOperator(request, undefined, async () => {
     const query = readQuery(request, auditQuery);
     const page = await listAudit(pool(), {
       workspaceId: query.workspaceId ?? null,

@@ -8,14 +8,12 @@ import { changeInstallationControls } from '@quire/web/services/operator';
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
-type Params = Record<string, never>;
-
 /**
  * GET /api/v1/operator/installation (M1): the global budget and quota with today's spend and
  * the bytes stored across every workspace.
  */
-export async function GET(request: Request, context: { params: Promise<Params> }) {
-  return withOperator(request, context, async () => {
+export async function GET(request: Request) {
+  return withOperator(request, undefined, async () => {
     const overview = await installationOverview(
       pool(),
       new Date(),
@@ -27,8 +25,8 @@ export async function GET(request: Request, context: { params: Promise<Params> }
 }
 
 /** PATCH /api/v1/operator/installation (M4): the global daily budget and byte quota, audited. */
-export async function PATCH(request: Request, context: { params: Promise<Params> }) {
-  return withOperator(request, context, async (operator) => {
+export async function PATCH(request: Request) {
+  return withOperator(request, undefined, async (operator) => {
     const change = await readJson(request, installationControlsBody);
     return json({ controls: await changeInstallationControls(operator, change) });
   });

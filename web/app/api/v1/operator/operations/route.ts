@@ -12,8 +12,8 @@ export const dynamic = 'force-dynamic';
  * GET /api/v1/operator/operations (M1, O3, U2): the alert figures across every workspace (queue
  * age, running attempts, failed deliveries, cleanups, bytes), with each workspace's share.
  */
-export async function GET(request: Request, context: { params: Promise<Record<string, never>> }) {
-  return withOperator(request, context, async () => {
+export async function GET(request: Request) {
+  return withOperator(request, undefined, async () => {
     const now = new Date();
     const [queue, usage, overview] = await Promise.all([
       operationsFigures(pool(), null),

@@ -14,8 +14,8 @@ export const dynamic = 'force-dynamic';
  * GET /api/v1/operator/providers (M1, Q3, B1): every provider's queue state, and today's spend
  * and calls per provider across all workspaces against the global budget.
  */
-export async function GET(request: Request, context: { params: Promise<Record<string, never>> }) {
-  return withOperator(request, context, async () => {
+export async function GET(request: Request) {
+  return withOperator(request, undefined, async () => {
     const now = new Date();
     const [states, spend, budget] = await Promise.all([
       getProviderStates(pool()),

@@ -10,8 +10,8 @@ export const dynamic = 'force-dynamic';
  * GET /api/v1/operator/workspaces (M1, M4): every workspace with its controls (budget, quota,
  * active-job cap, enabled providers), spend today, bytes stored, slots held and jobs waiting.
  */
-export async function GET(request: Request, context: { params: Promise<Record<string, never>> }) {
-  return withOperator(request, context, async () => {
+export async function GET(request: Request) {
+  return withOperator(request, undefined, async () => {
     const overview = await installationOverview(
       pool(),
       new Date(),
