@@ -87,7 +87,7 @@ async function run(command: string | undefined, rest: string[], config: QuireCon
   } as const;
   const { values } = parseArgs({ args: rest, options, strict: true });
   const scope = () => {
-    if (values.global === (values.workspace !== undefined)) {
+    if (Boolean(values.global) === (values.workspace !== undefined)) {
       throw new UsageError('give either --workspace N or --global');
     }
     return values.global ? null : workspaceValue(values.workspace);
@@ -137,7 +137,7 @@ async function run(command: string | undefined, rest: string[], config: QuireCon
     }
     case 'set-providers': {
       const workspaceId = workspaceValue(values.workspace);
-      if (values.all === (values.enabled !== undefined)) {
+      if (Boolean(values.all) === (values.enabled !== undefined)) {
         throw new UsageError('give either --enabled a,b,... or --all');
       }
       const enabled = values.all

@@ -27,9 +27,9 @@ let B: { ws: number; key: string; keyId: number };
 let operator: { id: number; key: string };
 
 const operatorRoute = (path: string): Promise<RouteModule> =>
-  import(`../../web/app/api/v1${path.replace(/\{([^}]+)\}/g, '[$1]')}/route`);
+  import(`../../web/app/api/v1${path.replace(/\{([^}]+)\}/g, '[$1]')}/route.ts`);
 const workspaceRoute = (path: string): Promise<RouteModule> =>
-  import(`../../web/app/api/v1/workspaces/[ws]/${path}/route`);
+  import(`../../web/app/api/v1/workspaces/[ws]/${path}/route.ts`);
 
 async function keyIdOf(workspaceId: number): Promise<number> {
   const { rows } = await quire.db.pool.query(
