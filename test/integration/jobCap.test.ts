@@ -124,7 +124,7 @@ describe('M4 active-job cap per workspace', () => {
     expect(rows.every((r) => !r.awaiting_slot && r.workflow_started_at !== null)).toBe(true);
   });
 
-  it('M4 waiting is durable: with no dispatcher running jobs stay queued, and a new dispatcher starts them', async () => {
+  it('M4 waiting is durable: with no dispatcher running jobs stay queued (the J6 reconciler leaves them), and a new dispatcher starts them', async () => {
     const ws = await quire.workspace('durable');
     await setWorkspaceControls(quire.db.pool, CLI_ACTOR, ws, { activeJobCap: 1 });
     const ids: string[] = [];
@@ -143,6 +143,9 @@ describe('M4 active-job cap per workspace', () => {
       [ids[1], 'pending', true],
       [ids[2], 'pending', true],
     ]);
+    // J6: the reconciler starts jobs whose workflow was lost before it started, never these.
+    expect(await quire.client.reconcile(0)).toEqual({ started: 0 });
+    expect((await jobsOf(ws)).filter((r) => r.awaiting_slot)).toHaveLength(2);
     // A dispatcher started later (another worker process, a restart) finds them in PostgreSQL.
     await startDispatcher();
     const { rows } = await watch(ws, 1, (r) => r.every((x) => x.status === 'completed'));
