@@ -114,7 +114,9 @@ describe('operator console (M1, M4)', () => {
     await form.getByLabel('every provider of the installation').uncheck();
     await form.getByLabel('simulated').check();
     await form.getByRole('button', { name: `Save workspace ${B.ws}` }).click();
-    await expect.poll(() => form.getByRole('status').textContent()).toBe('Saved.');
+    await expect
+      .poll(() => form.getByRole('status').textContent(), { timeout: 15_000 })
+      .toBe('Saved.');
     const stored = await quire.db.pool.query(
       'SELECT active_job_cap, enabled_providers FROM workspaces WHERE id = $1',
       [B.ws],
@@ -133,7 +135,9 @@ describe('operator console (M1, M4)', () => {
 
     await form.getByLabel('Active-job cap').fill('');
     await form.getByRole('button', { name: `Save workspace ${B.ws}` }).click();
-    await expect.poll(() => form.getByRole('status').textContent()).toBe('Saved.');
+    await expect
+      .poll(() => form.getByRole('status').textContent(), { timeout: 15_000 })
+      .toBe('Saved.');
     await eventually(async () => {
       const { rows } = await quire.db.pool.query(
         `SELECT count(*)::int AS n FROM transcription_jobs WHERE id = ANY($1) AND status = 'completed'`,
@@ -183,7 +187,9 @@ describe('operator console (M1, M4)', () => {
     const limits = operatorPage.getByRole('form', { name: 'Installation controls' });
     await limits.getByLabel('Global daily budget').fill('7000000');
     await limits.getByRole('button', { name: 'Save installation limits' }).click();
-    await expect.poll(() => limits.getByRole('status').textContent()).toBe('Saved.');
+    await expect
+      .poll(() => limits.getByRole('status').textContent(), { timeout: 15_000 })
+      .toBe('Saved.');
     const setting = await quire.db.pool.query(
       `SELECT value FROM settings WHERE key = 'global_daily_budget_micros'`,
     );

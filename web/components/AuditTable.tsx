@@ -12,7 +12,9 @@ const show = (value: unknown) => (value === null ? '–' : JSON.stringify(value)
 export function AuditTable({ entries, caption }: { entries: AuditEntry[]; caption: string }) {
   if (entries.length === 0) return <p className="muted">Nothing recorded yet.</p>;
   return (
-    <div className="table-wrap">
+    // Wide before/after values scroll: the region takes focus so a keyboard can scroll it.
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be focusable
+    <section className="table-wrap" aria-label={caption} tabIndex={0}>
       <table data-testid="audit-log">
         <caption className="sr-only">{caption}</caption>
         <thead>
@@ -46,6 +48,6 @@ export function AuditTable({ entries, caption }: { entries: AuditEntry[]; captio
           ))}
         </tbody>
       </table>
-    </div>
+    </section>
   );
 }
