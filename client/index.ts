@@ -7,7 +7,12 @@ import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
 import { DomainError } from '../core/errors';
 import { workflowIdForJob } from '../core/ids';
-import { checkJobRequest, checkProviderKind } from '../core/jobOptions';
+import {
+  checkJobRequest,
+  checkProviderKind,
+  checkResolvedProvider,
+  providersForWorkspace,
+} from '../core/jobOptions';
 import { jobRequestFields } from '../core/jobRequest';
 import type { JobRecord, JobStore } from '../core/jobStore';
 import { buildSnapshot, pricesWith } from '../core/pricing';
@@ -138,15 +143,17 @@ export class QuireClient {
     }
     const input = parsed.data;
     const provider = input.provider ?? this.options.defaultProvider ?? AUTO_PROVIDER;
-    checkJobRequest(
-      { provider, options: input.options },
+    const enabled = providersForWorkspace(
       this.options.providers ?? KNOWN_PROVIDERS,
+      await this.options.jobs.providersEnabledFor(input.workspaceId),
     );
+    checkJobRequest({ provider, options: input.options }, enabled);
     const { job, created, supersededWorkflowId } = await this.options.jobs.createJob({
       workspaceId: input.workspaceId,
       pageId: input.pageId,
       snapshot: (kind) => {
         // Thrown inside the job's transaction: nothing is written.
+        checkResolvedProvider(resolveProvider(provider, kind), enabled);
         checkProviderKind(resolveProvider(provider, kind), input.options, kind);
         return this.options.snapshot({ ...input, provider: resolveProvider(provider, kind) });
       },
@@ -156,12 +163,46 @@ export class QuireClient {
       metadata: input.metadata ?? {},
     });
     if (supersededWorkflowId) await this.cancelWorkflow(supersededWorkflowId);
-    if (created || job.status === 'pending') await this.startRecordedJob(job);
+    if (job.awaitingSlot) await this.dispatchWaitingJobs(job.workspaceId);
+    else if (created || job.status === 'pending') await this.startRecordedJob(job);
     return { jobId: job.id, workflowId: job.workflowId, status: job.status, created };
   }
 
-  /** Starts the workflow of a recorded job; "already started" counts as success. */
+  /**
+   * Starts the workflows of jobs recorded together (an ingest): those admitted now, then, for
+   * any waiting under their workspace's cap (M4), the dispatch of that workspace.
+   */
+  async startRecordedJobs(jobs: JobRecord[]): Promise<void> {
+    const waiting = new Set<number>();
+    for (const job of jobs) {
+      if (job.awaitingSlot) waiting.add(job.workspaceId);
+      else await this.startRecordedJob(job);
+    }
+    for (const workspaceId of waiting) await this.dispatchWaitingJobs(workspaceId);
+  }
+
+  /**
+   * M4: admits the oldest jobs waiting under a workspace's active-job cap into its free slots
+   * and starts their workflows. Safe to run anywhere at any time: admission is serialised per
+   * workspace in PostgreSQL, and a start is idempotent. Returns how many were admitted.
+   */
+  async dispatchWaitingJobs(workspaceId: number): Promise<number> {
+    const admitted = await this.options.jobs.admitWaitingJobs(workspaceId);
+    for (const job of admitted) await this.startRecordedJob(job);
+    return admitted.length;
+  }
+
+  /** M4: the workspaces that have jobs waiting for a slot (the dispatcher's poll). */
+  workspacesWithWaitingJobs(): Promise<number[]> {
+    return this.options.jobs.workspacesWithWaitingJobs();
+  }
+
+  /**
+   * Starts the workflow of a recorded job; "already started" counts as success. A job still
+   * waiting for a slot (M4) is left to the dispatcher.
+   */
   async startRecordedJob(job: JobRecord): Promise<void> {
+    if (job.awaitingSlot) return;
     const input: TranscriptionJobInput = {
       jobId: job.id,
       workspaceId: job.workspaceId,

@@ -76,6 +76,24 @@ function checkProvider(name: string, enabled: readonly string[], field: string):
   );
 }
 
+/**
+ * M2, M4: the providers a workspace may use: those the installation enables, narrowed to the
+ * operators' list for the workspace when it has one (null: all of them).
+ */
+export function providersForWorkspace(
+  installation: readonly string[],
+  workspace: readonly string[] | null,
+): readonly string[] {
+  return workspace === null
+    ? installation
+    : installation.filter((name) => workspace.includes(name));
+}
+
+/** Once `auto` is resolved for the page's kind: the provider chosen must be one the request may use. */
+export function checkResolvedProvider(provider: string, enabled: readonly string[]): void {
+  checkProvider(provider, enabled, 'provider');
+}
+
 /** The polish provider a job's options name, if any. */
 export function polishProviderOf(options: Record<string, unknown> | undefined): string | undefined {
   const value = options?.polishProvider;

@@ -1,4 +1,4 @@
-import { checkJobRequest, checkProviderKind } from '../core/jobOptions';
+import { checkJobRequest, checkProviderKind, checkResolvedProvider } from '../core/jobOptions';
 import type { JobRecord } from '../core/jobStore';
 import { buildSnapshot, type PriceTable } from '../core/pricing';
 import { resolveProvider } from '../core/providerCatalogue';
@@ -15,7 +15,7 @@ import type { IngestDeps } from './batch';
 export function recordJobsForIngest(args: {
   workspaceId: number;
   defaultProvider: string;
-  /** M2: the provider names this installation offers the workspace. */
+  /** M2, M4: the provider names this installation offers the workspace (providersForWorkspace). */
   enabled: readonly string[];
   prices?: Record<string, PriceTable>;
   options?: Record<string, unknown>;
@@ -31,6 +31,7 @@ export function recordJobsForIngest(args: {
         pageId: page.pageId,
         batchId,
         snapshot: (k) => {
+          checkResolvedProvider(resolveProvider(provider, k), args.enabled);
           checkProviderKind(resolveProvider(provider, k), args.options, k);
           return buildSnapshot({
             provider: resolveProvider(provider, k),

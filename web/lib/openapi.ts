@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OPERATOR_OPERATIONS } from './operatorOpenapi';
 import {
   createWebhookBody,
   deliveriesQuery,
@@ -23,10 +24,10 @@ import {
  * with each method it exports, and that sample requests the handlers accept validate against
  * the documented bodies.
  */
-type Method = 'get' | 'post' | 'put' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type JsonSchema = Record<string, unknown>;
 
-interface Operation {
+export interface Operation {
   method: Method;
   path: string;
   summary: string;
@@ -37,7 +38,7 @@ interface Operation {
   rawBody?: { mediaType: string; schema: JsonSchema };
   headers?: Array<{ name: string; required: boolean; description: string }>;
   responses: Record<string, { description: string; schema?: z.ZodType; mediaType?: string }>;
-  auth?: 'bearer' | 'bearer-or-session' | 'none';
+  auth?: 'bearer' | 'bearer-or-session' | 'operator' | 'none';
 }
 
 const ws = '/workspaces/{ws}';
@@ -324,6 +325,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'none',
     responses: { '200': { description: 'OpenAPI 3.1' } },
   },
+  ...OPERATOR_OPERATIONS,
 ];
 
 /** JSON Schema of the request side (inputs, defaults applied by the server). */
@@ -414,6 +416,7 @@ export function openApiDocument(): Record<string, unknown> {
     }
     if (op.auth === 'none') entry.security = [];
     else if (op.auth === 'bearer-or-session') entry.security = [{ bearer: [] }, { session: [] }];
+    else if (op.auth === 'operator') entry.security = [{ operator: [] }];
     paths[op.path] ??= {};
     paths[op.path]![op.method] = entry;
   }
@@ -430,6 +433,11 @@ export function openApiDocument(): Record<string, unknown> {
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'A workspace API key (qk_...)' },
+        operator: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An operator key (qo_...), from `quire admin create-operator-key` (M1)',
+        },
         session: {
           type: 'apiKey',
           in: 'cookie',

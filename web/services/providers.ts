@@ -2,6 +2,7 @@ import 'server-only';
 import { awaitsOperator } from '@quire/core/failures';
 import { credentialScope, enabledProviders } from '@quire/core/providerCatalogue';
 import { NotFoundError } from '@quire/db/errors';
+import { resumeProviderRecorded } from '@quire/db/operatorControls';
 import { getProviderStates } from '@quire/db/providerState';
 import type { Principal } from '@quire/db/workspaces';
 import { availableQuireClient, config, pool } from '@quire/web/lib/server';
@@ -24,7 +25,13 @@ export async function resumeProvider(
     );
   }
   const client = await availableQuireClient();
-  return client.resumeProvider(name, principal.workspaceId);
+  return resumeProviderRecorded(
+    pool(),
+    { kind: 'workspace', keyId: principal.apiKeyId },
+    principal.workspaceId,
+    name,
+    () => client.resumeProvider(name, principal.workspaceId),
+  );
 }
 
 /** One provider's queue as a workspace sees it (Q3, M3). */

@@ -69,11 +69,6 @@ export default async function ProvidersPage() {
             spent={spend.workspace.spentMicros}
             budget={spend.workspace.budgetMicros}
           />
-          <Budget
-            label="All workspaces"
-            spent={spend.global.spentMicros}
-            budget={spend.global.budgetMicros}
-          />
         </div>
       </section>
       <section aria-labelledby="queues-heading">

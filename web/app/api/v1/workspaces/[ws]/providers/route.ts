@@ -9,7 +9,8 @@ export const dynamic = 'force-dynamic';
 /**
  * GET /api/v1/workspaces/{ws}/providers (Q3, B1, M3): each provider this installation offers,
  * with the pause that holds this workspace's jobs (the installation's, or its own), and this
- * workspace's spend today against the workspace and global daily budgets.
+ * workspace's spend today against its daily budget. The global budget and spend across
+ * workspaces are the operators' (M1).
  */
 export async function GET(request: Request, context: RouteContext<{ ws: string }>) {
   return withApi(request, context, async (principal) => {
@@ -20,7 +21,7 @@ export async function GET(request: Request, context: RouteContext<{ ws: string }
     return json({
       day: spend.day,
       resetsAt: spend.resetsAt.toISOString(),
-      budget: { workspace: spend.workspace, global: spend.global },
+      budget: { workspace: spend.workspace },
       providers: queues.map((queue) => {
         const spent = spend.providers.find((p) => p.provider === queue.name);
         return {
