@@ -9,7 +9,40 @@ import {
 import { commitPageRevision, failOnConflict, recordProgress } from '../db/attempts';
 import { loadCheckpoints, saveCheckpoint } from '../db/checkpoints';
 import { readAttemptPage } from '../db/pages';
-import type { AttemptKit, AttemptRef } from './attemptContext';
+import type { AttemptContext, AttemptKit, AttemptRef } from './attemptContext';
+
+/** The provider that polishes a job's text: the one named in its options, or its engine. */
+export function polishProviderOf(ctx: AttemptContext): string {
+  const polishWith = ctx.snapshot.options.polishProvider;
+  return typeof polishWith === 'string' ? polishWith : ctx.snapshot.provider;
+}
+
+/**
+ * T2 `polish`: one pass over the recognized text, saved as the polish checkpoint before the
+ * commit reads it. Returns whether polished text is saved.
+ */
+export async function polishCheckpointed(kit: AttemptKit, ctx: AttemptContext): Promise<boolean> {
+  const { deps, pool } = kit;
+  const saved = await loadCheckpoints(pool, ctx.fence.jobId);
+  if (payloadsOf(saved, 'polish').has(0)) return true;
+  const recognized = recognizedSegments(saved);
+  if (recognized.length === 0) return false;
+  const page = await readAttemptPage(pool, ctx.pageId);
+  // The engine's own (offline, deterministic) polish, or a model pass through another
+  // provider named in the job's options, e.g. `{ polishProvider: "openai-chat" }`.
+  const provider = deps.providers.get(polishProviderOf(ctx));
+  await recordProgress(pool, ctx.fence, { stage: 'polish' });
+  await kit.guardBudget(ctx, { units: 1, unit: 'call' });
+  const result = await kit.withHeartbeat(
+    () => ({ stage: 'polish' }),
+    () => provider.polish(polishInput(recognized), page.kind, kit.callContext(ctx, 'polish')),
+  );
+  await kit.ledger(ctx, 'polish', result.cost, 'ok');
+  const texts = polishedTexts(recognized, result.text);
+  if (!texts) return false;
+  await saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts });
+  return true;
+}
 
 /** The stages every page ends with: `polish` the recognized text, `commit` the transcript. */
 export function createTranscriptStages(kit: AttemptKit) {
@@ -18,30 +51,9 @@ export function createTranscriptStages(kit: AttemptKit) {
   return {
     /** T2 `polish`: one pass over the recognized text; saved before the commit reads it. */
     async polishSegments(ref: AttemptRef): Promise<{ polished: boolean }> {
-      return kit.withAttempt('engine', ref, async (ctx) => {
-        const saved = await loadCheckpoints(pool, ref.jobId);
-        if (payloadsOf(saved, 'polish').has(0)) return { polished: true };
-        const recognized = recognizedSegments(saved);
-        if (recognized.length === 0) return { polished: false };
-        const page = await readAttemptPage(pool, ctx.pageId);
-        // The engine's own (offline, deterministic) polish, or a model pass through another
-        // provider named in the job's options, e.g. `{ polishProvider: "openai-chat" }`.
-        const polishWith = ctx.snapshot.options.polishProvider;
-        const provider = deps.providers.get(
-          typeof polishWith === 'string' ? polishWith : ctx.snapshot.provider,
-        );
-        await recordProgress(pool, ctx.fence, { stage: 'polish' });
-        await kit.guardBudget(ctx, { units: 1, unit: 'call' });
-        const result = await kit.withHeartbeat(
-          () => ({ stage: 'polish' }),
-          () => provider.polish(polishInput(recognized), page.kind, kit.callContext(ctx, 'polish')),
-        );
-        await kit.ledger(ctx, 'polish', result.cost, 'ok');
-        const texts = polishedTexts(recognized, result.text);
-        if (!texts) return { polished: false };
-        await saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts });
-        return { polished: true };
-      });
+      return kit.withAttempt('engine', ref, async (ctx) => ({
+        polished: await polishCheckpointed(kit, ctx),
+      }));
     },
 
     /**
