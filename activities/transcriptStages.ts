@@ -72,15 +72,19 @@ export function createTranscriptStages(kit: AttemptKit) {
           segmentsOf(page.annotationPage),
           args,
         );
-        const provider = deps.providers.get(ctx.snapshot.provider);
+        // Provenance: the engine that read the page in one pass (P1), as saved with its lines;
+        // otherwise this worker's engine for the job's provider.
+        const engine =
+          payloadsOf(saved, 'segment').get(0)?.engine ??
+          deps.providers
+            .get(ctx.snapshot.provider)
+            .identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
         const result = await commitPageRevision(pool, ctx.fence, {
           segments,
           completed,
           failed: total - completed,
           total,
-          engine: provider.identity(
-            ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model,
-          ),
+          engine,
         });
         if (result.state === 'conflict') {
           await failOnConflict(pool, ctx.fence, result.currentRevision);
