@@ -62,10 +62,7 @@ export function createImageStages(kit: AttemptKit) {
     read: { completed: number; failures: SegmentFailure[]; polished: boolean };
   }> {
     await kit.guardBudget(ctx, { units: 1, unit: 'page' });
-    const reading = await kit.withHeartbeat(
-      () => ({ stage: 'segment', read: 'page' }),
-      () => provider.readPage!(media, call),
-    );
+    const reading = await provider.readPage!(media, call);
     const engine =
       reading.engine ??
       provider.identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
@@ -119,7 +116,12 @@ export function createImageStages(kit: AttemptKit) {
           const provider = deps.providers.get(ctx.snapshot.provider);
           const call = kit.callContext(ctx, 'segment');
           if (provider.readPage && (provider.readsPages?.(call) ?? true)) {
-            return readWholePage(ctx, provider, media, call, args?.polish === true);
+            // The whole stage heartbeats, its saves and polish too: on a busy machine they
+            // can outlast a heartbeat interval (T3).
+            return kit.withHeartbeat(
+              () => ({ stage: 'segment', read: 'page' }),
+              () => readWholePage(ctx, provider, media, call, args?.polish === true),
+            );
           }
           await kit.guardBudget(ctx, { units: 1, unit: 'page' });
           const result = await kit.withHeartbeat(
