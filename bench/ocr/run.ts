@@ -371,6 +371,13 @@ const report = {
       median(quireRuns.map((r) => r.orchestrationCpuSecondsPerPage)),
       3,
     ),
+    orchestrationBeyondIdleCpuSecondsPerPageMedian: round(
+      median(quireRuns.map((r) => r.orchestrationBeyondIdleCpuSecondsPerPage)),
+      3,
+    ),
+    idleCpuSecondsPerSecond: Object.fromEntries(
+      Object.entries(idleRate).map(([k, v]) => [k, round(v, 4)]),
+    ),
     engineCpuSecondsPerPageMedian: round(
       median(quireRuns.map((r) => r.engineCpuSecondsPerPage)),
       3,
