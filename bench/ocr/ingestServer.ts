@@ -4,9 +4,12 @@ import { Client, Connection } from '@temporalio/client';
 import { createLocalBlobStore } from '../../blobs';
 import { QuireClient } from '../../client';
 import { loadConfig } from '../../core/config';
+import { providersForWorkspace } from '../../core/jobOptions';
 import type { JobRecord } from '../../core/jobStore';
 import { pricesWith } from '../../core/pricing';
+import { enabledProviders } from '../../core/providerCatalogue';
 import { createJobStore } from '../../db/jobStore';
+import { providersEnabledFor } from '../../db/operatorControls';
 import { createPool } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
 import { recordJobsForIngest } from '../../ingest/jobs';
@@ -58,6 +61,10 @@ const server = createServer(async (req, res) => {
         createJobs: recordJobsForIngest({
           workspaceId,
           defaultProvider: config.QUIRE_DEFAULT_PROVIDER,
+          enabled: providersForWorkspace(
+            enabledProviders(config).map((entry) => entry.name),
+            await providersEnabledFor(pool, workspaceId),
+          ),
           prices: pricesWith(config.QUIRE_PRICES),
           records,
         }),
@@ -65,7 +72,7 @@ const server = createServer(async (req, res) => {
       workspaceId,
       request,
     );
-    for (const record of records) await client.startRecordedJob(record);
+    await client.startRecordedJobs(records);
     res.statusCode = 201;
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify(result));
