@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { AUTO_PROVIDER, describeProvider, enabledProviders } from './providerCatalogue';
 import { MAINTENANCE_TASK_QUEUE } from './temporal';
@@ -69,7 +70,12 @@ const schema = z.object({
   QUIRE_TASK_QUEUE: z.string().min(1).default('quire-transcription'),
   QUIRE_MAINTENANCE_TASK_QUEUE: z.string().min(1).default(MAINTENANCE_TASK_QUEUE),
   QUIRE_TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
-  WORKER_CONCURRENCY: intFrom(1, 16, 2),
+  /** O1, P2: activity slots per worker; default twice the engine threads, so engines never wait for work. */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(16).optional(),
+  /** P2: OCR engine processes or threads per worker process; default one per core. */
+  QUIRE_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).optional(),
+  /** P3: `auto` (the native binary when installed, else tesseract.js), `native` or `js`. */
+  QUIRE_TESSERACT_ENGINE: z.enum(['auto', 'native', 'js']).default('auto'),
   QUIRE_SHUTDOWN_GRACE_MS: intFrom(0, 3_600_000, 30_000),
   QUIRE_HEARTBEAT_TIMEOUT_MS: intFrom(1_000, 600_000, 15_000),
   /** Prebuilt workflow bundle (tests, container images); bundled at start when unset. */
@@ -166,7 +172,12 @@ const schema = z.object({
   QUIRE_PROVIDER_TIMEOUT_MS: providerTimeoutMs,
 });
 
-export type QuireConfig = Omit<z.infer<typeof schema>, 'QUIRE_SECRET_KEY'> & {
+export type QuireConfig = Omit<
+  z.infer<typeof schema>,
+  'QUIRE_SECRET_KEY' | 'WORKER_CONCURRENCY' | 'QUIRE_ENGINE_THREADS'
+> & {
+  WORKER_CONCURRENCY: number;
+  QUIRE_ENGINE_THREADS: number;
   /** Seals attempt tokens, signs page tokens, encrypts webhook secrets. Never logged. */
   QUIRE_SECRET_KEY: string;
   /** True when the built-in development secret is in use. */
@@ -177,8 +188,14 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Parses configuration from an environment object; pure, so tests can pass their own. */
-export function parseConfig(env: Record<string, string | undefined>): QuireConfig {
+/**
+ * Parses configuration from an environment object; pure, so tests can pass their own. `cores`
+ * sizes the engine defaults (P2); the machine's own count unless given.
+ */
+export function parseConfig(
+  env: Record<string, string | undefined>,
+  machine: { cores: number } = { cores: availableParallelism() },
+): QuireConfig {
   const cleaned = Object.fromEntries(
     Object.entries(env).filter(([, value]) => value !== undefined && value !== ''),
   );
@@ -194,8 +211,12 @@ export function parseConfig(env: Record<string, string | undefined>): QuireConfi
   if (config.QUIRE_RETRY_MAX_MS < config.QUIRE_RETRY_INITIAL_MS) {
     throw new ConfigError('QUIRE_RETRY_MAX_MS must not be below QUIRE_RETRY_INITIAL_MS');
   }
+  const engineThreads = config.QUIRE_ENGINE_THREADS ?? Math.max(1, Math.min(64, machine.cores));
   const result: QuireConfig = {
     ...config,
+    QUIRE_ENGINE_THREADS: engineThreads,
+    // P2: enough activities to keep every engine busy while others read or write the database.
+    WORKER_CONCURRENCY: config.WORKER_CONCURRENCY ?? Math.min(16, Math.max(2, 2 * engineThreads)),
     QUIRE_SECRET_KEY: config.QUIRE_SECRET_KEY ?? DEVELOPMENT_SECRET,
     usingDevelopmentSecret: config.QUIRE_SECRET_KEY === undefined,
   };

@@ -7,7 +7,9 @@ import {
   defineQuery,
   defineSignal,
   log,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -62,6 +64,28 @@ const db = proxyActivities<TranscriptionActivities>({
   },
 });
 
+// The same short database steps as local activities (P1, fewer round trips): run by the worker
+// that runs the workflow task, recorded as one marker in its completion, with no task of
+// their own to schedule, dispatch and report. Same retries; same fence in every write.
+const dbLocal = proxyLocalActivities<TranscriptionActivities>({
+  startToCloseTimeout: '30s',
+  scheduleToCloseTimeout: '10m',
+  localRetryThreshold: '10s',
+  retry: {
+    initialInterval: '500ms',
+    backoffCoefficient: 2,
+    maximumInterval: '30s',
+    nonRetryableErrorTypes: [STALE_ATTEMPT],
+  },
+});
+
+/**
+ * D5: workflows started before read-once keep their step structure on replay; new ones claim
+ * and commit in local activities and skip `recognize` (and `polish`) when the page was read,
+ * and polished, in one pass.
+ */
+const READ_ONCE_PATCH = 'quire-read-once';
+
 // Cleanup after cancellation runs outside the cancelled scope and must not give up early.
 const cleanup = proxyActivities<TranscriptionActivities>({
   startToCloseTimeout: '1m',
@@ -104,6 +128,9 @@ export async function transcriptionJob(
   let resumeSignals = 0;
   let attemptsRun = 0;
   let current: AttemptRef | null = null;
+
+  const readOnce = patched(READ_ONCE_PATCH);
+  const steps = readOnce ? dbLocal : db;
 
   setHandler(progressQuery, () => state);
   setHandler(providerResumedSignal, () => {
@@ -201,25 +228,46 @@ export async function transcriptionJob(
     state.failedSegments = 0;
     try {
       let outcome: RecognizeOutcome;
+      // J3: from attempt polishAttempts + 1 on, the raw text is committed.
+      let usePolish = claim.chargedAttempts <= input.polishAttempts;
+      let polished = false;
       if (claim.kind === 'image') {
         setStage('segment');
-        const { total } = await engine.segmentPage(ref);
-        state.totalSegments = total;
+        const segmented = readOnce
+          ? await engine.segmentPage(ref, { polish: usePolish })
+          : await engine.segmentPage(ref);
+        state.totalSegments = segmented.total;
         setStage('recognize');
         const failures: SegmentFailure[] = [];
-        for (;;) {
-          const chunk = await engine.recognizeSegments(ref, {
-            maxSegments: RECOGNIZE_CHUNK,
-            maxMillis: input.recognizeSliceMs ?? RECOGNIZE_SLICE_MS,
-            skip: failures.map((f) => f.index),
-          });
-          failures.push(...chunk.failures);
-          state.completedSegments = chunk.completed;
+        const read = segmented.read;
+        if (read) {
+          // P1: read in one pass; the lines that came back empty are this attempt's failures.
+          failures.push(...read.failures);
+          polished = read.polished;
+          state.completedSegments = read.completed;
           state.failedSegments = failures.length;
-          if (chunk.pause) return await pause(ref, chunk.pause);
-          if (chunk.remaining <= 0) {
-            outcome = { ...chunk, failures };
-            break;
+          outcome = {
+            total: segmented.total,
+            completed: read.completed,
+            failures,
+            remaining: 0,
+            pause: null,
+          };
+        } else {
+          for (;;) {
+            const chunk = await engine.recognizeSegments(ref, {
+              maxSegments: RECOGNIZE_CHUNK,
+              maxMillis: input.recognizeSliceMs ?? RECOGNIZE_SLICE_MS,
+              skip: failures.map((f) => f.index),
+            });
+            failures.push(...chunk.failures);
+            state.completedSegments = chunk.completed;
+            state.failedSegments = failures.length;
+            if (chunk.pause) return await pause(ref, chunk.pause);
+            if (chunk.remaining <= 0) {
+              outcome = { ...chunk, failures };
+              break;
+            }
           }
         }
       } else {
@@ -242,9 +290,7 @@ export async function transcriptionJob(
         );
       }
 
-      // J3: from attempt polishAttempts + 1 on, the raw text is committed.
-      let usePolish = claim.chargedAttempts <= input.polishAttempts;
-      if (usePolish) {
+      if (usePolish && !polished) {
         setStage('polish');
         try {
           usePolish = (await engine.polishSegments(ref)).polished;
@@ -261,7 +307,7 @@ export async function transcriptionJob(
       }
 
       setStage('commit');
-      const committed = await db.commitTranscript(ref, { usePolish });
+      const committed = await steps.commitTranscript(ref, { usePolish });
       if (committed.state === 'conflict') return final('failed', null, 'conflict');
       return final('completed', committed.revision, null);
     } catch (error) {
@@ -291,7 +337,10 @@ export async function transcriptionJob(
   try {
     for (;;) {
       const seen = resumeSignals;
-      const claim = await db.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
+      const claim = await steps.claimAttempt({
+        jobId: input.jobId,
+        maxAttempts: input.maxAttempts,
+      });
       if (claim.state === 'inactive') {
         const status = JOB_STATUSES.find((s) => s === claim.status && !isActiveStatus(s));
         return finish(status ?? 'failed', null, null);
