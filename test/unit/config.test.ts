@@ -8,7 +8,7 @@ describe('configuration (O1)', () => {
     expect(config.QUIRE_TASK_QUEUE).toBe('quire-transcription');
     expect(config.QUIRE_MAX_ATTEMPTS).toBe(5);
     expect(config.QUIRE_POLISH_ATTEMPTS).toBe(3);
-    expect(config.usingDevelopmentSecret).toBe(true);
+    expect(config.QUIRE_SECRET_KEYS).toEqual([]);
   });
 
   it('O1 rejects WORKER_CONCURRENCY outside 1-16 with a clear message', () => {
@@ -20,7 +20,7 @@ describe('configuration (O1)', () => {
   it('requires a real secret in production', () => {
     expect(() => parseConfig({ NODE_ENV: 'production' })).toThrow(/QUIRE_SECRET_KEY/);
     const config = parseConfig({ NODE_ENV: 'production', QUIRE_SECRET_KEY: 'x'.repeat(40) });
-    expect(config.usingDevelopmentSecret).toBe(false);
+    expect(config.QUIRE_SECRET_KEY).toBe('x'.repeat(40));
   });
 
   it('engine settings default to what the engines used before', () => {

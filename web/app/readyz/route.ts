@@ -1,3 +1,4 @@
+import { checkInstallationKey, installationKeyHeld } from '@quire/db/installationKey';
 import { pingDatabase } from '@quire/db/pool';
 import { config, pool, temporal } from '@quire/web/lib/server';
 
@@ -16,18 +17,31 @@ async function check(work: () => Promise<unknown>): Promise<string> {
   }
 }
 
-/** Readiness: Postgres and Temporal both answer; 503 names the part that does not. */
+/**
+ * Readiness: Postgres and Temporal both answer, and this process holds the installation's
+ * secret key (D1); 503 names the part that does not.
+ */
 export async function GET() {
-  const [postgres, temporalStatus] = await Promise.all([
+  const [postgres, temporalStatus, secretKey] = await Promise.all([
     check(() => pingDatabase(pool())),
     check(async () => {
       const client = await temporal();
       await client.workflowService.describeNamespace({ namespace: config().TEMPORAL_NAMESPACE });
     }),
+    check(async () => {
+      const keys = config().QUIRE_SECRET_KEYS;
+      let held = await installationKeyHeld(pool(), keys);
+      // The first process to ask records its key, as a process start does.
+      if (held === null) held = (await checkInstallationKey(pool(), keys)).ok;
+      if (!held) throw new Error("QUIRE_SECRET_KEY is not the installation's key");
+    }),
   ]);
-  const ready = postgres === 'ok' && temporalStatus === 'ok';
+  const ready = postgres === 'ok' && temporalStatus === 'ok' && secretKey === 'ok';
   return Response.json(
-    { status: ready ? 'ready' : 'unavailable', checks: { postgres, temporal: temporalStatus } },
+    {
+      status: ready ? 'ready' : 'unavailable',
+      checks: { postgres, temporal: temporalStatus, secretKey },
+    },
     { status: ready ? 200 : 503 },
   );
 }

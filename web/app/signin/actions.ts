@@ -1,7 +1,12 @@
 'use server';
 import { authenticateApiKey } from '@quire/db/workspaces';
-import { pool } from '@quire/web/lib/server';
-import { SESSION_COOKIE, sessionCookieOptions, sessionValue } from '@quire/web/lib/session';
+import { config, pool } from '@quire/web/lib/server';
+import {
+  SESSION_COOKIE,
+  sessionCookieOptions,
+  sessionCookieSecure,
+  sessionValue,
+} from '@quire/web/lib/session';
 import { cookies, headers } from 'next/headers';
 import { redirect } from 'next/navigation';
 
@@ -18,7 +23,7 @@ export async function signIn(_previous: SignInState, form: FormData): Promise<Si
   (await cookies()).set(
     SESSION_COOKIE,
     sessionValue(principal),
-    sessionCookieOptions(proto === 'https'),
+    sessionCookieOptions(sessionCookieSecure(config().QUIRE_PUBLIC_URL, proto)),
   );
   redirect('/jobs');
 }
