@@ -29,7 +29,7 @@ export interface MaintenanceDeps {
   blobStore: BlobStore;
   providers: ProviderSource;
   /** J6: the typed client starts the jobs it recorded but never started. */
-  client: Pick<QuireClient, 'reconcile'>;
+  client: Pick<QuireClient, 'reconcile' | 'reconcileLostWorkflows'>;
   eventRetentionDays: number;
 }
 
@@ -40,6 +40,12 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     /** J6: starts jobs recorded but never started. Idempotent: "already started" is fine. */
     async reconcileUnstartedJobs(input: { olderThanMs: number }): Promise<{ started: number }> {
       return deps.client.reconcile(input.olderThanMs);
+    },
+    /** D4: active jobs whose workflow no longer runs are continued, canceled or failed. */
+    async reconcileLostWorkflows(input: {
+      olderThanMs: number;
+    }): Promise<{ checked: number; continued: number; canceled: number; failed: number }> {
+      return deps.client.reconcileLostWorkflows(input.olderThanMs);
     },
     async runBlobCleanup(): Promise<Record<string, number>> {
       return { ...(await runBlobCleanup({ pool, blobStore })) };

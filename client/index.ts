@@ -146,8 +146,12 @@ export class QuireClient {
     return { jobId: job.id, workflowId: job.workflowId, status: job.status, created };
   }
 
-  /** Starts the workflow of a recorded job; "already started" counts as success. */
-  async startRecordedJob(job: JobRecord): Promise<void> {
+  /**
+   * Starts the workflow of a recorded job; "already started" counts as success. `continued`:
+   * a new run of a job whose previous run ended without it (D4); allowed only when that run
+   * failed, was terminated, timed out or was canceled.
+   */
+  async startRecordedJob(job: JobRecord, options: { continued?: boolean } = {}): Promise<void> {
     const input: TranscriptionJobInput = {
       jobId: job.id,
       workspaceId: job.workspaceId,
@@ -166,8 +170,9 @@ export class QuireClient {
         taskQueue: this.taskQueue,
         workflowId: job.workflowId,
         args: [input],
-        // One job, one run: a finished job's workflow id is never reused.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // One job, one run: a finished job's workflow id is never reused, except by the
+        // reconciler for a job whose run ended without it (D4).
+        workflowIdReusePolicy: options.continued ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'REJECT_DUPLICATE',
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
           { key: SEARCH_ATTRIBUTES.jobId, value: job.id },
@@ -238,6 +243,40 @@ export class QuireClient {
     const jobs = await this.options.jobs.findUnstartedJobs(olderThanMs, limit);
     for (const job of jobs) await this.startRecordedJob(job);
     return { started: jobs.length };
+  }
+
+  /**
+   * D4: compares active jobs with their workflows in Temporal. A job whose workflow was
+   * terminated, failed, timed out or lost is continued in a new run, which claims the next
+   * attempt (closing the orphaned one `lease_expired`) and resumes from the checkpoints; one
+   * canceled in Temporal is recorded canceled; one whose workflow completed while the job is
+   * active, or that keeps losing its workflow, is failed `internal` with the reason stated.
+   */
+  async reconcileLostWorkflows(
+    olderThanMs: number,
+    limit = 200,
+  ): Promise<{ checked: number; continued: number; canceled: number; failed: number }> {
+    const jobs = this.options.jobs;
+    const counts = { checked: 0, continued: 0, canceled: 0, failed: 0 };
+    if (!jobs.activeJobsToCheck || !jobs.settleLostJob) return counts;
+    for (const job of await jobs.activeJobsToCheck(olderThanMs, limit)) {
+      let status: string;
+      try {
+        const described = await this.options.temporal.workflow.getHandle(job.workflowId).describe();
+        status = described.status.name;
+      } catch (error) {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+        status = 'NOT_FOUND';
+      }
+      counts.checked += 1;
+      const settled = await jobs.settleLostJob(job.id, status);
+      if (settled === 'continue') {
+        await this.startRecordedJob(job, { continued: true });
+        counts.continued += 1;
+      } else if (settled === 'canceled') counts.canceled += 1;
+      else if (settled === 'failed') counts.failed += 1;
+    }
+    return counts;
   }
 
   private async cancelWorkflow(workflowId: string): Promise<void> {

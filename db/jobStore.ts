@@ -10,6 +10,7 @@ import {
   type JobRow,
   markWorkflowStarted,
 } from './jobs';
+import { activeJobsToCheck, settleLostJob, type WorkflowState } from './lostWorkflows';
 import type { Pool } from './pool';
 import { resumeProvider } from './providerState';
 
@@ -48,5 +49,11 @@ export function createJobStore(pool: Pool): JobStore {
       const rows = await findUnstartedJobs(pool, olderThanMs, limit);
       return rows.map((r) => record(r.job, r.kind));
     },
+    async activeJobsToCheck(olderThanMs, limit) {
+      const rows = await activeJobsToCheck(pool, olderThanMs, limit);
+      return rows.map((r) => record(r.job, r.kind));
+    },
+    settleLostJob: (jobId, workflowStatus) =>
+      settleLostJob(pool, jobId, workflowStatus as WorkflowState),
   };
 }

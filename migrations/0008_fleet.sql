@@ -14,3 +14,12 @@ CREATE UNIQUE INDEX installation_keys_one_current ON installation_keys ((true)) 
 -- B1: a workspace whose own daily budget is spent claims no attempt until this time (the
 -- next UTC midnight), so its waiting jobs write nothing while they wait.
 ALTER TABLE workspaces ADD COLUMN budget_paused_until timestamptz;
+
+-- D4: the reconciler compares active jobs with their workflows in Temporal, the least
+-- recently checked first; a job whose workflow ended without it is continued in a new run,
+-- at most a few times, then failed.
+ALTER TABLE transcription_jobs
+  ADD COLUMN workflow_checked_at timestamptz,
+  ADD COLUMN workflow_restarts integer NOT NULL DEFAULT 0 CHECK (workflow_restarts >= 0);
+CREATE INDEX transcription_jobs_active_check ON transcription_jobs (workflow_checked_at NULLS FIRST)
+  WHERE status IN ('pending', 'running') AND workflow_started_at IS NOT NULL;
