@@ -172,7 +172,9 @@ export class QuireClient {
         args: [input],
         // One job, one run: a finished job's workflow id is never reused, except by the
         // reconciler for a job whose run ended without it (D4).
-        workflowIdReusePolicy: options.continued ? 'ALLOW_DUPLICATE_FAILED_ONLY' : 'REJECT_DUPLICATE',
+        workflowIdReusePolicy: options.continued
+          ? 'ALLOW_DUPLICATE_FAILED_ONLY'
+          : 'REJECT_DUPLICATE',
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
           { key: SEARCH_ATTRIBUTES.jobId, value: job.id },
@@ -207,16 +209,18 @@ export class QuireClient {
   }
 
   /**
-   * J5: every active job of the batch in one transaction (their tokens die), then their
-   * workflows, then the batch's uploads that never got a transcript go to cleanup.
+   * J5: every active job of the batch in one transaction (their tokens die), then the batch's
+   * uploads that never got a transcript go to cleanup, then the workflows are told. The
+   * release depends only on the database: a workflow the cancel does not reach (Temporal
+   * unavailable for that call) cannot write any more, and stops at its next fenced step.
    */
   async cancelBatch(
     workspaceId: number,
     batchId: string,
   ): Promise<{ canceled: number; releasedPages: number }> {
     const { workflowIds } = await this.options.jobs.cancelBatch(workspaceId, batchId);
-    await Promise.all(workflowIds.map((id) => this.cancelWorkflow(id)));
     const { pages } = await this.options.jobs.releaseIncompleteBatch(workspaceId, batchId);
+    await Promise.allSettled(workflowIds.map((id) => this.cancelWorkflow(id)));
     return { canceled: workflowIds.length, releasedPages: pages };
   }
 

@@ -156,6 +156,21 @@ export async function lockRunningAttempt(
   return runningAttemptRow(client, fence, mode);
 }
 
+/**
+ * The same lock order for writes made in one statement (the line checkpoint of the hot
+ * path): CTEs `job` (the job row, `FOR KEY SHARE`) and `fence` (the running attempt,
+ * `FOR SHARE`), with $1 job id, $2 attempt number, $3 token hash. The attempt is read
+ * through the job, so the job row is locked first: a cancel, claim or supersede holding the
+ * job waits for the statement or makes it wait, and never holds the attempt it needs.
+ * (Locked the other way round, a line checkpoint and a batch cancel deadlocked.)
+ */
+export const FENCE_JOB_THEN_ATTEMPT = `job AS (
+       SELECT id FROM transcription_jobs WHERE id = $1 FOR KEY SHARE),
+     fence AS (
+       SELECT a.job_id FROM job JOIN transcription_job_attempts a ON a.job_id = job.id
+        WHERE a.attempt_number = $2 AND a.token_hash = $3 AND a.outcome = 'running'
+        FOR SHARE OF a)`;
+
 /** Records the stage and live counts of a running attempt (fenced). */
 export async function recordProgress(
   pool: Pool,

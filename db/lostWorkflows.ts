@@ -66,10 +66,9 @@ export async function settleLostJob(
     );
     const job = rows[0];
     if (!job || !['pending', 'running'].includes(job.status)) return 'finished';
-    await client.query(
-      `UPDATE transcription_jobs SET workflow_checked_at = now() WHERE id = $1`,
-      [jobId],
-    );
+    await client.query(`UPDATE transcription_jobs SET workflow_checked_at = now() WHERE id = $1`, [
+      jobId,
+    ]);
     if (workflow === 'RUNNING' || workflow === 'CONTINUED_AS_NEW' || workflow === 'UNKNOWN')
       return 'still-running';
     const restartable =

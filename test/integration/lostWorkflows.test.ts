@@ -100,7 +100,9 @@ describe('nothing left behind (D4)', () => {
     // The new run resumed after the checkpointed lines: most lines were read once.
     const reread = Array.from({ length: 24 }, (_, i) => counting.recognizedCount(job.jobId, i));
     expect(reread.filter((n) => n > 1).length).toBeLessThanOrEqual(2);
-    expect(counting.calls.filter((c) => c.jobId === job.jobId && c.op === 'segment')).toHaveLength(1);
+    expect(counting.calls.filter((c) => c.jobId === job.jobId && c.op === 'segment')).toHaveLength(
+      1,
+    );
   });
 
   it('D4 a job whose workflow history is lost (not found in Temporal) is started again and finishes', async () => {
