@@ -16,6 +16,7 @@ import {
 } from '../db/engineJobs';
 import type { Pool } from '../db/pool';
 import { purgeOldEvents } from '../db/retention';
+import { purgeUnfinishedText } from '../db/unfinishedText';
 
 /**
  * Maintenance run as Temporal Schedules (O3) on their own task queue: the reconciler, the
@@ -56,8 +57,11 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     async sweepStrandedEngineJobs(): Promise<Record<string, unknown>> {
       return { ...(await sweepStrandedEngineJobs({ pool, providers: deps.providers })) };
     },
+    /** O3: events and finished deliveries past retention, and text no job will commit. */
     async purgeOldEvents(): Promise<Record<string, number>> {
-      return purgeOldEvents(pool, deps.eventRetentionDays);
+      const purged = await purgeOldEvents(pool, deps.eventRetentionDays);
+      const unfinishedText = await purgeUnfinishedText(pool, deps.eventRetentionDays);
+      return { ...purged, unfinishedText };
     },
   };
 }

@@ -8,6 +8,7 @@ import { type FailureClass, type PauseReason, StaleAttemptError } from '../core/
 import type { MediaKind } from '../core/media';
 import type { EngineIdentity, JobSnapshot } from '../core/provider';
 import { isActiveStatus } from '../core/temporal';
+import { workspaceBudgetPause } from './budget';
 import { appendEvent } from './events';
 import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
@@ -72,6 +73,10 @@ export async function claimAttempt(
 
     const paused = await currentPause(client, job.provider, args.now ?? new Date());
     if (paused) return { state: 'paused', ...paused };
+    // B1: a workspace whose own budget is spent claims nothing until it resets: no attempt,
+    // ledger row or event is written for each of its waiting jobs while it waits.
+    const budget = await workspaceBudgetPause(client, job.workspace_id, args.now ?? new Date());
+    if (budget) return { state: 'paused', ...budget };
 
     await client.query(
       `UPDATE transcription_job_attempts SET outcome = 'lease_expired', error_category = 'crashed',
@@ -448,13 +453,18 @@ export async function pauseProvider(
     );
     const now = args.now ?? new Date();
     if (args.scope === 'workspace') {
-      return {
-        resumeAt: args.retryAfterMs
-          ? new Date(now.getTime() + args.retryAfterMs)
-          : nextUtcMidnight(now),
-        episode: 0,
-        newEpisode: false,
-      };
+      const resumeAt = args.retryAfterMs
+        ? new Date(now.getTime() + args.retryAfterMs)
+        : nextUtcMidnight(now);
+      if (args.reason === 'budget') {
+        // Remembered, so that the workspace's next claims wait without an attempt each.
+        await client.query(
+          `UPDATE workspaces SET budget_paused_until = greatest(budget_paused_until, $2)
+            WHERE id = (SELECT workspace_id FROM transcription_jobs WHERE id = $1)`,
+          [fence.jobId, resumeAt],
+        );
+      }
+      return { resumeAt, episode: 0, newEpisode: false };
     }
     return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, now);
   });
