@@ -73,9 +73,13 @@ export async function claimAttempt(
 
     const paused = await currentPause(client, job.provider, args.now ?? new Date());
     if (paused) return { state: 'paused', ...paused };
-    // B1: a workspace whose own budget is spent claims nothing until it resets: no attempt,
-    // ledger row or event is written for each of its waiting jobs while it waits.
-    const budget = await workspaceBudgetPause(client, job.workspace_id, args.now ?? new Date());
+    // B1: a paid job of a workspace whose own budget is spent claims nothing until it
+    // resets: no attempt, ledger row or event is written for it at each re-check. Free
+    // engines never wait on a budget.
+    const paid = Object.values((job.snapshot as JobSnapshot).price ?? {}).some((p) => (p ?? 0) > 0);
+    const budget = paid
+      ? await workspaceBudgetPause(client, job.workspace_id, args.now ?? new Date())
+      : null;
     if (budget) return { state: 'paused', ...budget };
 
     await client.query(
