@@ -1,4 +1,5 @@
 import { hkdfSync } from 'node:crypto';
+import { KEY_MISMATCH } from './failures';
 
 /**
  * D1: the installation's secret keys, newest first. The first seals (attempt tokens, webhook
@@ -10,8 +11,7 @@ import { hkdfSync } from 'node:crypto';
 /** The shortest key accepted: 32 characters (e.g. `openssl rand -hex 32` gives 64). */
 export const MIN_SECRET_KEY_LENGTH = 32;
 
-/** The error type of a sealed value that no configured key opens: a fleet configuration fault. */
-export const KEY_MISMATCH = 'SecretKeyMismatch';
+export { KEY_MISMATCH };
 
 export class SecretKeyMismatchError extends Error {
   override name = KEY_MISMATCH;

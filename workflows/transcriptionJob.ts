@@ -27,9 +27,9 @@ import {
   isFailureClass,
   isPausing,
   isPermanent,
+  KEY_MISMATCH,
   STALE_ATTEMPT,
 } from '../core/failures';
-import { KEY_MISMATCH } from '../core/secretKeys';
 import {
   isActiveStatus,
   JOB_STATUSES,
