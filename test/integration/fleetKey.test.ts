@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { checkInstallationKey, installationKeyHeld } from '../../db/installationKey';
@@ -13,6 +13,7 @@ import {
   eventually,
   silentLogger,
   type TestQuire,
+  temporalAddress,
   untilStatus,
 } from '../support/quire';
 import { commitEvent, uniqueSecret } from '../support/webhookFixtures';
@@ -114,11 +115,13 @@ describe('one fleet configuration (D1)', () => {
     // worker that cannot open its attempt's token.
     const otherKey = key();
     const good = await quire.newWorker('fleet-good');
+    // Another process: its own connection to Temporal.
+    const otherConnection = await NativeConnection.connect({ address: temporalAddress() });
     const other: Worker = await createQuireWorker({
       config: { ...quire.config, QUIRE_SECRET_KEY: otherKey, QUIRE_SECRET_KEYS: [otherKey] },
       pool: quire.db.pool,
       providers: quire.providers,
-      connection: quire.connection,
+      connection: otherConnection,
       client: quire.client,
       blobStore: quire.blobStore,
       logger: silentLogger,
@@ -145,6 +148,7 @@ describe('one fleet configuration (D1)', () => {
         });
       }),
     ]);
+    await otherConnection.close();
     for (const job of jobs) {
       const attempts = await listAttempts(quire.db.pool, job.jobId);
       // Each job ran one attempt, never closed lease_expired or charged for the key fault.
