@@ -184,21 +184,29 @@ describe('batch cancel (J5) and lock order (A1)', () => {
       '../../web/app/api/v1/workspaces/[ws]/batches/[batchId]/cancel/route'
     );
     const batchId = await createBatch(quire.db.pool, ws500);
+    const pageIds: number[] = [];
+    for (let i = 0; i < 500; i++) pageIds.push(await quire.page(ws500));
+    await quire.db.pool.query(
+      `INSERT INTO batch_pages (batch_id, ordinal, page_id)
+       SELECT $1, ordinality - 1, page_id FROM unnest($2::bigint[]) WITH ORDINALITY AS t(page_id, ordinality)`,
+      [batchId, pageIds],
+    );
+    const began = Date.now();
     const jobIds: string[] = [];
-    for (let i = 0; i < 500; i++) {
-      const pageId = await quire.page(ws500);
-      await quire.db.pool.query(
-        'INSERT INTO batch_pages (batch_id, ordinal, page_id) VALUES ($1, $2, $3)',
-        [batchId, i, pageId],
+    for (let i = 0; i < pageIds.length; i += 25) {
+      const started = await Promise.all(
+        pageIds.slice(i, i + 25).map((pageId) =>
+          quire.client.startJob({
+            workspaceId: ws500,
+            pageId,
+            batchId,
+            options: { simulated: { lines: 20, latencyMs: 40 } },
+          }),
+        ),
       );
-      const started = await quire.client.startJob({
-        workspaceId: ws500,
-        pageId,
-        batchId,
-        options: { simulated: { lines: 6, latencyMs: 15 } },
-      });
-      jobIds.push(started.jobId);
+      jobIds.push(...started.map((s) => s.jobId));
     }
+    process.stderr.write(`500 jobs started in ${Date.now() - began} ms\n`);
     const deadlocksBefore = await deadlocks();
     await eventually(async () => {
       const { rows } = await quire.db.pool.query(
