@@ -1,7 +1,6 @@
 import { DomainError } from '../core/errors';
 import { uuidv7 } from '../core/ids';
-import { openSecret, sealSecret } from '../core/secretBox';
-import { openWithAnyKey } from '../core/secretKeys';
+import { sealSecret } from '../core/secretBox';
 import { DEFAULT_RETRY_SCHEDULE, nextAttemptAt, type RetrySchedule } from '../core/webhookSchedule';
 import {
   assertSubscriptionCapacity,
@@ -321,39 +320,6 @@ export async function claimDueDeliveries(
       createdAt: r.event_created_at,
     },
   }));
-}
-
-/**
- * The clear secret of a claimed delivery, for signing only. D1: any of the installation's keys
- * may have sealed it (newest first); none opening is a `SecretKeyMismatchError`.
- */
-export function openDeliverySecret(
-  secretKeys: string | readonly string[],
-  claimed: ClaimedDelivery,
-): string {
-  const keys = typeof secretKeys === 'string' ? [secretKeys] : secretKeys;
-  return openWithAnyKey(keys, (key) =>
-    openSecret(key, claimed.sealedSecret, claimed.subscriptionId),
-  );
-}
-
-/**
- * D1: a claimed delivery whose secret this relay cannot open goes back to the queue for a
- * relay that can: no attempt is logged or counted, its lease ends after `retryInMs`.
- */
-export async function deferUnopenedDelivery(
-  db: Queryable,
-  deliveryId: number,
-  retryInMs: number,
-): Promise<void> {
-  await db.query(
-    `UPDATE webhook_deliveries
-        SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000),
-            last_error = 'the subscription secret does not open with this relay''s QUIRE_SECRET_KEY (configuration fault, not counted)',
-            updated_at = now()
-      WHERE id = $1 AND status = 'pending'`,
-    [deliveryId, retryInMs],
-  );
 }
 
 export interface AttemptResult {

@@ -1,16 +1,19 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../core/config';
+import { loadConfig, requireSecretKeys } from '../core/config';
 import { auditInvariants } from '../db/audit';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
+import { resealWebhookSecrets } from '../db/webhookSecrets';
 import { createWorkspace } from '../db/workspaces';
 
 /**
  * `quire admin <command>`:
  *   create-workspace --name N   prints {"workspaceId":..,"apiKey":".."} as one JSON line
  *   audit                       runs the invariant auditor; exit 1 when anything is wrong
+ *   reseal-webhook-secrets      D1 rotation: seals every webhook secret under the newest key
  */
-const USAGE = 'usage: quire admin create-workspace --name NAME | quire admin audit';
+const USAGE =
+  'usage: quire admin create-workspace --name NAME | quire admin audit | quire admin reseal-webhook-secrets';
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -35,6 +38,12 @@ async function main(argv: string[]): Promise<number> {
         const violations = await auditInvariants(pool, { maxAttempts: config.QUIRE_MAX_ATTEMPTS });
         process.stdout.write(`${JSON.stringify({ violations })}\n`);
         return violations.length === 0 ? 0 : 1;
+      }
+      case 'reseal-webhook-secrets': {
+        // Every key of the list opens; the newest seals. Exit 1 when a secret opens with none.
+        const counts = await resealWebhookSecrets(pool, requireSecretKeys(config));
+        process.stdout.write(`${JSON.stringify(counts)}\n`);
+        return counts.unopened === 0 ? 0 : 1;
       }
       default:
         process.stderr.write(`${USAGE}\n`);

@@ -7,15 +7,14 @@ import { KEY_MISMATCH, SecretKeyMismatchError } from '../core/secretKeys';
 import { DEFAULT_RETRY_SCHEDULE, type RetrySchedule } from '../core/webhookSchedule';
 import { createNotificationListener } from '../db/listener';
 import type { Pool } from '../db/pool';
+import { deferUnopenedDelivery, openDeliverySecret } from '../db/webhookSecrets';
 import {
   type AttemptResult,
   type ClaimedDelivery,
   claimDueDeliveries,
   DEFAULT_RELAY_CURSOR,
-  deferUnopenedDelivery,
   fanOutEvents,
   nextDueAt,
-  openDeliverySecret,
   recordDeliveryAttempt,
 } from '../db/webhooks';
 import { type AllowList, type LookupAll, parseAllowHosts } from '../net/ssrf';

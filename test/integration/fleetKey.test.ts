@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { checkInstallationKey, installationKeyHeld } from '../../db/installationKey';
 import { listAttempts } from '../../db/jobs';
+import { openDeliverySecret, resealWebhookSecrets } from '../../db/webhookSecrets';
 import { createSubscription, listDeliveries } from '../../db/webhooks';
 import { createQuireWorker } from '../../worker/createWorker';
 import { createWebhookRelay } from '../../worker/webhookRelay';
@@ -211,6 +212,47 @@ describe('one fleet configuration (D1)', () => {
       expect(delivered).toMatchObject({ attemptCount: 1 });
     } finally {
       await right.stop({ graceMs: 1_000 });
+    }
+  });
+
+  it('D1 rotation, last step: reseal-webhook-secrets seals every secret under the newest key, so the old key can leave', async () => {
+    const db = await createTestDatabase();
+    try {
+      const [older, newer] = [key(), key()];
+      const workspace = await db.pool.query(
+        `INSERT INTO workspaces (name) VALUES ('r') RETURNING id`,
+      );
+      const secret = uniqueSecret('reseal');
+      const sub = await createSubscription(db.pool, older, {
+        workspaceId: workspace.rows[0].id,
+        url: 'https://receiver.example.org/hooks',
+        secret,
+      });
+      await createSubscription(db.pool, key(), {
+        workspaceId: workspace.rows[0].id,
+        url: 'https://receiver.example.org/other',
+        secret: uniqueSecret('stranger'),
+      });
+      expect(await resealWebhookSecrets(db.pool, [newer, older])).toEqual({
+        resealed: 1,
+        current: 0,
+        unopened: 1,
+      });
+      expect(await resealWebhookSecrets(db.pool, [newer, older])).toMatchObject({
+        resealed: 0,
+        current: 1,
+      });
+      const { rows } = await db.pool.query(
+        'SELECT secret_ciphertext FROM webhook_subscriptions WHERE id = $1',
+        [sub.id],
+      );
+      const claimed = {
+        subscriptionId: sub.id,
+        sealedSecret: rows[0].secret_ciphertext,
+      } as Parameters<typeof openDeliverySecret>[1];
+      expect(openDeliverySecret([newer], claimed)).toBe(secret);
+    } finally {
+      await db.drop();
     }
   });
 });
