@@ -59,7 +59,6 @@ describe('one fleet configuration (D1)', () => {
     const keyless = spawnWorker(quire, 'fleet-keyless', {
       QUIRE_SECRET_KEY: '',
       QUIRE_SECRET_KEY_FILE: '',
-      // No `.data/dev-secret` in this working directory: it runs from an empty one.
     });
     processes.push(keyless);
     const exit = await keyless.exited;
