@@ -10,9 +10,11 @@ import { createJobStore } from '../../db/jobStore';
 import { cancelJob, getJob, getJobById, listAttempts } from '../../db/jobs';
 import { purgeUnfinishedText } from '../../db/unfinishedText';
 import { authenticateApiKey, createWorkspace } from '../../db/workspaces';
-import { buildSnapshot } from '../../providers/registry';
+import { buildSnapshot, createProviderRegistry } from '../../providers/registry';
+import { SimulatedProvider } from '../../providers/simulated';
 import { configureWeb } from '../../web/lib/server';
 import { rerunJob } from '../../web/services/jobs';
+import { CountingProvider } from '../support/countingProvider';
 import {
   createTestQuire,
   eventually,
@@ -31,8 +33,10 @@ let worker: Worker;
 let running: Promise<void>;
 let ws: number;
 
+const counting = new CountingProvider(new SimulatedProvider());
+
 beforeAll(async () => {
-  quire = await createTestQuire();
+  quire = await createTestQuire({}, createProviderRegistry([counting]));
   ws = await quire.workspace();
   worker = await quire.newWorker();
   running = worker.run();
@@ -75,6 +79,10 @@ describe('job edges (A1, J5, B1, O3)', () => {
         },
       });
       await untilAttemptRunning(job.jobId);
+      // The engine is reading the page when the job is canceled.
+      await eventually(async () =>
+        counting.calls.some((c) => c.jobId === job.jobId && c.op === 'segment') ? true : undefined,
+      );
       // The database only: the workflow hears nothing until its next fenced write.
       await cancelJob(quire.db.pool, ws, job.jobId);
       const outcome = await quire.temporal.workflow.getHandle(job.workflowId).result();
