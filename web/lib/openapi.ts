@@ -86,6 +86,12 @@ export const OPERATIONS: Operation[] = [
           idempotencyKey: { type: 'string' },
           metadata: { type: 'string', description: 'JSON object' },
           provider: { type: 'string' },
+          transcript: {
+            type: 'array',
+            items: { type: 'string', contentMediaType: 'application/xml' },
+            description:
+              "I3: a PAGE XML or ALTO file sent right after the image it describes (at most one per image); its lines become the page's revision 1 (source import) and no job is started for that page. Refused with transcript_malformed, transcript_unsupported, transcript_too_large, transcript_invalid, transcript_size_mismatch, transcript_without_image, duplicate_transcript or transcript_for_audio, storing nothing.",
+          },
         },
         required: ['files[]'],
       },
@@ -193,7 +199,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/pages/{pageId}/export`,
-    summary: 'Export the current revision (iiif, text, vtt, srt, alto)',
+    summary: 'Export the current revision (iiif, text, vtt, srt, alto, page, hocr)',
     tag: 'pages',
     query: exportQuery,
     responses: {
@@ -413,7 +419,7 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'Quire API',
       version: '1',
       description:
-        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404.",
+        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404. IIIF Presentation 3 manifests live outside this API, at `/iiif/{ws}/{item}/manifest` beside the canvas URIs (public for published pages, drafts with the workspace's key).",
     },
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],

@@ -27,6 +27,8 @@ const EXPORTS = {
     { format: 'iiif', label: 'IIIF AnnotationPage' },
     { format: 'text', label: 'Plain text' },
     { format: 'alto', label: 'ALTO XML' },
+    { format: 'page', label: 'PAGE XML' },
+    { format: 'hocr', label: 'hOCR' },
   ],
   audio: [
     { format: 'iiif', label: 'IIIF AnnotationPage' },
@@ -155,6 +157,17 @@ export default async function PageView({
               </li>
             ))}
           </ul>
+          <p className="small">
+            <a
+              href={`/iiif/${page.workspaceId}/${encodeURIComponent(page.itemId)}/manifest`}
+              data-testid="iiif-manifest"
+            >
+              IIIF manifest of item {page.itemId}
+            </a>{' '}
+            <span className="muted">
+              (drafts for you; published pages for anyone, to open in Mirador or Universal Viewer)
+            </span>
+          </p>
         </section>
 
         <section aria-labelledby="history-heading">
@@ -231,6 +244,11 @@ export default async function PageView({
                         </>
                       ) : r.source === 'human' ? (
                         (r.editedBy ?? 'an editor')
+                      ) : r.source === 'import' ? (
+                        <>
+                          imported {String(r.provenance?.format ?? '').toUpperCase()}
+                          {r.provenance?.producer ? ` from ${String(r.provenance.producer)}` : ''}
+                        </>
                       ) : (
                         <span className="muted">created empty</span>
                       )}
