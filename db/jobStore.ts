@@ -1,6 +1,7 @@
 import type { JobRecord, JobStore } from '../core/jobStore';
 import type { MediaKind } from '../core/media';
 import { releaseIncompleteBatchPages } from './items';
+import { admitWaitingJobs, workspacesWithWaitingJobs } from './jobSlots';
 import {
   activeWorkflowsForProvider,
   cancelBatch,
@@ -11,6 +12,7 @@ import {
   markWorkflowStarted,
 } from './jobs';
 import { activeJobsToCheck, settleLostJob, type WorkflowState } from './lostWorkflows';
+import { providersEnabledFor } from './operatorControls';
 import type { Pool } from './pool';
 import { resumeProvider } from './providerState';
 
@@ -24,6 +26,7 @@ function record(job: JobRow, kind: MediaKind): JobRecord {
     provider: job.provider,
     status: job.status,
     batchId: job.batchId,
+    awaitingSlot: job.awaitingSlot,
   };
 }
 
@@ -43,12 +46,19 @@ export function createJobStore(pool: Pool): JobStore {
     cancelBatch: (workspaceId, batchId) => cancelBatch(pool, workspaceId, batchId),
     releaseIncompleteBatch: (workspaceId, batchId) =>
       releaseIncompleteBatchPages(pool, workspaceId, batchId),
-    resumeProvider: (provider) => resumeProvider(pool, provider),
-    activeWorkflowsForProvider: (provider) => activeWorkflowsForProvider(pool, provider),
+    resumeProvider: (provider, workspaceId) => resumeProvider(pool, provider, workspaceId),
+    providersEnabledFor: (workspaceId) => providersEnabledFor(pool, workspaceId),
+    activeWorkflowsForProvider: (provider, workspaceId) =>
+      activeWorkflowsForProvider(pool, provider, workspaceId),
     async findUnstartedJobs(olderThanMs, limit) {
       const rows = await findUnstartedJobs(pool, olderThanMs, limit);
       return rows.map((r) => record(r.job, r.kind));
     },
+    async admitWaitingJobs(workspaceId) {
+      const rows = await admitWaitingJobs(pool, workspaceId);
+      return rows.map((r) => record(r.job, r.kind));
+    },
+    workspacesWithWaitingJobs: () => workspacesWithWaitingJobs(pool),
     async activeJobsToCheck(olderThanMs, limit) {
       const rows = await activeJobsToCheck(pool, olderThanMs, limit);
       return rows.map((r) => record(r.job, r.kind));

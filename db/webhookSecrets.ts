@@ -25,20 +25,23 @@ export function openDeliverySecret(
 
 /**
  * D1: a claimed delivery whose secret this relay cannot open goes back to the queue for a
- * relay that can: no attempt is logged or counted, its lease ends after `retryInMs`.
+ * relay that can: the claim's count is undone (no attempt is logged or spent), its claim is
+ * released, and it is due again after `retryInMs`. Only this claim is undone: a delivery
+ * claimed again meanwhile is left alone.
  */
 export async function deferUnopenedDelivery(
   db: Queryable,
-  deliveryId: number,
+  claimed: Pick<ClaimedDelivery, 'deliveryId' | 'attemptCount' | 'attemptNumber'>,
   retryInMs: number,
 ): Promise<void> {
   await db.query(
     `UPDATE webhook_deliveries
-        SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000),
+        SET attempt_count = $2, claimed_at = NULL,
+            next_attempt_at = now() + make_interval(secs => $4::double precision / 1000),
             last_error = 'the subscription secret does not open with this relay''s QUIRE_SECRET_KEY (configuration fault, not counted)',
             updated_at = now()
-      WHERE id = $1 AND status = 'pending'`,
-    [deliveryId, retryInMs],
+      WHERE id = $1 AND status = 'pending' AND attempt_count = $3`,
+    [claimed.deliveryId, claimed.attemptCount, claimed.attemptNumber, retryInMs],
   );
 }
 

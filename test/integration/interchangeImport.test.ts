@@ -7,6 +7,7 @@ import { createLocalBlobStore } from '../../blobs';
 import { segmentsOf } from '../../core/annotation';
 import { parseTranscript } from '../../core/interchange/transcriptImport';
 import type { JobRecord } from '../../core/jobStore';
+import { KNOWN_PROVIDERS } from '../../core/providerCatalogue';
 import { auditInvariants } from '../../db/audit';
 import { getPage, listRevisions } from '../../db/pages';
 import { type IngestDeps, ingestBatch } from '../../ingest/batch';
@@ -113,7 +114,12 @@ beforeEach(async () => {
     pool: db.pool,
     blobStore: createLocalBlobStore(blobDir),
     publicBaseUrl: 'https://quire.test',
-    createJobs: recordJobsForIngest({ workspaceId: ws, defaultProvider: 'auto', records }),
+    createJobs: recordJobsForIngest({
+      workspaceId: ws,
+      defaultProvider: 'auto',
+      enabled: KNOWN_PROVIDERS,
+      records,
+    }),
   };
 });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OPERATOR_OPERATIONS } from './operatorOpenapi';
 import {
   createWebhookBody,
   deliveriesQuery,
@@ -23,10 +24,10 @@ import {
  * with each method it exports, and that sample requests the handlers accept validate against
  * the documented bodies.
  */
-type Method = 'get' | 'post' | 'put' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type JsonSchema = Record<string, unknown>;
 
-interface Operation {
+export interface Operation {
   method: Method;
   path: string;
   summary: string;
@@ -37,7 +38,7 @@ interface Operation {
   rawBody?: { mediaType: string; schema: JsonSchema };
   headers?: Array<{ name: string; required: boolean; description: string }>;
   responses: Record<string, { description: string; schema?: z.ZodType; mediaType?: string }>;
-  auth?: 'bearer' | 'bearer-or-session' | 'none';
+  auth?: 'bearer' | 'bearer-or-session' | 'operator' | 'none';
 }
 
 const ws = '/workspaces/{ws}';
@@ -55,7 +56,7 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'body is not application/json',
   422: 'well-formed but not acceptable',
   428: 'If-Match is required',
-  429: 'too many open streams for this key',
+  429: 'too many open streams for this key or workspace',
   503: 'Temporal does not answer',
 };
 
@@ -129,7 +130,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'post',
     path: `${ws}/transcription-jobs`,
-    summary: 'Start a transcription job (J4 supersede, J6 idempotency key)',
+    summary:
+      'Start a transcription job (J4 supersede, J6 idempotency key); provider and options are checked against the providers this installation runs, 422 unknown_provider, provider_not_enabled, provider_kind_mismatch, simulated_not_enabled, invalid_simulated_options (M2)',
     tag: 'jobs',
     body: startJobBody,
     responses: {
@@ -234,7 +236,8 @@ export const OPERATIONS: Operation[] = [
     body: createWebhookBody,
     responses: {
       '201': { description: 'created; the secret is never returned', schema: webhookResponse },
-      ...errors([400, 401, 404, 413, 415, 422]),
+      // 409 `webhook_url_exists`: the workspace already has a webhook for this URL.
+      ...errors([400, 401, 404, 409, 413, 415, 422]),
     },
   },
   {
@@ -301,14 +304,16 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/providers`,
-    summary: 'Provider queue states and spend today (Q3, B1)',
+    summary:
+      "Provider queue states as this workspace sees them (the installation's pauses and its own), and spend today (Q3, B1, M3)",
     tag: 'providers',
     responses: { '200': { description: 'providers' }, ...errors([401, 404]) },
   },
   {
     method: 'post',
     path: `${ws}/providers/{name}/resume`,
-    summary: "An operator's Resume of a paused provider (Q3)",
+    summary:
+      "Resume this workspace's own pause of a provider on workspace credentials; 404 for providers on the installation's shared credentials, which operators resume (Q3, M3)",
     tag: 'providers',
     responses: { '200': { description: 'resumed' }, ...errors([401, 404, 503]) },
   },
@@ -320,6 +325,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'none',
     responses: { '200': { description: 'OpenAPI 3.1' } },
   },
+  ...OPERATOR_OPERATIONS,
 ];
 
 /** JSON Schema of the request side (inputs, defaults applied by the server). */
@@ -410,6 +416,7 @@ export function openApiDocument(): Record<string, unknown> {
     }
     if (op.auth === 'none') entry.security = [];
     else if (op.auth === 'bearer-or-session') entry.security = [{ bearer: [] }, { session: [] }];
+    else if (op.auth === 'operator') entry.security = [{ operator: [] }];
     paths[op.path] ??= {};
     paths[op.path]![op.method] = entry;
   }
@@ -426,6 +433,11 @@ export function openApiDocument(): Record<string, unknown> {
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'A workspace API key (qk_...)' },
+        operator: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An operator key (qo_...), from `quire admin create-operator-key` (M1)',
+        },
         session: {
           type: 'apiKey',
           in: 'cookie',
