@@ -51,12 +51,12 @@ import {
 export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
 export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
 
-const KEY_FAULT_RETRY_MAX_MS = 60_000;
+const KEY_FAULT_RETRY_MAX_MS = 10_000;
 
 /**
  * D1: a step whose attempt token no key of its worker opens ran on a process configured with
  * another key. That is the fleet's fault, not the attempt's: nothing is charged and the
- * attempt stays running; the same step runs again after a pause (1 s doubling to a minute),
+ * attempt stays running; the same step runs again after a pause (1 s doubling to 10 s),
  * on whichever worker picks it up, until one holding the key does.
  */
 function keyFaultTolerant<T extends object>(activities: T): T {
@@ -72,7 +72,7 @@ function keyFaultTolerant<T extends object>(activities: T): T {
             log.error('attempt token does not open on this worker: fleet key mismatch', {
               activity: String(name),
             });
-            await sleep(Math.min(KEY_FAULT_RETRY_MAX_MS, 1_000 * 2 ** Math.min(faults, 6)));
+            await sleep(Math.min(KEY_FAULT_RETRY_MAX_MS, 1_000 * 2 ** Math.min(faults, 4)));
           }
         }
       };
