@@ -26,8 +26,22 @@ let A: { ws: number; key: string; keyId: number };
 let B: { ws: number; key: string; keyId: number };
 let operator: { id: number; key: string };
 
-const operatorRoute = (path: string): Promise<RouteModule> =>
-  import(`../../web/app/api/v1${path.replace(/\{([^}]+)\}/g, '[$1]')}/route.ts`);
+// Static imports, one per operator route: the bundler resolves no deeper dynamic paths.
+const OPERATOR_ROUTES: Record<string, () => Promise<RouteModule>> = {
+  '/operator/installation': () => import('../../web/app/api/v1/operator/installation/route'),
+  '/operator/workspaces': () => import('../../web/app/api/v1/operator/workspaces/route'),
+  '/operator/workspaces/{ws}': () => import('../../web/app/api/v1/operator/workspaces/[ws]/route'),
+  '/operator/providers': () => import('../../web/app/api/v1/operator/providers/route'),
+  '/operator/providers/{name}/resume': () =>
+    import('../../web/app/api/v1/operator/providers/[name]/resume/route'),
+  '/operator/operations': () => import('../../web/app/api/v1/operator/operations/route'),
+  '/operator/audit': () => import('../../web/app/api/v1/operator/audit/route'),
+};
+const operatorRoute = (path: string): Promise<RouteModule> => {
+  const load = OPERATOR_ROUTES[path];
+  if (!load) throw new Error(`no operator route module for ${path}`);
+  return load();
+};
 const workspaceRoute = (path: string): Promise<RouteModule> =>
   import(`../../web/app/api/v1/workspaces/[ws]/${path}/route.ts`);
 
@@ -63,6 +77,7 @@ beforeAll(async () => {
       QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
       QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
       QUIRE_DEFAULT_PROVIDER: 'simulated',
+      QUIRE_ENABLE_SIMULATED: '1',
       QUIRE_RETRY_INITIAL_MS: '50',
       QUIRE_RETRY_MAX_MS: '200',
     }),
@@ -375,6 +390,52 @@ describe('M4 operator controls and the audit log', () => {
     expect(foreign.status).toBe(404);
   });
 
+  it('M4 M2 a workspace whose operators enabled only tesseract cannot start a simulated job, by name or through its default; nothing is written', async () => {
+    const route = await operatorRoute('/operator/workspaces/{ws}');
+    const set = await call(
+      route,
+      'PATCH',
+      `/operator/workspaces/${B.ws}`,
+      { ws: String(B.ws) },
+      { key: operator.key, body: { enabledProviders: ['tesseract'] } },
+    );
+    expect(set.status).toBe(200);
+    const pageId = await quire.page(B.ws);
+    const jobsBefore = await quire.db.pool.query(
+      'SELECT count(*)::int AS n FROM transcription_jobs',
+    );
+    await expect(
+      quire.client.startJob({ workspaceId: B.ws, pageId, provider: 'simulated' }),
+    ).rejects.toMatchObject({ code: 'provider_not_enabled' });
+    const create = await workspaceRoute('transcription-jobs');
+    const refused = await call(
+      create,
+      'POST',
+      `/workspaces/${B.ws}/transcription-jobs`,
+      { ws: String(B.ws) },
+      { key: B.key, body: { pageId } },
+    );
+    expect(refused.status).toBe(422);
+    expect(refused.json).toMatchObject({ error: { code: 'provider_not_enabled' } });
+    expect(
+      (await quire.db.pool.query('SELECT count(*)::int AS n FROM transcription_jobs')).rows[0].n,
+    ).toBe(jobsBefore.rows[0].n);
+    // Workspace A has no list of its own: the installation's providers, simulated included.
+    const pageA = await quire.page(A.ws);
+    const started = await quire.client.startJob({ workspaceId: A.ws, pageId: pageA });
+    await eventually(
+      async () =>
+        (await getJob(quire.db.pool, A.ws, started.jobId))?.status === 'completed' || undefined,
+    );
+    await call(
+      route,
+      'PATCH',
+      `/operator/workspaces/${B.ws}`,
+      { ws: String(B.ws) },
+      { key: operator.key, body: { enabledProviders: null } },
+    );
+  });
+
   it('M4 an unknown provider, a bound or an empty change is refused with a stable code and changes nothing', async () => {
     const module = await operatorRoute('/operator/workspaces/{ws}');
     const before = { audit: await auditRows(), controls: await controlsOf(A.ws) };
@@ -443,7 +504,9 @@ describe('M4 operator controls and the audit log', () => {
       pageId,
       options: { simulated: { latencyMs: 500, lines: 20 } },
     });
-    const cancel = await workspaceRoute('transcription-jobs/[jobId]/cancel');
+    const cancel = await import(
+      '../../web/app/api/v1/workspaces/[ws]/transcription-jobs/[jobId]/cancel/route'
+    );
     const canceled = await call(
       cancel,
       'POST',
@@ -458,7 +521,9 @@ describe('M4 operator controls and the audit log', () => {
       async () =>
         (await getJob(quire.db.pool, A.ws, rerun.jobId))?.status === 'completed' || undefined,
     );
-    const wsResume = await workspaceRoute('providers/[name]/resume');
+    const wsResume = await import(
+      '../../web/app/api/v1/workspaces/[ws]/providers/[name]/resume/route'
+    );
     await call(
       wsResume,
       'POST',
