@@ -9,7 +9,6 @@ import {
   validateWebhookUrl,
 } from '../core/webhookValidation';
 import { type Pool, type Queryable, withTransaction } from './pool';
-import type { ClaimedDelivery } from './webhookClaims';
 
 /**
  * W1/W2: webhook subscriptions, their deliveries and the attempt log. Every read and write
