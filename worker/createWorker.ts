@@ -54,6 +54,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     pool: deps.pool,
     providers: deps.providers,
     secretKey: deps.config.QUIRE_SECRET_KEY,
+    openingKeys: deps.config.QUIRE_SECRET_KEYS,
     owner: identity,
     resolveMedia: (key) => deps.blobStore.localPath(key),
     logger: deps.logger,

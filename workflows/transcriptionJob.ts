@@ -28,6 +28,7 @@ import {
   isFailureClass,
   isPausing,
   isPermanent,
+  KEY_MISMATCH,
   STALE_ATTEMPT,
 } from '../core/failures';
 import {
@@ -51,18 +52,49 @@ import {
 export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
 export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
 
+const KEY_FAULT_RETRY_MAX_MS = 10_000;
+
+/**
+ * D1: a step whose attempt token no key of its worker opens ran on a process configured with
+ * another key. That is the fleet's fault, not the attempt's: nothing is charged and the
+ * attempt stays running; the same step runs again after a pause (1 s doubling to 10 s),
+ * on whichever worker picks it up, until one holding the key does.
+ */
+function keyFaultTolerant<T extends object>(activities: T): T {
+  return new Proxy(activities, {
+    get(target, name) {
+      const call = Reflect.get(target, name) as (...args: unknown[]) => Promise<unknown>;
+      return async (...args: unknown[]) => {
+        for (let faults = 0; ; faults++) {
+          try {
+            return await call(...args);
+          } catch (error) {
+            if (failureType(error) !== KEY_MISMATCH) throw error;
+            log.error('attempt token does not open on this worker: fleet key mismatch', {
+              activity: String(name),
+            });
+            await sleep(Math.min(KEY_FAULT_RETRY_MAX_MS, 1_000 * 2 ** Math.min(faults, 4)));
+          }
+        }
+      };
+    },
+  });
+}
+
 // Database writes are short and idempotent: Temporal retries them through transient errors
 // (a Postgres restart). A dead token is final, so `StaleAttempt` is never retried.
-const db = proxyActivities<TranscriptionActivities>({
-  startToCloseTimeout: '30s',
-  scheduleToCloseTimeout: '10m',
-  retry: {
-    initialInterval: '500ms',
-    backoffCoefficient: 2,
-    maximumInterval: '30s',
-    nonRetryableErrorTypes: [STALE_ATTEMPT],
-  },
-});
+const db = keyFaultTolerant(
+  proxyActivities<TranscriptionActivities>({
+    startToCloseTimeout: '30s',
+    scheduleToCloseTimeout: '10m',
+    retry: {
+      initialInterval: '500ms',
+      backoffCoefficient: 2,
+      maximumInterval: '30s',
+      nonRetryableErrorTypes: [STALE_ATTEMPT, KEY_MISMATCH],
+    },
+  }),
+);
 
 // The same short database steps as local activities (P1, fewer round trips): run by the worker
 // that runs the workflow task, recorded as one marker in its completion, with no task of
@@ -108,11 +140,13 @@ export async function transcriptionJob(
   // Engine calls run for long and heartbeat: the heartbeat timeout replaces a lease (T3).
   // They are not retried by Temporal: a failed or abandoned run ends the attempt, and the
   // next attempt is claimed (closing this one `lease_expired`) and resumes from checkpoints.
-  const engine = proxyActivities<TranscriptionActivities>({
-    startToCloseTimeout: '2h',
-    heartbeatTimeout: input.heartbeatTimeoutMs,
-    retry: { maximumAttempts: 1 },
-  });
+  const engine = keyFaultTolerant(
+    proxyActivities<TranscriptionActivities>({
+      startToCloseTimeout: '2h',
+      heartbeatTimeout: input.heartbeatTimeoutMs,
+      retry: { maximumAttempts: 1 },
+    }),
+  );
 
   const state: JobProgress = {
     jobId: input.jobId,
@@ -315,13 +349,25 @@ export async function transcriptionJob(
       const type = failureType(error);
       if (type === STALE_ATTEMPT) return { kind: 'again' };
       if (type !== undefined && isFailureClass(type)) {
-        if (isPausing(type)) return await pause(ref, pauseOf(type, error));
-        return await noneSucceeded(
-          ref,
-          type,
-          `stage ${state.stage} failed (${type})`,
-          claim.chargedAttempts,
-        );
+        try {
+          if (isPausing(type)) return await pause(ref, pauseOf(type, error));
+          return await noneSucceeded(
+            ref,
+            type,
+            `stage ${state.stage} failed (${type})`,
+            claim.chargedAttempts,
+          );
+        } catch (closing) {
+          // The token died while the failure was being recorded (the job was canceled or
+          // superseded in the database meanwhile): like every stale path, the next claim
+          // finds out what became of the job, and a canceled job gets its cleanup there.
+          if (
+            failureType(closing) === STALE_ATTEMPT &&
+            !CancellationScope.current().consideredCancelled
+          )
+            return { kind: 'again' };
+          throw closing;
+        }
       }
       // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
       // next claim closes it `lease_expired` and resumes from the checkpoints.
@@ -343,6 +389,12 @@ export async function transcriptionJob(
       });
       if (claim.state === 'inactive') {
         const status = JOB_STATUSES.find((s) => s === claim.status && !isActiveStatus(s));
+        // J5: a job canceled in the database whose workflow the cancel did not reach (its
+        // Temporal cancel failed, or a stale token brought the news first) still gets the
+        // cancel cleanup: the engine's copy of a recording is deleted.
+        if (status === 'canceled' && patched('cleanup-when-found-canceled')) {
+          await cleanup.cancelCleanup({ jobId: input.jobId, attemptNumber: null });
+        }
         return finish(status ?? 'failed', null, null);
       }
       if (claim.state === 'exhausted') return finish('failed', null, claim.category);

@@ -10,7 +10,7 @@ describe('configuration (O1)', () => {
     expect(config.QUIRE_TASK_QUEUE).toBe('quire-transcription');
     expect(config.QUIRE_MAX_ATTEMPTS).toBe(5);
     expect(config.QUIRE_POLISH_ATTEMPTS).toBe(3);
-    expect(config.usingDevelopmentSecret).toBe(true);
+    expect(config.QUIRE_SECRET_KEYS).toEqual([]);
   });
 
   it('P2 engine threads default to the cores and the worker concurrency feeds them', () => {
@@ -39,7 +39,7 @@ describe('configuration (O1)', () => {
   it('requires a real secret in production', () => {
     expect(() => parseConfig({ NODE_ENV: 'production' })).toThrow(/QUIRE_SECRET_KEY/);
     const config = parseConfig({ NODE_ENV: 'production', QUIRE_SECRET_KEY: 'x'.repeat(40) });
-    expect(config.usingDevelopmentSecret).toBe(false);
+    expect(config.QUIRE_SECRET_KEY).toBe('x'.repeat(40));
   });
 
   it('engine settings default to what the engines used before', () => {
