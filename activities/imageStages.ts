@@ -34,12 +34,16 @@ export function createImageStages(kit: AttemptKit) {
   const { deps, pool } = kit;
 
   /**
-   * Polish in the read's own activity, saving one activity per page, when the polisher is an
-   * offline engine (its pass is short and deterministic). A remote polisher, or any failure,
-   * leaves it to the `polish` stage, which pauses or degrades as it always does.
+   * Polish in the read's own activity, saving one activity per page, when the polisher is the
+   * job's own offline engine (its pass is short and deterministic). A polisher named in the
+   * job's options, a remote one, or any failure, leaves it to the `polish` stage, which pauses
+   * or degrades as it always does: a call that can fail by credit or outage is made once, there
+   * (M3), not tried here first and recorded twice.
    */
   async function polishInline(ctx: AttemptContext): Promise<boolean> {
-    if (describeProvider(polishProviderOf(ctx))?.location !== 'local') return false;
+    const polisher = polishProviderOf(ctx);
+    if (polisher !== ctx.snapshot.provider) return false;
+    if (describeProvider(polisher)?.location !== 'local') return false;
     try {
       return await polishCheckpointed(kit, ctx);
     } catch (error) {
