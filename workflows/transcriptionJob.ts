@@ -99,17 +99,40 @@ const db = keyFaultTolerant(
 // The same short database steps as local activities (P1, fewer round trips): run by the worker
 // that runs the workflow task, recorded as one marker in its completion, with no task of
 // their own to schedule, dispatch and report. Same retries; same fence in every write.
-const dbLocal = proxyLocalActivities<TranscriptionActivities>({
-  startToCloseTimeout: '30s',
-  scheduleToCloseTimeout: '10m',
-  localRetryThreshold: '10s',
-  retry: {
-    initialInterval: '500ms',
-    backoffCoefficient: 2,
-    maximumInterval: '30s',
-    nonRetryableErrorTypes: [STALE_ATTEMPT],
-  },
-});
+// D1: a token this worker's key cannot open (a fleet misconfigured with two keys) is no
+// failure of the attempt: the step goes to the task queue instead, where a worker holding the
+// sealing key can take it, as the other steps do.
+const dbLocal = keyFaultFallback(
+  proxyLocalActivities<TranscriptionActivities>({
+    startToCloseTimeout: '30s',
+    scheduleToCloseTimeout: '10m',
+    localRetryThreshold: '10s',
+    retry: {
+      initialInterval: '500ms',
+      backoffCoefficient: 2,
+      maximumInterval: '30s',
+      nonRetryableErrorTypes: [STALE_ATTEMPT, KEY_MISMATCH],
+    },
+  }),
+  db,
+);
+
+function keyFaultFallback<T extends object>(local: T, queued: T): T {
+  return new Proxy(local, {
+    get(target, name) {
+      const call = Reflect.get(target, name) as (...args: unknown[]) => Promise<unknown>;
+      const fallback = Reflect.get(queued, name) as (...args: unknown[]) => Promise<unknown>;
+      return async (...args: unknown[]) => {
+        try {
+          return await call(...args);
+        } catch (error) {
+          if (failureType(error) !== KEY_MISMATCH) throw error;
+          return fallback(...args);
+        }
+      };
+    },
+  });
+}
 
 /**
  * D5: workflows started before read-once keep their step structure on replay; new ones claim
