@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
@@ -26,11 +26,12 @@ import {
 } from './store';
 
 /**
- * An S3-compatible blob store behind the same interface. Deliberately small, and NOT
- * exercised against a real bucket in this repository's tests (no S3 is reachable here).
+ * An S3-compatible blob store behind the same interface, shared by every worker and web
+ * replica of a fleet (D2); tested against a real object server (test/cluster/s3Store.test.ts).
  * Differences from the local store: S3 has no rename, so `promote` is copy-then-delete (the
  * canonical key still only ever names a complete object: the copy is atomic per object);
- * a multipart upload is durable once `Upload.done()` resolves.
+ * a multipart upload is durable once `Upload.done()` resolves, and memory stays flat at about
+ * `partSize * queueSize` whatever the file's size.
  */
 export interface S3BlobStoreOptions {
   bucket: string;
@@ -40,6 +41,9 @@ export interface S3BlobStoreOptions {
   clientConfig?: S3ClientConfig;
   /** Where `localPath` downloads objects for engines that need a file. */
   cacheDir?: string;
+  /** Multipart part size (bytes, at least 5 MiB) and parts in flight; memory is about their product. */
+  partSize?: number;
+  queueSize?: number;
 }
 
 export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
@@ -84,6 +88,10 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
       const upload = new Upload({
         client,
         params: { Bucket: bucket, Key: full(temporaryKey), Body: body },
+        partSize: options.partSize ?? 8 * 1024 * 1024,
+        queueSize: options.queueSize ?? 2,
+        // An aborted upload leaves no parts behind to be billed or swept.
+        leavePartsOnError: false,
       });
       const done = upload.done();
       const hash = createHash('sha256');
@@ -169,7 +177,24 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     async localPath(key) {
       await mkdir(cacheDir, { recursive: true, mode: 0o700 });
       const path = join(cacheDir, key.replace(/\//g, '_'));
-      await pipeline(store.read(key), createWriteStream(path, { mode: 0o600 }));
+      // Canonical keys name immutable bytes, so a complete copy already here is the object.
+      if (
+        await stat(path).then(
+          (s) => s.isFile(),
+          () => false,
+        )
+      )
+        return path;
+      // Downloaded under a name of its own and renamed, so two activities fetching the same
+      // object at once never read each other's half-written file.
+      const partial = `${path}.${randomUUID()}.part`;
+      try {
+        await pipeline(store.read(key), createWriteStream(partial, { mode: 0o600 }));
+        await rename(partial, path);
+      } catch (error) {
+        await rm(partial, { force: true });
+        throw error;
+      }
       return path;
     },
 
