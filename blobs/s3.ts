@@ -18,6 +18,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import {
   assertValidKey,
   type BlobStore,
+  BlobStoreUnavailableError,
   BlobTooLargeError,
   STALE_TEMPORARY_AGE_MS,
   type StoredObject,
@@ -46,8 +47,48 @@ export interface S3BlobStoreOptions {
   queueSize?: number;
 }
 
+/** Network failures and server errors: the store is down or overloaded, not refusing. */
+function isUnavailable(error: unknown): boolean {
+  const e = error as {
+    code?: string;
+    name?: string;
+    $metadata?: { httpStatusCode?: number };
+    cause?: unknown;
+  };
+  if (!e || typeof e !== 'object') return false;
+  const status = e.$metadata?.httpStatusCode;
+  if (status !== undefined && status >= 500) return true;
+  if (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND'].includes(
+      e.code ?? '',
+    ) ||
+    ['TimeoutError', 'RequestTimeout', 'AbortError'].includes(e.name ?? '') ||
+    /socket hang up|ECONNREFUSED|ECONNRESET/.test(String((error as Error).message))
+  ) {
+    return true;
+  }
+  return e.cause !== undefined && e.cause !== error && isUnavailable(e.cause);
+}
+
+/** Every failure leaves as the store's own: unavailable (retry later) or as it was. */
+function classified(error: unknown): unknown {
+  if (error instanceof BlobTooLargeError || error instanceof BlobStoreUnavailableError)
+    return error;
+  return isUnavailable(error) ? new BlobStoreUnavailableError() : error;
+}
+
 export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
-  const client = options.client ?? new S3Client({ maxAttempts: 3, ...options.clientConfig });
+  const sdk = options.client ?? new S3Client({ maxAttempts: 3, ...options.clientConfig });
+  const client = {
+    // biome-ignore lint/suspicious/noExplicitAny: forwards any command with its own output type
+    send: async (command: any): Promise<any> => {
+      try {
+        return await sdk.send(command);
+      } catch (error) {
+        throw classified(error);
+      }
+    },
+  };
   const bucket = options.bucket;
   const prefix = options.prefix ?? '';
   const cacheDir = options.cacheDir ?? join(tmpdir(), 'quire-blob-cache');
@@ -86,7 +127,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     async writeTemporary(temporaryKey, source, opts: WriteOptions = {}) {
       const body = new PassThrough();
       const upload = new Upload({
-        client,
+        client: sdk,
         params: { Bucket: bucket, Key: full(temporaryKey), Body: body },
         partSize: options.partSize ?? 8 * 1024 * 1024,
         queueSize: options.queueSize ?? 2,
@@ -112,7 +153,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
         await upload.abort().catch(() => {});
         await done.catch(() => {});
         await store.delete(temporaryKey).catch(() => {});
-        throw error;
+        throw classified(error);
       }
       return { sha256: hash.digest('hex'), size };
     },
@@ -155,7 +196,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
       client
         .send(new GetObjectCommand({ Bucket: bucket, Key: full(key) }))
         .then((out) => pipeline(out.Body as Readable, stream))
-        .catch((error) => stream.destroy(error));
+        .catch((error) => stream.destroy(classified(error) as Error));
       return stream;
     },
 
