@@ -7,13 +7,13 @@ import { ensureDatabase, migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { authenticateApiKey, createWorkspace } from '../db/workspaces';
 import { ensurePostgres } from './lib/postgres';
-import { ensureWebBuild } from './lib/webBuild';
 import {
   type DevServer,
   findOrBuildTemporal,
   startDevServer,
   waitForTemporal,
 } from './lib/temporal';
+import { ensureWebBuild } from './lib/webBuild';
 
 /**
  * `npm start`: the whole stack on embedded defaults. PostgreSQL (local, started if down),

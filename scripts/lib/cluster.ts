@@ -84,6 +84,37 @@ export function readSettingsFile(path: string): Record<string, string> {
   return settings;
 }
 
+/**
+ * The environment of every Quire process of the topology, one list for cluster mode and
+ * docker-compose.yml (whose `x-quire-env` and `env_file` name exactly these; a test checks).
+ */
+export function quireProcessEnv(p: {
+  shared: Record<string, string>;
+  databaseUrl: string;
+  temporalAddress: string;
+  uiUrl: string;
+  publicUrl: string;
+  secretKey: string;
+  objectStore: { endpoint: string; accessKeyId: string; secretAccessKey: string };
+  workflowBundle: string;
+}): Record<string, string> {
+  return {
+    ...p.shared,
+    NODE_ENV: 'production',
+    DATABASE_URL: p.databaseUrl,
+    TEMPORAL_ADDRESS: p.temporalAddress,
+    QUIRE_TEMPORAL_UI_URL: p.uiUrl,
+    QUIRE_PUBLIC_URL: p.publicUrl,
+    QUIRE_SECRET_KEY: p.secretKey,
+    QUIRE_S3_ENDPOINT: p.objectStore.endpoint,
+    QUIRE_S3_ACCESS_KEY_ID: p.objectStore.accessKeyId,
+    QUIRE_S3_SECRET_ACCESS_KEY: p.objectStore.secretAccessKey,
+    QUIRE_WORKFLOW_BUNDLE: p.workflowBundle,
+    WORKER_CONCURRENCY: '2',
+    LOG_LEVEL: 'info',
+  };
+}
+
 async function createDatabases(url: string, names: string[]): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -227,18 +258,17 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet });
     writeFileSync(bundlePath, code);
 
-    const quireEnv: Record<string, string> = {
-      ...shared,
-      NODE_ENV: 'production',
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: temporalAddress,
-      QUIRE_TEMPORAL_UI_URL: uiUrl,
-      QUIRE_PUBLIC_URL: `http://localhost:${ports.web[0]}`,
-      QUIRE_SECRET_KEY: options.secretKey,
-      QUIRE_S3_ENDPOINT: objectStore.endpoint,
-      QUIRE_S3_ACCESS_KEY_ID: objectStore.accessKeyId,
-      QUIRE_S3_SECRET_ACCESS_KEY: objectStore.secretAccessKey,
-      QUIRE_WORKFLOW_BUNDLE: bundlePath,
+    const quireEnv = {
+      ...quireProcessEnv({
+        shared,
+        databaseUrl,
+        temporalAddress,
+        uiUrl,
+        publicUrl: `http://localhost:${ports.web[0]}`,
+        secretKey: options.secretKey,
+        objectStore,
+        workflowBundle: bundlePath,
+      }),
       ...options.env,
     };
     const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };

@@ -75,6 +75,8 @@ export function temporalServerEnv(
     TEMPORAL_VISIBILITY_DB: db.visibilityDatabase,
     TEMPORAL_DYNAMIC_CONFIG: join(root, TEMPORAL_CONFIG_DIR, 'dynamicconfig.yaml'),
     TEMPORAL_LOG_LEVEL: 'warn',
+    // Fixed once the cluster has started (docs/deploy.md).
+    TEMPORAL_HISTORY_SHARDS: '4',
   };
 }
 
