@@ -300,7 +300,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       return worker;
     };
     log(`building the console if its sources changed (web/${options.webDistDir})...`);
-    const webBuild = ensureWebBuild(root, options.webDistDir, log, logFile('next-build'));
+    const webBuild =
+      options.webReplicas > 0
+        ? ensureWebBuild(root, options.webDistDir, log, logFile('next-build'))
+        : Promise.resolve();
     log(`starting ${options.workers} workers...`);
     // Workers start one after another: the first one migrates and creates the schedules.
     for (let i = 0; i < options.workers; i++) await addWorker();
