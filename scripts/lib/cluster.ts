@@ -152,6 +152,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   if (options.ui !== false) findOrBuild('temporalUi', log);
 
   const postgres = pgInstance({
+    baseDir: dir,
     dataDir: join(dir, 'postgres', 'data'),
     port: ports.postgres,
     logFile: join(dir, 'postgres', 'log', 'postgres.log'),

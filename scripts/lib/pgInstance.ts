@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /**
  * A PostgreSQL server of its own (initdb + pg_ctl on its own port and data directory) for
@@ -9,6 +9,8 @@ import { join } from 'node:path';
  * refuses to run as root, so as root every command runs as the `postgres` user.
  */
 export interface PgInstanceOptions {
+  /** Directory that holds the data directory, sockets and log (made traversable for the server). */
+  baseDir: string;
   dataDir: string;
   port: number;
   logFile: string;
@@ -52,6 +54,21 @@ function run(bin: string, args: string[], allowFailure = false): number {
   return result.status ?? 1;
 }
 
+/** As root, the `postgres` user must reach into `baseDir` (a mkdtemp directory is 0700). */
+function traversable(baseDir: string, path: string): void {
+  if (!asRoot) return;
+  // The ancestors only: the data directory itself must stay 0700.
+  for (
+    let dir = dirname(path);
+    dir.startsWith(baseDir) && dir !== dirname(dir);
+    dir = dirname(dir)
+  ) {
+    if (!existsSync(dir)) continue;
+    const mode = statSync(dir).mode & 0o7777;
+    if ((mode & 0o011) !== 0o011) chmodSync(dir, mode | 0o011);
+  }
+}
+
 function own(path: string): void {
   mkdirSync(path, { recursive: true, mode: 0o700 });
   if (asRoot) {
@@ -80,6 +97,7 @@ export function pgInstance(options: PgInstanceOptions): PgInstance {
     start() {
       if (!existsSync(join(dataDir, 'PG_VERSION'))) {
         own(dataDir);
+        traversable(options.baseDir, dataDir);
         run(join(bin, 'initdb'), [
           '-D',
           dataDir,
@@ -93,6 +111,9 @@ export function pgInstance(options: PgInstanceOptions): PgInstance {
       }
       own(socketDir);
       own(join(logFile, '..'));
+      traversable(options.baseDir, dataDir);
+      traversable(options.baseDir, socketDir);
+      traversable(options.baseDir, logFile);
       run(pgCtl, ['-D', dataDir, '-l', logFile, '-o', settings, '-w', '-t', '60', 'start']);
     },
     stop(mode = 'fast') {
