@@ -62,14 +62,21 @@ const passThrough = Object.fromEntries(
 
 let cluster: Cluster | undefined;
 let stopping = false;
+const starting = new AbortController();
 async function stop(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
     log('stopping...');
+    // While starting, the start stops what it began at its next step and rejects.
+    starting.abort();
     await cluster?.stop();
-    log('stopped');
+    if (cluster || code !== 0) {
+      log('stopped');
+      process.exit(code);
+    }
+    return new Promise<never>(() => {});
   }
-  process.exit(code);
+  return new Promise<never>(() => {});
 }
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
@@ -86,9 +93,14 @@ try {
     webDistDir: process.env.QUIRE_CLUSTER_WEB_DIST ?? '.next',
     ports,
     env: passThrough,
+    signal: starting.signal,
     log,
   });
 } catch (error) {
+  if (starting.signal.aborted) {
+    log('stopped');
+    process.exit(0);
+  }
   log(String(error instanceof Error ? error.message : error));
   await stop(1);
 }

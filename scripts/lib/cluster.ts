@@ -48,6 +48,8 @@ export interface ClusterOptions {
   ui?: boolean;
   /** Tests: PostgreSQL without fsync. */
   fastPostgres?: boolean;
+  /** Ctrl-C while starting: what started is stopped and the start rejects. */
+  signal?: AbortSignal;
   /** Extra settings for every Quire process (tests: short timeouts, the simulated engine). */
   env?: Record<string, string>;
   log: (line: string) => void;
@@ -142,7 +144,12 @@ async function choosePorts(): Promise<NonNullable<ClusterOptions['ports']>> {
 }
 
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
-  const { root, dir, log } = options;
+  const { root, dir } = options;
+  // Every step announces itself here, so an abort takes effect between steps.
+  const log = (line: string) => {
+    options.signal?.throwIfAborted();
+    options.log(line);
+  };
   const ports = options.ports ?? (await choosePorts());
   const logFile = (name: string) => join(dir, 'logs', `${name}.log`);
   const started: ManagedProcess[] = [];
@@ -312,6 +319,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 
     const webs: Array<ManagedProcess & { url: string }> = [];
     log(`starting ${options.webReplicas} web replicas...`);
+    options.signal?.throwIfAborted();
     await Promise.all(
       Array.from({ length: options.webReplicas }, async (_, i) => {
         const port = ports.web[i] as number;
@@ -352,6 +360,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       }),
     );
 
+    options.signal?.throwIfAborted();
     return {
       postgres,
       databaseUrl,
