@@ -198,6 +198,9 @@ describe('S3 blob store on a real object server (U1-U3)', () => {
       clearInterval(sampler);
     }
     const growthMb = (peak - baseline) / 1024 / 1024;
+    process.stdout.write(
+      `${JSON.stringify({ s3LargeUploadMb: LARGE_MB, rssGrowthMb: Math.round(growthMb) })}\n`,
+    );
     expect(written.size).toBe(LARGE_MB * 1024 * 1024);
     expect(written.sha256).toBe(expected.digest('hex'));
     // Parts of 8 MiB, two in flight: memory is bounded by the parts, not by the file.
