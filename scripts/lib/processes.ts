@@ -127,7 +127,8 @@ export function portFree(port: number): Promise<boolean> {
 /** `count` consecutive free ports on the loopback, starting at a random base. */
 export async function freePortRange(count: number): Promise<number> {
   for (let tries = 0; tries < 200; tries++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    // Below 32 768: Temporal keeps membership ports in a smallint column.
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
     let ok = true;
     for (let p = base; p < base + count && ok; p++) ok = await portFree(p);
     if (ok) return base;
