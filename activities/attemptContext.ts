@@ -8,6 +8,7 @@ import {
   StaleAttemptError,
 } from '../core/failures';
 import type { Logger } from '../core/logger';
+import { type BilledProvider, billedProvider } from '../core/pricing';
 import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
 import { type AttemptFence, readRunningAttempt } from '../db/attempts';
@@ -38,6 +39,8 @@ export interface TranscriptionDeps {
   /** Q4: told of the first pause of an episode (the notification is sent once per episode). */
   onProviderPaused?: (pause: {
     provider: string;
+    /** M3: the workspace whose own credentials paused; null for the installation's. */
+    workspaceId: number | null;
     reason: PauseReason;
     episode: number;
   }) => Promise<void>;
@@ -73,6 +76,8 @@ export interface PauseRequest {
   retryAfterMs: number | null;
   /** `workspace`: only this workspace's budget is spent; the provider stays open for others. */
   scope?: 'provider' | 'workspace';
+  /** M3: the stage whose call failed; `polish` pauses the polish provider, not the job's own. */
+  stage?: 'engine' | 'polish';
 }
 
 export function pauseFrom(error: ProviderError): PauseRequest {
@@ -154,8 +159,10 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     operation: string,
     cost: CallCost | null,
     outcome: string,
+    by?: BilledProvider,
   ) {
     await recordProviderCall(pool, {
+      by,
       workspaceId: ctx.workspaceId,
       jobId: ctx.fence.jobId,
       attemptNumber: ctx.fence.attemptNumber,
@@ -181,13 +188,17 @@ export function createAttemptKit(deps: TranscriptionDeps) {
    * B1: a paid call is made only within the day's budget, estimated from the snapshot's
    * price for the call's unit. Free engines (price 0) never wait.
    */
-  async function guardBudget(ctx: AttemptContext, cost: CallCost): Promise<void> {
-    const estimatedMicros = Math.round(cost.units * (ctx.snapshot.price[cost.unit] ?? 0));
+  async function guardBudget(
+    ctx: AttemptContext,
+    cost: CallCost,
+    by: BilledProvider = billedProvider(ctx.snapshot, 'engine'),
+  ): Promise<void> {
+    const estimatedMicros = Math.round(cost.units * (by.price[cost.unit] ?? 0));
     if (estimatedMicros <= 0) return;
     const now = deps.now?.() ?? new Date();
     const check = await checkBudget(pool, {
       workspaceId: ctx.workspaceId,
-      provider: ctx.snapshot.provider,
+      provider: by.provider,
       estimatedMicros,
       now,
     });

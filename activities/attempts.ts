@@ -1,6 +1,8 @@
 import { hashToken, newAttemptToken, sealToken } from '../core/attemptToken';
 import type { FailureClass } from '../core/failures';
 import type { MediaKind } from '../core/media';
+import { billedProvider } from '../core/pricing';
+import { pauseKey } from '../core/providerCatalogue';
 import {
   claimAttempt as claimAttemptRow,
   closeAttempt as closeAttemptRow,
@@ -127,10 +129,12 @@ export function createAttemptActivities(kit: AttemptKit) {
       args: PauseRequest & { counts?: { completed: number; failed: number; total: number | null } },
     ): Promise<{ resumeAtMs: number | null; episode: number; newEpisode: boolean }> {
       return kit.withAttempt('db', ref, async (ctx) => {
+        // M3: the provider whose call failed: the polish provider when polish failed.
+        const { provider } = billedProvider(ctx.snapshot, args.stage ?? 'engine');
         const paused = await pauseProviderRow(pool, ctx.fence, {
-          provider: ctx.snapshot.provider,
+          provider,
           reason: args.reason,
-          detail: `provider ${ctx.snapshot.provider} paused: ${args.reason}`,
+          detail: `provider ${provider} paused: ${args.reason}`,
           retryAfterMs: args.retryAfterMs ?? undefined,
           counts: args.counts,
           scope: args.scope,
@@ -139,7 +143,8 @@ export function createAttemptActivities(kit: AttemptKit) {
         if (paused.newEpisode) {
           await deps
             .onProviderPaused?.({
-              provider: ctx.snapshot.provider,
+              provider,
+              workspaceId: pauseKey(provider, ctx.workspaceId),
               reason: args.reason,
               episode: paused.episode,
             })
@@ -148,7 +153,7 @@ export function createAttemptActivities(kit: AttemptKit) {
         deps.logger.warn(
           {
             jobId: ref.jobId,
-            provider: ctx.snapshot.provider,
+            provider,
             errorClass: args.reason,
             episode: paused.episode,
           },

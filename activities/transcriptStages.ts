@@ -1,5 +1,8 @@
+import { Context } from '@temporalio/activity';
 import { segmentsOf } from '../core/annotation';
 import { payloadsOf } from '../core/checkpoints';
+import { ProviderError } from '../core/failures';
+import { billedProvider } from '../core/pricing';
 import {
   assembleTranscript,
   polishedTexts,
@@ -25,18 +28,25 @@ export function createTranscriptStages(kit: AttemptKit) {
         if (recognized.length === 0) return { polished: false };
         const page = await readAttemptPage(pool, ctx.pageId);
         // The engine's own (offline, deterministic) polish, or a model pass through another
-        // provider named in the job's options, e.g. `{ polishProvider: "openai-chat" }`.
-        const polishWith = ctx.snapshot.options.polishProvider;
-        const provider = deps.providers.get(
-          typeof polishWith === 'string' ? polishWith : ctx.snapshot.provider,
-        );
+        // provider named in the job's options, e.g. `{ polishProvider: "openai-chat" }`:
+        // then priced, recorded and, on a pausing failure, paused under that one (M3).
+        const by = billedProvider(ctx.snapshot, 'polish');
+        const provider = deps.providers.get(by.provider);
         await recordProgress(pool, ctx.fence, { stage: 'polish' });
-        await kit.guardBudget(ctx, { units: 1, unit: 'call' });
-        const result = await kit.withHeartbeat(
-          () => ({ stage: 'polish' }),
-          () => provider.polish(polishInput(recognized), page.kind, kit.callContext(ctx, 'polish')),
-        );
-        await kit.ledger(ctx, 'polish', result.cost, 'ok');
+        await kit.guardBudget(ctx, { units: 1, unit: 'call' }, by);
+        const result = await kit
+          .withHeartbeat(
+            () => ({ stage: 'polish' }),
+            () =>
+              provider.polish(polishInput(recognized), page.kind, kit.callContext(ctx, 'polish')),
+          )
+          .catch(async (error: unknown) => {
+            // A refused call is recorded under the provider that refused it, like a paid one.
+            if (error instanceof ProviderError && !Context.current().cancellationSignal.aborted)
+              await kit.ledger(ctx, 'polish', null, error.category, by);
+            throw error;
+          });
+        await kit.ledger(ctx, 'polish', result.cost, 'ok', by);
         const texts = polishedTexts(recognized, result.text);
         if (!texts) return { polished: false };
         await saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts });

@@ -110,8 +110,8 @@ export function createLocalBlobStore(root: string): BlobStore & { readonly root:
       }
     },
 
-    read(key): Readable {
-      return createReadStream(pathOf(key));
+    read(key, range): Readable {
+      return createReadStream(pathOf(key), range ? { start: range.start, end: range.end } : {});
     },
 
     async exists(key) {

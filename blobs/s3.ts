@@ -191,10 +191,16 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
       }
     },
 
-    read(key) {
+    read(key, range) {
       const stream = new PassThrough();
       client
-        .send(new GetObjectCommand({ Bucket: bucket, Key: full(key) }))
+        .send(
+          new GetObjectCommand({
+            Bucket: bucket,
+            Key: full(key),
+            Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+          }),
+        )
         .then((out) => pipeline(out.Body as Readable, stream))
         .catch((error) => stream.destroy(classified(error) as Error));
       return stream;

@@ -39,7 +39,11 @@ export interface BlobStore {
   promote(temporaryKey: string, key: string): Promise<void>;
   /** Up to `length` bytes from `offset`; fewer at the end of the object. */
   readRange(key: string, offset: number, length: number): Promise<Uint8Array>;
-  read(key: string): Readable;
+  /**
+   * Streams the object, or only the inclusive byte range `start..end` of it: bytes are read as
+   * the consumer takes them, never the whole object into memory.
+   */
+  read(key: string, range?: { start: number; end: number }): Readable;
   exists(key: string): Promise<boolean>;
   /** Idempotent: deleting a missing key succeeds. */
   delete(key: string): Promise<void>;

@@ -7,13 +7,25 @@ import { z } from 'zod';
 import type { QuireConfig } from '../core/config';
 import { DomainError } from '../core/errors';
 import { workflowIdForJob } from '../core/ids';
+import {
+  checkJobRequest,
+  checkProviderKind,
+  checkResolvedProvider,
+  providersForWorkspace,
+} from '../core/jobOptions';
 import { jobRequestFields } from '../core/jobRequest';
 import type { JobRecord, JobStore } from '../core/jobStore';
 import { buildSnapshot, pricesWith } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
-import { AUTO_PROVIDER, KNOWN_PROVIDERS, resolveProvider } from '../core/providerCatalogue';
+import {
+  AUTO_PROVIDER,
+  enabledProviders,
+  KNOWN_PROVIDERS,
+  resolveProvider,
+} from '../core/providerCatalogue';
 import {
   DEFAULT_TASK_QUEUE,
+  fairnessKeyFor,
   type JobProgress,
   QUERIES,
   SEARCH_ATTRIBUTES,
@@ -71,7 +83,11 @@ export interface QuireClientOptions {
   heartbeatTimeoutMs?: number;
   recognizeSliceMs?: number;
   defaultProvider?: string;
-  /** Known providers; a job naming another is rejected before anything is written. */
+  /**
+   * M2: the providers this installation offers; a job naming another (as its provider or its
+   * polish provider), or carrying simulated options without `simulated` among them, is
+   * refused before anything is written.
+   */
   providers?: readonly string[];
   /** Builds the job's immutable context snapshot (prices come from the operator's table). */
   snapshot: (request: z.output<typeof startJobSchema> & { provider: string }) => JobSnapshot;
@@ -80,12 +96,15 @@ export interface QuireClientOptions {
 export class QuireClient {
   private readonly taskQueue: string;
 
-  /** The client as Quire's own processes build it from configuration. */
+  /**
+   * The client as Quire's own processes build it from configuration: it offers the providers
+   * the catalogue enables under that configuration (M2).
+   */
   static fromConfig(
     config: QuireConfig,
     temporal: Client,
     jobs: JobStore,
-    providers = KNOWN_PROVIDERS,
+    providers: readonly string[] = enabledProviders(config).map((entry) => entry.name),
   ): QuireClient {
     return new QuireClient({
       temporal,
@@ -124,30 +143,66 @@ export class QuireClient {
     }
     const input = parsed.data;
     const provider = input.provider ?? this.options.defaultProvider ?? AUTO_PROVIDER;
-    if (
-      provider !== AUTO_PROVIDER &&
-      this.options.providers &&
-      !this.options.providers.includes(provider)
-    ) {
-      throw new InvalidJobRequestError([`provider: unknown provider ${provider}`]);
-    }
+    const enabled = providersForWorkspace(
+      this.options.providers ?? KNOWN_PROVIDERS,
+      await this.options.jobs.providersEnabledFor(input.workspaceId),
+    );
+    checkJobRequest({ provider, options: input.options }, enabled);
     const { job, created, supersededWorkflowId } = await this.options.jobs.createJob({
       workspaceId: input.workspaceId,
       pageId: input.pageId,
-      snapshot: (kind) =>
-        this.options.snapshot({ ...input, provider: resolveProvider(provider, kind) }),
+      snapshot: (kind) => {
+        // Thrown inside the job's transaction: nothing is written.
+        checkResolvedProvider(resolveProvider(provider, kind), enabled);
+        checkProviderKind(resolveProvider(provider, kind), input.options, kind);
+        return this.options.snapshot({ ...input, provider: resolveProvider(provider, kind) });
+      },
       batchId: input.batchId ?? null,
       idempotencyKey: input.idempotencyKey ?? null,
       externalReferenceId: input.externalReferenceId ?? null,
       metadata: input.metadata ?? {},
     });
     if (supersededWorkflowId) await this.cancelWorkflow(supersededWorkflowId);
-    if (created || job.status === 'pending') await this.startRecordedJob(job);
+    if (job.awaitingSlot) await this.dispatchWaitingJobs(job.workspaceId);
+    else if (created || job.status === 'pending') await this.startRecordedJob(job);
     return { jobId: job.id, workflowId: job.workflowId, status: job.status, created };
   }
 
-  /** Starts the workflow of a recorded job; "already started" counts as success. */
+  /**
+   * Starts the workflows of jobs recorded together (an ingest): those admitted now, then, for
+   * any waiting under their workspace's cap (M4), the dispatch of that workspace.
+   */
+  async startRecordedJobs(jobs: JobRecord[]): Promise<void> {
+    const waiting = new Set<number>();
+    for (const job of jobs) {
+      if (job.awaitingSlot) waiting.add(job.workspaceId);
+      else await this.startRecordedJob(job);
+    }
+    for (const workspaceId of waiting) await this.dispatchWaitingJobs(workspaceId);
+  }
+
+  /**
+   * M4: admits the oldest jobs waiting under a workspace's active-job cap into its free slots
+   * and starts their workflows. Safe to run anywhere at any time: admission is serialised per
+   * workspace in PostgreSQL, and a start is idempotent. Returns how many were admitted.
+   */
+  async dispatchWaitingJobs(workspaceId: number): Promise<number> {
+    const admitted = await this.options.jobs.admitWaitingJobs(workspaceId);
+    for (const job of admitted) await this.startRecordedJob(job);
+    return admitted.length;
+  }
+
+  /** M4: the workspaces that have jobs waiting for a slot (the dispatcher's poll). */
+  workspacesWithWaitingJobs(): Promise<number[]> {
+    return this.options.jobs.workspacesWithWaitingJobs();
+  }
+
+  /**
+   * Starts the workflow of a recorded job; "already started" counts as success. A job still
+   * waiting for a slot (M4) is left to the dispatcher.
+   */
   async startRecordedJob(job: JobRecord): Promise<void> {
+    if (job.awaitingSlot) return;
     const input: TranscriptionJobInput = {
       jobId: job.id,
       workspaceId: job.workspaceId,
@@ -168,6 +223,8 @@ export class QuireClient {
         args: [input],
         // One job, one run: a finished job's workflow id is never reused.
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // M5: each workspace its share of the queue; the job's activities inherit the key.
+        priority: { fairnessKey: fairnessKeyFor(job.workspaceId) },
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
           { key: SEARCH_ATTRIBUTES.jobId, value: job.id },
@@ -215,10 +272,18 @@ export class QuireClient {
     return { canceled: workflowIds.length, releasedPages: pages };
   }
 
-  /** Q3: an operator's Resume; wakes every workflow waiting on the provider. */
-  async resumeProvider(provider: string): Promise<{ resumed: boolean; woken: number }> {
-    const resumed = await this.options.jobs.resumeProvider(provider);
-    const workflowIds = await this.options.jobs.activeWorkflowsForProvider(provider);
+  /**
+   * Q3, M3: a Resume; wakes every workflow waiting on the provider. Without `workspaceId`, an
+   * operator's: every pause of the provider. With it, a workspace's: only the pause of its own
+   * credentials, and only its own workflows are woken. Who may do which is the caller's check
+   * (core/providerCatalogue's `credentialScope`).
+   */
+  async resumeProvider(
+    provider: string,
+    workspaceId?: number,
+  ): Promise<{ resumed: boolean; woken: number }> {
+    const resumed = await this.options.jobs.resumeProvider(provider, workspaceId);
+    const workflowIds = await this.options.jobs.activeWorkflowsForProvider(provider, workspaceId);
     let woken = 0;
     for (const id of workflowIds) {
       try {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AUTO_PROVIDER, describeProvider, enabledProviders } from './providerCatalogue';
 import { MAINTENANCE_TASK_QUEUE } from './temporal';
 
 /**
@@ -132,11 +133,26 @@ const schema = z.object({
   QUIRE_WEBHOOK_ALLOW_HOSTS: z.string().optional(),
   /** S1, the event stream of the web app: open streams per API key, and its timers. */
   QUIRE_SSE_MAX_STREAMS_PER_KEY: intFrom(1, 10_000, 10),
+  /** S1: open streams of one workspace, every key and console session together. */
+  QUIRE_SSE_MAX_STREAMS_PER_WORKSPACE: intFrom(1, 100_000, 100),
+  /** S1: the console's change streams per signed-in key (every tab holds one or two). */
+  QUIRE_CONSOLE_MAX_STREAMS_PER_KEY: intFrom(1, 10_000, 16),
+  /** S1: how long a stream slot outlives its replica (slots are counted in PostgreSQL). */
+  QUIRE_SSE_LEASE_MS: intFrom(1_000, 600_000, 30_000),
   QUIRE_SSE_HEARTBEAT_MS: intFrom(100, 300_000, 15_000),
   QUIRE_SSE_CHECKPOINT_MS: intFrom(0, 300_000, 1_000),
   QUIRE_SSE_POLL_MS: intFrom(50, 300_000, 2_000),
   /** O3: events and finished deliveries older than this are removed. */
   QUIRE_EVENT_RETENTION_DAYS: intFrom(1, 3650, 30),
+  /**
+   * M2: registers the simulated engine (fault injection, set latency) and lets jobs ask for
+   * it. Tests and benchmarks set `1`; `npm start` and production never do, so no request can
+   * reach fault injection on a real installation.
+   */
+  QUIRE_ENABLE_SIMULATED: z
+    .enum(['0', '1', 'false', 'true'])
+    .default('0')
+    .transform((value) => value === '1' || value === 'true'),
   /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */
   QUIRE_SIMULATED_CALL_LOG: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -205,11 +221,25 @@ export function parseConfig(env: Record<string, string | undefined>): QuireConfi
   if (config.QUIRE_RETRY_MAX_MS < config.QUIRE_RETRY_INITIAL_MS) {
     throw new ConfigError('QUIRE_RETRY_MAX_MS must not be below QUIRE_RETRY_INITIAL_MS');
   }
-  return {
+  const result: QuireConfig = {
     ...config,
     QUIRE_SECRET_KEY: config.QUIRE_SECRET_KEY ?? DEVELOPMENT_SECRET,
     usingDevelopmentSecret: config.QUIRE_SECRET_KEY === undefined,
   };
+  // M2: a default every job would be refused for is a configuration fault, said at start.
+  const fallback = config.QUIRE_DEFAULT_PROVIDER;
+  if (
+    fallback !== AUTO_PROVIDER &&
+    describeProvider(fallback) !== undefined &&
+    !enabledProviders(result).some((entry) => entry.name === fallback)
+  ) {
+    throw new ConfigError(
+      `QUIRE_DEFAULT_PROVIDER: ${fallback} is not enabled by this configuration${
+        fallback === 'simulated' ? ' (it needs QUIRE_ENABLE_SIMULATED=1)' : ''
+      }`,
+    );
+  }
+  return result;
 }
 
 /**

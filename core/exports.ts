@@ -1,15 +1,25 @@
 /**
  * Exports of a page's segments (SPEC §7 `export?format=`): plain text for any page,
- * ALTO XML v4 for image pages, WebVTT and SRT for audio pages. The canonical IIIF
- * AnnotationPage is built in core/annotation.ts. Pure.
+ * ALTO XML v4, PAGE XML and hOCR for image pages (the last two in core/interchange/, I2),
+ * WebVTT and SRT for audio pages. The canonical IIIF AnnotationPage is built in
+ * core/annotation.ts. Pure.
  */
 
 import type { Box, Segment } from './annotation';
+import { toHocr } from './interchange/hocr';
+import { toPageXml } from './interchange/pageXml';
 import type { MediaKind } from './media';
 
-export type ExportFormat = 'text' | 'alto' | 'vtt' | 'srt';
+export type ExportFormat = 'text' | 'alto' | 'page' | 'hocr' | 'vtt' | 'srt';
 
-export const EXPORT_FORMATS: readonly ExportFormat[] = ['text', 'alto', 'vtt', 'srt'];
+export const EXPORT_FORMATS: readonly ExportFormat[] = [
+  'text',
+  'alto',
+  'page',
+  'hocr',
+  'vtt',
+  'srt',
+];
 
 export interface ExportInput {
   canvasUri: string;
@@ -52,6 +62,18 @@ export function exportPage(format: ExportFormat, input: ExportInput): ExportResu
         body: toAltoXml(input),
         mediaType: 'application/xml; charset=utf-8',
         extension: 'xml',
+      };
+    case 'page':
+      return {
+        body: toPageXml(input),
+        mediaType: 'application/xml; charset=utf-8',
+        extension: 'page.xml',
+      };
+    case 'hocr':
+      return {
+        body: toHocr(input),
+        mediaType: 'application/xhtml+xml; charset=utf-8',
+        extension: 'hocr',
       };
     case 'vtt':
       return { body: toWebVtt(input), mediaType: 'text/vtt; charset=utf-8', extension: 'vtt' };
@@ -97,7 +119,8 @@ export function escapeXml(text: string): string {
     .replace(/\r/g, '&#13;');
 }
 
-function clampBox(box: Box, width: number, height: number): Box {
+/** A box rounded to whole pixels and kept inside the page. */
+export function clampBox(box: Box, width: number, height: number): Box {
   const x = Math.min(Math.max(0, Math.round(box.x)), width);
   const y = Math.min(Math.max(0, Math.round(box.y)), height);
   const w = Math.max(0, Math.min(Math.round(box.w), width - x));

@@ -15,6 +15,8 @@ export interface JobRecord {
   provider: string;
   status: JobStatus;
   batchId: string | null;
+  /** M4: over its workspace's active-job cap; its workflow starts when a slot is admitted. */
+  awaitingSlot?: boolean;
 }
 
 export interface NewJobRecord {
@@ -37,7 +39,15 @@ export interface JobStore {
   cancelBatch(workspaceId: number, batchId: string): Promise<{ workflowIds: string[] }>;
   /** J5: once the cancel has committed, the batch's never-transcribed uploads go to cleanup. */
   releaseIncompleteBatch(workspaceId: number, batchId: string): Promise<{ pages: number }>;
-  resumeProvider(provider: string): Promise<boolean>;
-  activeWorkflowsForProvider(provider: string): Promise<string[]>;
+  /** M3: `workspaceId` resumes that workspace's own pause only; without, every pause (operators). */
+  resumeProvider(provider: string, workspaceId?: number): Promise<boolean>;
+  /** M4: the providers operators enabled for the workspace, or null for all the installation's. */
+  providersEnabledFor(workspaceId: number): Promise<readonly string[] | null>;
+  /** Active jobs calling the provider (as main or polish provider), of one workspace when given. */
+  activeWorkflowsForProvider(provider: string, workspaceId?: number): Promise<string[]>;
   findUnstartedJobs(olderThanMs: number, limit: number): Promise<JobRecord[]>;
+  /** M4: admits a workspace's oldest waiting jobs into its free slots; returns them, to start. */
+  admitWaitingJobs(workspaceId: number): Promise<JobRecord[]>;
+  /** M4: the workspaces that have jobs waiting for a slot. */
+  workspacesWithWaitingJobs(): Promise<number[]>;
 }

@@ -39,11 +39,34 @@ export function buildSnapshot(args: {
   prices?: Record<string, PriceTable>;
 }): JobSnapshot {
   const prices = args.prices ?? DEFAULT_PRICES;
+  const polishProvider = args.options?.polishProvider;
   return {
     provider: args.provider,
     model: args.model ?? 'default',
     language: args.language ?? 'en',
     options: args.options ?? {},
     price: prices[args.provider] ?? {},
+    ...(typeof polishProvider === 'string'
+      ? { polishPrice: prices[polishProvider] ?? {} }
+      : undefined),
   };
+}
+
+/** The provider a call is made by, and its price at the job's creation. */
+export interface BilledProvider {
+  provider: string;
+  price: PriceTable;
+}
+
+/**
+ * M3: who makes a stage's calls. Polish is made by `options.polishProvider` when the job names
+ * one, and is priced, recorded and paused under that provider; every other stage by the job's
+ * own provider.
+ */
+export function billedProvider(snapshot: JobSnapshot, stage: 'engine' | 'polish'): BilledProvider {
+  const polish = snapshot.options.polishProvider;
+  if (stage === 'polish' && typeof polish === 'string' && polish !== snapshot.provider) {
+    return { provider: polish, price: snapshot.polishPrice ?? {} };
+  }
+  return { provider: snapshot.provider, price: snapshot.price };
 }

@@ -86,4 +86,10 @@ export interface JobSnapshot {
   options: Record<string, unknown>;
   /** Price per unit in micro-units of the workspace currency. */
   price: Partial<Record<CostUnit, number>>;
+  /**
+   * M3: the price of the provider `options.polishProvider` names, fixed at creation like the
+   * main price; polish calls are priced and recorded under that provider. Absent when the
+   * job polishes with its own engine (and in snapshots made before it existed).
+   */
+  polishPrice?: Partial<Record<CostUnit, number>>;
 }

@@ -26,8 +26,15 @@ export interface ProviderDescription {
   prices: PriceTable;
   /** The configuration keys its engine reads. */
   settings: readonly (keyof QuireConfig)[];
-  /** Registered only when this setting is present; without one, always registered. */
+  /** Registered only when this setting is set (present, or true); without one, always registered. */
   enabledBy?: keyof QuireConfig;
+  /**
+   * M3: whose credentials its calls use, so whose outcome its pause may touch.
+   * `installation`: shared credentials (or a shared local engine); a pause holds every
+   * workspace and only an operator resumes it. `workspace`: each workspace's own; a pause
+   * holds that workspace alone, and that workspace may resume it.
+   */
+  credentials: 'installation' | 'workspace';
 }
 
 export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
@@ -36,7 +43,11 @@ export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
     kinds: ['image', 'audio'],
     location: 'local',
     prices: { line: 100, page: 500, audio_second: 200, call: 0 },
-    settings: ['QUIRE_SIMULATED_CALL_LOG'],
+    settings: ['QUIRE_ENABLE_SIMULATED', 'QUIRE_SIMULATED_CALL_LOG'],
+    // Tests and benchmarks only (M2).
+    enabledBy: 'QUIRE_ENABLE_SIMULATED',
+    // Its faults come from the job's own options: what one workspace injects pauses only it.
+    credentials: 'workspace',
   },
   {
     name: 'tesseract',
@@ -44,6 +55,7 @@ export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
     location: 'local',
     prices: { line: 0, page: 0, call: 0 },
     settings: ['QUIRE_TESSDATA_DIR'],
+    credentials: 'installation',
   },
   {
     name: 'pocketsphinx',
@@ -51,6 +63,7 @@ export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
     location: 'local',
     prices: { audio_second: 0, call: 0 },
     settings: ['QUIRE_POCKETSPHINX_DIR', 'PATH'],
+    credentials: 'installation',
   },
   // Remote engines: indicative list prices; operators set theirs with QUIRE_PRICES.
   {
@@ -65,6 +78,7 @@ export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
       'QUIRE_PROVIDER_TIMEOUT_MS',
     ],
     enabledBy: 'QUIRE_OPENAI_BASE_URL',
+    credentials: 'installation',
   },
   {
     name: 'whisper',
@@ -79,6 +93,7 @@ export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
       'QUIRE_PROVIDER_TIMEOUT_MS',
     ],
     enabledBy: 'QUIRE_WHISPER_BASE_URL',
+    credentials: 'installation',
   },
   {
     name: 'async-speech',
@@ -92,6 +107,7 @@ export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
       'QUIRE_PROVIDER_TIMEOUT_MS',
     ],
     enabledBy: 'QUIRE_ASYNC_SPEECH_BASE_URL',
+    credentials: 'installation',
   },
 ];
 
@@ -104,7 +120,9 @@ export function describeProvider(name: string): ProviderDescription | undefined 
 
 /** Whether a worker with this configuration registers the provider. */
 function isProviderEnabled(entry: ProviderDescription, config: QuireConfig): boolean {
-  return entry.enabledBy === undefined || config[entry.enabledBy] !== undefined;
+  if (entry.enabledBy === undefined) return true;
+  const setting = config[entry.enabledBy];
+  return setting !== undefined && setting !== false;
 }
 
 export function enabledProviders(config: QuireConfig): ProviderDescription[] {
@@ -121,9 +139,17 @@ export function resolveProvider(provider: string, kind: MediaKind): string {
 }
 
 /**
- * Whether a job request may name this provider: `auto` or any catalogued name. Not whether a
- * worker has it registered: the web does not know the worker's settings.
+ * M3: whose credentials a provider's calls use. Names outside the catalogue (an engine a test
+ * registers) count as the installation's: a pause of theirs holds everyone.
  */
-export function isRequestableProvider(name: string): boolean {
-  return name === AUTO_PROVIDER || describeProvider(name) !== undefined;
+export function credentialScope(name: string): ProviderDescription['credentials'] {
+  return describeProvider(name)?.credentials ?? 'installation';
+}
+
+/**
+ * The key of a provider's pause for a job of `workspaceId`: that workspace for providers on
+ * workspace credentials, null (the whole installation) for shared ones.
+ */
+export function pauseKey(name: string, workspaceId: number): number | null {
+  return credentialScope(name) === 'workspace' ? workspaceId : null;
 }

@@ -13,6 +13,16 @@ export const DEFAULT_TASK_QUEUE = 'quire-transcription';
 /** The scheduled maintenance (O3) polls its own queue: it never waits behind page recognition. */
 export const MAINTENANCE_TASK_QUEUE = 'quire-maintenance';
 
+/**
+ * M5: the fairness key of a workspace's job workflows. The Temporal server (matching with
+ * `matching.enableFairness`) dispatches a backlogged task queue's tasks in proportion across
+ * keys, so a workspace with thousands of queued pages takes its share, not the whole queue.
+ * Activities inherit the key from their workflow. At most 64 bytes.
+ */
+export function fairnessKeyFor(workspaceId: number): string {
+  return `workspace-${workspaceId}`;
+}
+
 export const SIGNALS = {
   /** A provider this job waits on was resumed by an operator (Q3). */
   providerResumed: 'providerResumed',

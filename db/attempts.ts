@@ -5,8 +5,10 @@ import {
   type Segment,
 } from '../core/annotation';
 import { type FailureClass, type PauseReason, StaleAttemptError } from '../core/failures';
+import { polishProviderOf } from '../core/jobOptions';
 import type { MediaKind } from '../core/media';
 import type { EngineIdentity, JobSnapshot } from '../core/provider';
+import { pauseKey } from '../core/providerCatalogue';
 import { isActiveStatus } from '../core/temporal';
 import { appendEvent } from './events';
 import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
@@ -70,8 +72,12 @@ export async function claimAttempt(
     if (!job) return { state: 'inactive', status: 'missing' };
     if (!isActiveStatus(job.status)) return { state: 'inactive', status: job.status };
 
-    const paused = await currentPause(client, job.provider, args.now ?? new Date());
-    if (paused) return { state: 'paused', ...paused };
+    // M3: a job waits while any provider it calls is paused for it: its own, and the provider
+    // its options name for polish.
+    for (const provider of jobProviders(job.snapshot as JobSnapshot)) {
+      const paused = await currentPause(client, provider, args.now ?? new Date(), job.workspace_id);
+      if (paused) return { state: 'paused', ...paused };
+    }
 
     await client.query(
       `UPDATE transcription_job_attempts SET outcome = 'lease_expired', error_category = 'crashed',
@@ -125,6 +131,12 @@ export async function claimAttempt(
       chargedAttempts: charged + 1,
     };
   });
+}
+
+/** The providers a job calls: its own, then its polish provider when another. */
+function jobProviders(snapshot: JobSnapshot): string[] {
+  const polish = polishProviderOf(snapshot.options);
+  return polish && polish !== snapshot.provider ? [snapshot.provider, polish] : [snapshot.provider];
 }
 
 async function chargedAttempts(db: Queryable, jobId: string): Promise<number> {
@@ -367,7 +379,7 @@ export async function commitPageRevision(
         WHERE id = $1`,
       [fence.jobId, revision, input.completed, input.failed, input.total],
     );
-    await resetOutageBackoff(client, attempt.snapshot.provider);
+    await resetOutageBackoff(client, attempt.snapshot.provider, attempt.workspace_id);
     const { workspaceId, data } = await jobEventData(client, fence.jobId, {
       attemptNumber: fence.attemptNumber,
       completedSegments: input.completed,
@@ -418,7 +430,7 @@ export async function pauseProvider(
   },
 ): Promise<{ resumeAt: Date | null; episode: number; newEpisode: boolean }> {
   return withTransaction(pool, async (client) => {
-    await lockRunningAttempt(client, fence, 'UPDATE');
+    const attempt = await lockRunningAttempt(client, fence, 'UPDATE');
     await closeAttemptIn(client, fence, {
       outcome: 'retryable_failed',
       category: args.reason,
@@ -441,7 +453,9 @@ export async function pauseProvider(
         newEpisode: false,
       };
     }
-    return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, now);
+    // M3: shared credentials pause the installation, a workspace's own only that workspace.
+    const key = pauseKey(args.provider, Number(attempt.workspace_id));
+    return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, now, key);
   });
 }
 

@@ -4,7 +4,8 @@ import { ACTIVE_STATUS_LIST } from './sql';
 /**
  * Read models of the console (SPEC §9) that no other repository serves: the operations
  * figures, the batches list and the cheap change digests the console's live stream compares.
- * Every query is scoped by workspace except the provider queue state, which is global.
+ * Every query is scoped by workspace; provider queue states are the installation's and the
+ * workspace's own.
  */
 
 export interface OperationsFigures {
@@ -18,9 +19,10 @@ export interface OperationsFigures {
   pendingDeliveries: number;
 }
 
+/** One workspace's figures, or (M1, operators only) with `null` the whole installation's. */
 export async function operationsFigures(
   db: Queryable,
-  workspaceId: number,
+  workspaceId: number | null,
 ): Promise<OperationsFigures> {
   const [jobs, oldest, attempts, deliveries] = await Promise.all([
     db.query<{ pending: number; running: number; failed_today: number }>(
@@ -28,23 +30,24 @@ export async function operationsFigures(
               count(*) FILTER (WHERE status = 'running')::int AS running,
               count(*) FILTER (WHERE status = 'failed' AND ended_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::int
                 AS failed_today
-         FROM transcription_jobs WHERE workspace_id = $1 AND status IN ('pending', 'running', 'failed')`,
+         FROM transcription_jobs WHERE ($1::bigint IS NULL OR workspace_id = $1)
+          AND status IN ('pending', 'running', 'failed')`,
       [workspaceId],
     ),
     db.query<{ id: string; page_id: number; created_at: Date; stage: string | null }>(
       `SELECT id, page_id, created_at, stage FROM transcription_jobs
-        WHERE workspace_id = $1 AND status = 'pending' ORDER BY id LIMIT 1`,
+        WHERE ($1::bigint IS NULL OR workspace_id = $1) AND status = 'pending' ORDER BY id LIMIT 1`,
       [workspaceId],
     ),
     db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM transcription_job_attempts a JOIN transcription_jobs j ON j.id = a.job_id
-        WHERE j.workspace_id = $1 AND a.outcome = 'running'`,
+        WHERE ($1::bigint IS NULL OR j.workspace_id = $1) AND a.outcome = 'running'`,
       [workspaceId],
     ),
     db.query<{ failed: number; pending: number }>(
       `SELECT count(*) FILTER (WHERE status IN ('failed', 'dead'))::int AS failed,
               count(*) FILTER (WHERE status = 'pending')::int AS pending
-         FROM webhook_deliveries WHERE workspace_id = $1`,
+         FROM webhook_deliveries WHERE ($1::bigint IS NULL OR workspace_id = $1)`,
       [workspaceId],
     ),
   ]);
@@ -59,6 +62,30 @@ export async function operationsFigures(
     runningAttempts: attempts.rows[0]?.n ?? 0,
     failedDeliveries: deliveries.rows[0]?.failed ?? 0,
     pendingDeliveries: deliveries.rows[0]?.pending ?? 0,
+  };
+}
+
+/** M1: a workspace's own share of the cleanup figures (the installation's are for operators). */
+export async function workspaceCleanupFigures(
+  db: Queryable,
+  workspaceId: number,
+  now: Date,
+): Promise<{
+  pendingCleanups: number;
+  failedCleanups: number;
+  oldestPendingCleanupAgeMs: number | null;
+}> {
+  const { rows } = await db.query<{ pending: number; failing: number; oldest: Date | null }>(
+    `SELECT count(*)::int AS pending, count(*) FILTER (WHERE status = 'failing')::int AS failing,
+            min(created_at) AS oldest
+       FROM blob_cleanups WHERE workspace_id = $1 AND status IN ('staged', 'due', 'failing')`,
+    [workspaceId],
+  );
+  const r = rows[0];
+  return {
+    pendingCleanups: r?.pending ?? 0,
+    failedCleanups: r?.failing ?? 0,
+    oldestPendingCleanupAgeMs: r?.oldest ? Math.max(0, now.getTime() - r.oldest.getTime()) : null,
   };
 }
 
@@ -127,10 +154,15 @@ export async function jobsDigest(db: Queryable, workspaceId: number): Promise<st
   return `${r?.n ?? 0}:${r?.latest ? r.latest.getTime() : 0}`;
 }
 
-/** A digest of every provider's queue state (global: pauses affect all workspaces). */
-export async function providersDigest(db: Queryable): Promise<string> {
+/**
+ * A digest of the provider queue states a workspace sees: the installation's (pauses of shared
+ * credentials hold every workspace) and its own (M3).
+ */
+export async function providersDigest(db: Queryable, workspaceId: number): Promise<string> {
   const { rows } = await db.query<{ provider: string; status: string; episode: number }>(
-    'SELECT provider, status, episode FROM provider_state ORDER BY provider',
+    `SELECT provider, status, episode FROM provider_state
+      WHERE workspace_id IS NULL OR workspace_id = $1 ORDER BY provider, workspace_id NULLS FIRST`,
+    [workspaceId],
   );
   return rows.map((r) => `${r.provider}=${r.status}#${r.episode}`).join(',');
 }

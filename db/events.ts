@@ -109,3 +109,15 @@ export async function highWaterMark(db: Queryable, workspaceId?: number): Promis
         );
   return rows[0]?.max ?? 0;
 }
+
+/**
+ * The highest outbox id ever handed out (0 before the first). Unlike `highWaterMark` it does
+ * not fall when retention removes the newest rows, so a stream can tell a Last-Event-ID this
+ * installation never issued (S1).
+ */
+export async function newestEventId(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ last: string | null }>(
+    `SELECT pg_sequence_last_value(pg_get_serial_sequence('event_outbox', 'id')::regclass) AS last`,
+  );
+  return Number(rows[0]?.last ?? 0);
+}

@@ -1,6 +1,7 @@
 import type { JobRecord, JobStore } from '../core/jobStore';
 import type { MediaKind } from '../core/media';
 import { releaseIncompleteBatchPages } from './items';
+import { admitWaitingJobs, workspacesWithWaitingJobs } from './jobSlots';
 import {
   activeWorkflowsForProvider,
   cancelBatch,
@@ -10,6 +11,7 @@ import {
   type JobRow,
   markWorkflowStarted,
 } from './jobs';
+import { providersEnabledFor } from './operatorControls';
 import type { Pool } from './pool';
 import { resumeProvider } from './providerState';
 
@@ -23,6 +25,7 @@ function record(job: JobRow, kind: MediaKind): JobRecord {
     provider: job.provider,
     status: job.status,
     batchId: job.batchId,
+    awaitingSlot: job.awaitingSlot,
   };
 }
 
@@ -42,11 +45,18 @@ export function createJobStore(pool: Pool): JobStore {
     cancelBatch: (workspaceId, batchId) => cancelBatch(pool, workspaceId, batchId),
     releaseIncompleteBatch: (workspaceId, batchId) =>
       releaseIncompleteBatchPages(pool, workspaceId, batchId),
-    resumeProvider: (provider) => resumeProvider(pool, provider),
-    activeWorkflowsForProvider: (provider) => activeWorkflowsForProvider(pool, provider),
+    resumeProvider: (provider, workspaceId) => resumeProvider(pool, provider, workspaceId),
+    providersEnabledFor: (workspaceId) => providersEnabledFor(pool, workspaceId),
+    activeWorkflowsForProvider: (provider, workspaceId) =>
+      activeWorkflowsForProvider(pool, provider, workspaceId),
     async findUnstartedJobs(olderThanMs, limit) {
       const rows = await findUnstartedJobs(pool, olderThanMs, limit);
       return rows.map((r) => record(r.job, r.kind));
     },
+    async admitWaitingJobs(workspaceId) {
+      const rows = await admitWaitingJobs(pool, workspaceId);
+      return rows.map((r) => record(r.job, r.kind));
+    },
+    workspacesWithWaitingJobs: () => workspacesWithWaitingJobs(pool),
   };
 }

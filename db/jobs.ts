@@ -45,6 +45,8 @@ export interface JobRow {
   errorDetail: string | null;
   supersededBy: string | null;
   workflowStartedAt: Date | null;
+  /** M4: recorded over its workspace's active-job cap; no workflow until admitted (db/jobSlots.ts). */
+  awaitingSlot: boolean;
   createdAt: Date;
   updatedAt: Date;
   endedAt: Date | null;
@@ -53,7 +55,7 @@ export interface JobRow {
 export const JOB_COLUMNS = `j.id, j.workspace_id, j.page_id, j.batch_id, j.workflow_id, j.status, j.provider, j.snapshot,
   j.input_revision, j.idempotency_key, j.external_reference_id, j.metadata, j.stage, j.last_attempt_number,
   j.completed_segments, j.failed_segments, j.total_segments, j.result_revision, j.error_category, j.error_detail,
-  j.superseded_by, j.workflow_started_at, j.created_at, j.updated_at, j.ended_at`;
+  j.superseded_by, j.workflow_started_at, j.awaiting_slot, j.created_at, j.updated_at, j.ended_at`;
 
 export function toJob(r: Record<string, unknown>): JobRow {
   return {
@@ -79,6 +81,7 @@ export function toJob(r: Record<string, unknown>): JobRow {
     errorDetail: (r.error_detail as string | null) ?? null,
     supersededBy: (r.superseded_by as string | null) ?? null,
     workflowStartedAt: (r.workflow_started_at as Date | null) ?? null,
+    awaitingSlot: r.awaiting_slot === true,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
     endedAt: (r.ended_at as Date | null) ?? null,
@@ -157,10 +160,15 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
       [superseded.id, id],
     );
   }
+  // M4: under a cap every new job queues; the dispatcher admits it in order (db/jobSlots.ts).
+  const cap = await client.query('SELECT active_job_cap FROM workspaces WHERE id = $1', [
+    input.workspaceId,
+  ]);
+  const awaitingSlot = cap.rows[0]?.active_job_cap != null;
   const inserted = await client.query(
     `INSERT INTO transcription_jobs AS j (id, workspace_id, page_id, batch_id, workflow_id, provider, snapshot,
-       input_revision, idempotency_key, external_reference_id, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       input_revision, idempotency_key, external_reference_id, metadata, awaiting_slot)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      RETURNING ${JOB_COLUMNS}`,
     [
       id,
@@ -174,6 +182,7 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
       input.idempotencyKey ?? null,
       input.externalReferenceId ?? null,
       JSON.stringify(input.metadata ?? {}),
+      awaitingSlot,
     ],
   );
   return { job: toJob(inserted.rows[0]), kind: page.kind, created: true, superseded };
@@ -390,11 +399,14 @@ export async function markWorkflowStarted(db: Queryable, jobId: string): Promise
   );
 }
 
-/** J6: jobs whose row exists but whose workflow was never recorded as started. */
+/**
+ * J6: jobs whose row exists but whose workflow was never recorded as started. A job waiting
+ * for a slot under its workspace's cap (M4) is not one: the dispatcher starts it when admitted.
+ */
 export async function findUnstartedJobs(db: Queryable, olderThanMs: number, limit = 100) {
   const { rows } = await db.query(
     `SELECT ${JOB_COLUMNS}, p.kind FROM transcription_jobs j JOIN pages p ON p.id = j.page_id
-      WHERE j.workflow_started_at IS NULL AND j.status = 'pending'
+      WHERE j.workflow_started_at IS NULL AND j.status = 'pending' AND NOT j.awaiting_slot
         AND j.created_at < now() - ($1::text || ' milliseconds')::interval
       ORDER BY j.created_at LIMIT $2`,
     [String(olderThanMs), limit],
@@ -402,14 +414,20 @@ export async function findUnstartedJobs(db: Queryable, olderThanMs: number, limi
   return rows.map((r) => ({ job: toJob(r), kind: r.kind as MediaKind }));
 }
 
-/** Active jobs of a provider, to wake their workflows when it resumes. */
+/**
+ * Active jobs that call a provider, as their own or as their polish provider (M3), of one
+ * workspace when given: to wake their workflows when it resumes.
+ */
 export async function activeWorkflowsForProvider(
   db: Queryable,
   provider: string,
+  workspaceId?: number,
 ): Promise<string[]> {
   const { rows } = await db.query(
-    `SELECT workflow_id FROM transcription_jobs WHERE provider = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
-    [provider],
+    `SELECT workflow_id FROM transcription_jobs
+      WHERE status IN ${ACTIVE_STATUS_LIST} AND ($2::bigint IS NULL OR workspace_id = $2)
+        AND (provider = $1 OR snapshot->'options'->>'polishProvider' = $1)`,
+    [provider, workspaceId ?? null],
   );
   return rows.map((r) => r.workflow_id);
 }

@@ -1,3 +1,4 @@
+import { type BilledProvider, billedProvider } from '../core/pricing';
 import type { CallCost, JobSnapshot } from '../core/provider';
 import type { Queryable } from './pool';
 
@@ -14,9 +15,12 @@ export async function recordProviderCall(
     outcome: string;
     /** Defaults to the database clock; a test may inject its own day. */
     occurredAt?: Date;
+    /** M3: the provider that made the call, when not the job's own (polish). */
+    by?: BilledProvider;
   },
 ): Promise<void> {
-  const price = call.cost ? (call.snapshot.price[call.cost.unit] ?? 0) : 0;
+  const by = call.by ?? billedProvider(call.snapshot, 'engine');
+  const price = call.cost ? (by.price[call.cost.unit] ?? 0) : 0;
   const costMicros = call.cost ? Math.round(call.cost.units * price) : 0;
   await db.query(
     `INSERT INTO provider_calls (workspace_id, job_id, attempt_number, provider, operation, units, unit, cost_micros,
@@ -26,7 +30,7 @@ export async function recordProviderCall(
       call.workspaceId,
       call.jobId,
       call.attemptNumber,
-      call.snapshot.provider,
+      by.provider,
       call.operation,
       call.cost?.units ?? 0,
       call.cost?.unit ?? 'call',

@@ -218,13 +218,15 @@ export async function savePageEdit(
 
 export interface RevisionSummary {
   revision: number;
-  source: 'initial' | 'engine' | 'human';
+  source: 'initial' | 'engine' | 'human' | 'import';
   engine: string | null;
   model: string | null;
   modelVersion: string | null;
   jobId: string | null;
   attemptNumber: number | null;
   editedBy: string | null;
+  /** I3: where an imported revision came from (format, namespace, producer, file hash). */
+  provenance: Record<string, unknown> | null;
   createdAt: Date;
 }
 
@@ -238,12 +240,13 @@ function toRevision(r: Record<string, unknown>): RevisionSummary {
     jobId: (r.job_id as string | null) ?? null,
     attemptNumber: (r.attempt_number as number | null) ?? null,
     editedBy: (r.edited_by as string | null) ?? null,
+    provenance: (r.provenance as Record<string, unknown> | null) ?? null,
     createdAt: r.created_at as Date,
   };
 }
 
 const REVISION_COLUMNS = `r.revision, r.source, r.engine, r.model, r.model_version, r.job_id, r.attempt_number,
-  r.edited_by, r.created_at`;
+  r.edited_by, r.provenance, r.created_at`;
 
 /** A page's revision history with provenance, newest first; undefined for another workspace's page. */
 export async function listRevisions(

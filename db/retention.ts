@@ -1,9 +1,17 @@
 import type { Queryable } from './pool';
 
+/** The `retention_marks` row of the event outbox (see `eventsPurgedBefore`). */
+export const EVENT_RETENTION_MARK = 'event_outbox';
+
 /**
  * O3 retention: finished webhook deliveries (with their attempt logs) and then events
  * older than the retention period, that no pending delivery still needs, are removed.
  * Pending deliveries keep their events however old: nothing committed is dropped unsent.
+ *
+ * What it removes includes completion events, which the auditor otherwise expects one per
+ * completed job (E1). So the cutoff is recorded first, as a mark that only moves forward: the
+ * auditor reads it and no longer expects the event of a job that ended before it. Recorded
+ * before the delete, so a pass that fails halfway leaves a mark that covers what it removed.
  */
 export async function purgeOldEvents(
   db: Queryable,
@@ -11,6 +19,12 @@ export async function purgeOldEvents(
   now = new Date(),
 ): Promise<{ deliveries: number; events: number }> {
   const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
+  await db.query(
+    `INSERT INTO retention_marks (name, purged_before) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE
+        SET purged_before = greatest(retention_marks.purged_before, EXCLUDED.purged_before), updated_at = now()`,
+    [EVENT_RETENTION_MARK, cutoff],
+  );
   const deliveries = await db.query(
     `DELETE FROM webhook_deliveries WHERE status IN ('succeeded', 'failed', 'dead') AND updated_at < $1`,
     [cutoff],
@@ -24,4 +38,13 @@ export async function purgeOldEvents(
     [cutoff],
   );
   return { deliveries: deliveries.rowCount ?? 0, events: events.rowCount ?? 0 };
+}
+
+/** Events created before this time may have been removed by retention; null when none were. */
+export async function eventsPurgedBefore(db: Queryable): Promise<Date | null> {
+  const { rows } = await db.query<{ purged_before: Date }>(
+    'SELECT purged_before FROM retention_marks WHERE name = $1',
+    [EVENT_RETENTION_MARK],
+  );
+  return rows[0]?.purged_before ?? null;
 }

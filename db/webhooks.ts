@@ -8,8 +8,8 @@ import {
   validateWebhookSecret,
   validateWebhookUrl,
 } from '../core/webhookValidation';
-import type { OutboxEvent } from './events';
 import { type Pool, type Queryable, withTransaction } from './pool';
+import type { ClaimedDelivery } from './webhookClaims';
 
 /**
  * W1/W2: webhook subscriptions, their deliveries and the attempt log. Every read and write
@@ -35,6 +35,18 @@ export class DeliveryStateError extends DomainError {
     message: string,
   ) {
     super('conflict', code, message);
+  }
+}
+
+/** W1: the workspace already has a subscription for this URL (disabled ones included). */
+export class DuplicateWebhookError extends DomainError {
+  override name = 'DuplicateWebhookError';
+  constructor() {
+    super(
+      'conflict',
+      'webhook_url_exists',
+      'this workspace already has a webhook for that url; delete it first to register it again',
+    );
   }
 }
 
@@ -83,7 +95,8 @@ export interface CreateSubscriptionInput {
 
 /**
  * W1: validates shape (the DNS/SSRF check is the caller's, in net/ssrf.ts, before this), then
- * in one transaction locks the workspace, enforces the limit of 100 and inserts. The new
+ * in one transaction locks the workspace, enforces the limit of 100, refuses a URL the
+ * workspace has already registered (`webhook_url_exists`, 409) and inserts. The new
  * subscription receives events committed after it.
  */
 export async function createSubscription(
@@ -108,6 +121,13 @@ export async function createSubscription(
       [input.workspaceId],
     );
     assertSubscriptionCapacity(counted[0]?.n ?? 0);
+    // Under the workspace lock above, so two creations of one URL cannot both pass. URLs are
+    // compared as the parser writes them (host case, default port and empty path normalised).
+    const taken = await client.query(
+      'SELECT 1 FROM webhook_subscriptions WHERE workspace_id = $1 AND url = $2',
+      [input.workspaceId, url.toString()],
+    );
+    if ((taken.rowCount ?? 0) > 0) throw new DuplicateWebhookError();
     const { rows } = await client.query<SubscriptionRow>(
       `INSERT INTO webhook_subscriptions (id, workspace_id, url, secret_ciphertext, event_types, after_event_id)
        VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(id), 0) FROM event_outbox))
@@ -247,80 +267,7 @@ export async function relayCursor(
   return rows[0]?.last_event_id ?? 0;
 }
 
-/** A delivery claimed for one send; holds the sealed secret, opened only by the sender. */
-export interface ClaimedDelivery {
-  deliveryId: number;
-  subscriptionId: string;
-  workspaceId: number;
-  url: string;
-  sealedSecret: Buffer;
-  attemptCount: number;
-  retryOriginAt: Date;
-  event: OutboxEvent;
-}
-
-/**
- * Claims due deliveries with `FOR UPDATE SKIP LOCKED` and leases them by pushing
- * `next_attempt_at` ahead by `leaseMs`, committed at once. A relay that dies mid-send leaves
- * the lease to expire and the delivery is sent again (at-least-once, same event id).
- */
-export async function claimDueDeliveries(
-  pool: Queryable,
-  options: { limit: number; leaseMs: number },
-): Promise<ClaimedDelivery[]> {
-  if (options.limit <= 0) return [];
-  const { rows } = await pool.query<{
-    id: number;
-    subscription_id: string;
-    workspace_id: number;
-    url: string;
-    secret_ciphertext: Buffer;
-    attempt_count: number;
-    retry_origin_at: Date;
-    event_id: number;
-    event_workspace_id: number | null;
-    type: string;
-    subject: string | null;
-    data: Record<string, unknown>;
-    event_created_at: Date;
-  }>(
-    `WITH due AS (
-       SELECT d.id FROM webhook_deliveries d
-         JOIN webhook_subscriptions s ON s.id = d.subscription_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND s.disabled_at IS NULL
-        ORDER BY d.next_attempt_at, d.id
-        LIMIT $1
-        FOR UPDATE OF d SKIP LOCKED
-     )
-     UPDATE webhook_deliveries d
-        SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000),
-            updated_at = now()
-       FROM due, webhook_subscriptions s, event_outbox e
-      WHERE d.id = due.id AND s.id = d.subscription_id AND e.id = d.event_id
-        AND s.workspace_id = d.workspace_id AND e.workspace_id = d.workspace_id
-     RETURNING d.id, d.subscription_id, d.workspace_id, s.url, s.secret_ciphertext, d.attempt_count,
-               d.retry_origin_at, e.id AS event_id, e.workspace_id AS event_workspace_id, e.type,
-               e.subject, e.data, e.created_at AS event_created_at`,
-    [options.limit, options.leaseMs],
-  );
-  return rows.map((r) => ({
-    deliveryId: r.id,
-    subscriptionId: r.subscription_id,
-    workspaceId: r.workspace_id,
-    url: r.url,
-    sealedSecret: r.secret_ciphertext,
-    attemptCount: r.attempt_count,
-    retryOriginAt: r.retry_origin_at,
-    event: {
-      id: r.event_id,
-      workspaceId: r.event_workspace_id,
-      type: r.type,
-      subject: r.subject,
-      data: r.data,
-      createdAt: r.event_created_at,
-    },
-  }));
-}
+export { type ClaimedDelivery, claimDueDeliveries } from './webhookClaims';
 
 /** The clear secret of a claimed delivery, for signing only. */
 export function openDeliverySecret(secretKey: string, claimed: ClaimedDelivery): string {
@@ -342,12 +289,15 @@ export type AttemptOutcome = 'succeeded' | 'retrying' | 'dead' | 'disabled' | 's
  * Records one attempt (the visible log) and moves the delivery on: succeeded, scheduled again,
  * dead after the schedule's window, or, on 410, failed with its subscription disabled. Only a
  * `pending` delivery moves, so a late result from an expired lease never undoes a success.
+ * `attemptNumber` is the claim's (db/webhookClaims.ts), which already counted the attempt; a
+ * failure reported after a later claim took the delivery over only joins the log. Without
+ * one, the result is of an unclaimed send and is counted here.
  */
 export async function recordDeliveryAttempt(
   pool: Pool,
   deliveryId: number,
   result: AttemptResult,
-  options: { schedule?: RetrySchedule; now?: Date } = {},
+  options: { schedule?: RetrySchedule; now?: Date; attemptNumber?: number } = {},
 ): Promise<{ outcome: AttemptOutcome; nextAttemptAt?: Date }> {
   const schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE;
   const now = options.now ?? new Date();
@@ -377,12 +327,16 @@ export async function recordDeliveryAttempt(
       ],
     );
     if (delivery.status !== 'pending') return { outcome: 'stale' as const };
-    const attempts = delivery.attempt_count + 1;
+    const claimed = options.attemptNumber !== undefined;
+    if (claimed && delivery.attempt_count !== options.attemptNumber && !result.ok) {
+      return { outcome: 'stale' as const };
+    }
+    const attempts = claimed ? delivery.attempt_count : delivery.attempt_count + 1;
     const update = (status: string, next: Date | null, error: string | null) =>
       client.query(
         `UPDATE webhook_deliveries
             SET status = $2, attempt_count = $3, next_attempt_at = coalesce($4, next_attempt_at),
-                last_status_code = $5, last_error = $6, updated_at = now()
+                last_status_code = $5, last_error = $6, claimed_at = NULL, updated_at = now()
           WHERE id = $1`,
         [deliveryId, status, attempts, next, result.statusCode ?? null, error],
       );
@@ -399,7 +353,8 @@ export async function recordDeliveryAttempt(
       );
       // The receiver said it is gone for good: nothing else of this subscription is sent.
       await client.query(
-        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'subscription disabled (410)', updated_at = now()
+        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'subscription disabled (410)',
+                claimed_at = NULL, updated_at = now()
           WHERE subscription_id = $1 AND status = 'pending'`,
         [delivery.subscription_id],
       );
@@ -579,7 +534,7 @@ export async function replayDelivery(
     const updated = await client.query(
       `UPDATE webhook_deliveries
           SET status = 'pending', attempt_count = 0, next_attempt_at = now(), retry_origin_at = now(),
-              updated_at = now()
+              claimed_at = NULL, updated_at = now()
         WHERE id = $1 AND workspace_id = $2 AND status IN ('failed', 'dead')`,
       [deliveryId, workspaceId],
     );

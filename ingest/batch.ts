@@ -33,6 +33,7 @@ import {
   type IngestLimits,
   safeName,
 } from './request';
+import { readTranscriptPart, TRANSCRIPT_FIELD } from './transcripts';
 
 /**
  * The ingest behind `POST /api/v1/workspaces/{ws}/batches` (SPEC §7, U1-U4), as a function
@@ -115,10 +116,11 @@ export async function ingestBatch(
     parser = busboy({
       headers: { 'content-type': contentType },
       limits: {
-        files: limits.maxFiles,
+        // Each image may bring a transcript part (I3); images alone are counted against maxFiles.
+        files: limits.maxFiles * 2,
         fields: 32,
         fieldSize: Math.max(limits.maxMetadataBytes, 1024),
-        parts: limits.maxFiles + 32,
+        parts: limits.maxFiles * 2 + 32,
       },
     });
   } catch {
@@ -180,6 +182,38 @@ export async function ingestBatch(
     // A truncated body errors the part's stream, possibly before this part is consumed; the
     // error reaches the writer through its iterator or the parser's own 'error' event.
     stream.on('error', () => {});
+    if (name === TRANSCRIPT_FIELD) {
+      chain = chain.then(async () => {
+        if (failure !== undefined) {
+          stream.resume();
+          return;
+        }
+        currentStream = stream;
+        try {
+          // Beside its image: the transcript belongs to the image stored just before it.
+          const image = stored.at(-1);
+          const transcript = await readTranscriptPart(stream, info.filename ?? null, image, limits);
+          if (image) image.transcript = transcript;
+        } catch (error) {
+          stream.resume();
+          fail(error);
+        } finally {
+          currentStream = undefined;
+        }
+      });
+      return;
+    }
+    if (fileCount >= limits.maxFiles) {
+      stream.resume();
+      fail(
+        new IngestError(
+          'too_many_files',
+          'too_large',
+          `a request carries at most ${limits.maxFiles} files`,
+        ),
+      );
+      return;
+    }
     const index = fileCount++;
     chain = chain.then(async () => {
       if (failure !== undefined) {

@@ -15,8 +15,10 @@ import {
   prepareItem,
   recordBatchJobs,
 } from '../db/ingest';
+import { insertImportedRevision } from '../db/interchange';
 import { type Pool, type PoolClient, withTransaction } from '../db/pool';
 import type { IngestRequestFields } from './request';
+import type { StoredTranscript } from './transcripts';
 
 /**
  * Step 5 of an ingest, once every file is stored under its canonical key: one transaction
@@ -54,6 +56,8 @@ export interface StoredFile {
   size: number;
   info: MediaInfo;
   filename: string | null;
+  /** I3: the PAGE or ALTO transcript uploaded beside this image, read and checked. */
+  transcript?: StoredTranscript;
 }
 
 /** Replaces an in-flight ingest with an earlier batch's result (same idempotency key). */
@@ -86,6 +90,7 @@ export async function commitBatch(
         throw new Replay(await loadLatestResult(tx, workspaceId, fields.idempotencyKey!));
       }
       const pages: IngestedPage[] = [];
+      const imported = new Set<number>();
       let singleItem: { id: string; next: number } | undefined;
       for (const [ordinal, file] of files.entries()) {
         let itemId: string;
@@ -128,6 +133,23 @@ export async function commitBatch(
           },
           publicBaseUrl,
         );
+        if (file.transcript) {
+          const { parsed, sha256, filename } = file.transcript;
+          await insertImportedRevision(tx, {
+            pageId: page.pageId,
+            canvasUri: page.canvasUri,
+            segments: parsed.segments,
+            ...(parsed.language ? { language: parsed.language } : {}),
+            provenance: {
+              format: parsed.format,
+              namespace: parsed.namespace,
+              producer: parsed.producer,
+              sha256,
+              filename,
+            },
+          });
+          imported.add(page.pageId);
+        }
         await retireBlobCleanup(tx, file.cleanupId);
         await insertBatchPage(tx, { batchId, ordinal, pageId: page.pageId });
         pages.push({
@@ -138,7 +160,13 @@ export async function commitBatch(
           blobKey: file.key,
         });
       }
-      const jobs = deps.createJobs ? await deps.createJobs(tx, pages, fields, batchId) : [];
+      // I3: an imported transcript is the page's work; no job overwrites it unasked. A job
+      // started later re-reads the page on the imported line boxes.
+      const toTranscribe = pages.filter((p) => !imported.has(p.pageId));
+      const jobs =
+        deps.createJobs && toTranscribe.length > 0
+          ? await deps.createJobs(tx, toTranscribe, fields, batchId)
+          : [];
       await recordBatchJobs(tx, batchId, jobs);
       const jobOf = new Map(jobs.map((j) => [j.pageId, j.jobId]));
       return {

@@ -1,4 +1,8 @@
 import { DomainError, type ErrorKind } from '../core/errors';
+import {
+  DEFAULT_TRANSCRIPT_LIMITS,
+  type TranscriptLimits,
+} from '../core/interchange/transcriptImport';
 import { DEFAULT_MEDIA_LIMITS, type MediaLimits } from '../core/media';
 
 /**
@@ -7,7 +11,7 @@ import { DEFAULT_MEDIA_LIMITS, type MediaLimits } from '../core/media';
  * refusal is an `IngestError` whose message names fields, never their content.
  */
 
-export interface IngestLimits extends MediaLimits {
+export interface IngestLimits extends MediaLimits, TranscriptLimits {
   maxFiles: number;
   /** Bytes of the whole request body. */
   maxRequestBytes: number;
@@ -17,6 +21,7 @@ export interface IngestLimits extends MediaLimits {
 
 export const DEFAULT_INGEST_LIMITS: IngestLimits = {
   ...DEFAULT_MEDIA_LIMITS,
+  ...DEFAULT_TRANSCRIPT_LIMITS,
   maxFiles: 500,
   maxRequestBytes: 2 * 1024 * 1024 * 1024,
   maxMetadataBytes: 16 * 1024,

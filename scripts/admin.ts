@@ -1,16 +1,178 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../core/config';
+import { Client, Connection } from '@temporalio/client';
+import { QuireClient } from '../client';
+import { loadConfig, type QuireConfig } from '../core/config';
 import { auditInvariants } from '../db/audit';
+import { CLI_ACTOR, listAudit } from '../db/auditLog';
+import { createJobStore } from '../db/jobStore';
 import { ensureDatabase, migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
+import {
+  resumeProviderRecorded,
+  setInstallationControls,
+  setWorkspaceControls,
+} from '../db/operatorControls';
+import { createOperatorKey, listOperatorKeys, revokeOperatorKey } from '../db/operatorKeys';
+import { createPool, type Pool } from '../db/pool';
 import { createWorkspace } from '../db/workspaces';
 
 /**
- * `quire admin <command>`:
- *   create-workspace --name N   prints {"workspaceId":..,"apiKey":".."} as one JSON line
- *   audit                       runs the invariant auditor; exit 1 when anything is wrong
+ * `quire admin <command>` (npm run admin -- <command>): the installation's own console, run
+ * with the database's credentials. Every command prints one JSON line; every change is in the
+ * audit log (M4) with the CLI as its actor.
  */
-const USAGE = 'usage: quire admin create-workspace --name NAME | quire admin audit';
+const USAGE = `usage: quire admin <command>
+  create-workspace --name NAME             {"workspaceId":..,"apiKey":".."}
+  create-operator-key [--label LABEL]      {"operatorKeyId":..,"operatorKey":"qo_.."} (shown once)
+  list-operator-keys | revoke-operator-key --id N
+  set-budget (--workspace N | --global) --micros M|none
+  set-quota (--workspace N | --global) --bytes B|none
+  set-job-cap --workspace N --cap C|none
+  set-providers --workspace N (--enabled a,b,... | --all)
+  resume-provider --name PROVIDER
+  audit-log [--workspace N] [--limit N]
+  audit                                    invariant auditor; exit 1 when anything is wrong`;
+
+class UsageError extends Error {}
+
+/** A count or `none` (lifts the limit); anything else is a usage error. */
+function limitValue(raw: string | undefined, flag: string): number | null {
+  if (raw === 'none') return null;
+  if (raw === undefined || !/^\d{1,15}$/.test(raw)) {
+    throw new UsageError(`--${flag} must be a whole number or none`);
+  }
+  return Number(raw);
+}
+
+function workspaceValue(raw: string | undefined): number {
+  if (raw === undefined || !/^[1-9]\d{0,14}$/.test(raw)) {
+    throw new UsageError('--workspace must be a workspace id');
+  }
+  return Number(raw);
+}
+
+const print = (value: unknown): undefined => {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+};
+
+async function withQuireClient<T>(
+  config: QuireConfig,
+  pool: Pool,
+  work: (client: QuireClient) => Promise<T>,
+): Promise<T> {
+  const connection = await Connection.connect({
+    address: config.TEMPORAL_ADDRESS,
+    connectTimeout: 5_000,
+  });
+  try {
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    return await work(QuireClient.fromConfig(config, temporal, createJobStore(pool)));
+  } finally {
+    await connection.close();
+  }
+}
+
+async function run(command: string | undefined, rest: string[], config: QuireConfig, pool: Pool) {
+  const options = {
+    name: { type: 'string' },
+    label: { type: 'string' },
+    id: { type: 'string' },
+    workspace: { type: 'string' },
+    global: { type: 'boolean' },
+    micros: { type: 'string' },
+    bytes: { type: 'string' },
+    cap: { type: 'string' },
+    enabled: { type: 'string' },
+    all: { type: 'boolean' },
+    limit: { type: 'string' },
+  } as const;
+  const { values } = parseArgs({ args: rest, options, strict: true });
+  const scope = () => {
+    if (Boolean(values.global) === (values.workspace !== undefined)) {
+      throw new UsageError('give either --workspace N or --global');
+    }
+    return values.global ? null : workspaceValue(values.workspace);
+  };
+  switch (command) {
+    case 'create-workspace': {
+      const name = values.name?.trim();
+      if (!name || name.length > 200) throw new UsageError('--name is required (1-200 characters)');
+      const { workspace, apiKey } = await createWorkspace(pool, name);
+      return print({ workspaceId: workspace.id, apiKey });
+    }
+    case 'create-operator-key': {
+      const label = values.label?.trim() || null;
+      if (label && label.length > 200) throw new UsageError('--label is at most 200 characters');
+      const { id, key } = await createOperatorKey(pool, CLI_ACTOR, label);
+      return print({ operatorKeyId: id, operatorKey: key });
+    }
+    case 'list-operator-keys':
+      return print({ operatorKeys: await listOperatorKeys(pool) });
+    case 'revoke-operator-key': {
+      if (!values.id || !/^[1-9]\d{0,14}$/.test(values.id)) throw new UsageError('--id N');
+      await revokeOperatorKey(pool, CLI_ACTOR, Number(values.id));
+      return print({ revoked: Number(values.id) });
+    }
+    case 'set-budget':
+    case 'set-quota': {
+      const workspaceId = scope();
+      const change =
+        command === 'set-budget'
+          ? { dailyBudgetMicros: limitValue(values.micros, 'micros') }
+          : { quotaBytes: limitValue(values.bytes, 'bytes') };
+      const controls =
+        workspaceId === null
+          ? await setInstallationControls(pool, CLI_ACTOR, change)
+          : await setWorkspaceControls(pool, CLI_ACTOR, workspaceId, change);
+      return print({ workspaceId, controls });
+    }
+    case 'set-job-cap': {
+      const workspaceId = workspaceValue(values.workspace);
+      const cap = limitValue(values.cap, 'cap');
+      if (cap === 0) throw new UsageError('--cap must be at least 1 (or none)');
+      // The worker's dispatcher is notified at commit and admits what a raised cap allows.
+      const controls = await setWorkspaceControls(pool, CLI_ACTOR, workspaceId, {
+        activeJobCap: cap,
+      });
+      return print({ workspaceId, controls });
+    }
+    case 'set-providers': {
+      const workspaceId = workspaceValue(values.workspace);
+      if (Boolean(values.all) === (values.enabled !== undefined)) {
+        throw new UsageError('give either --enabled a,b,... or --all');
+      }
+      const enabled = values.all
+        ? null
+        : (values.enabled ?? '')
+            .split(',')
+            .map((n) => n.trim())
+            .filter(Boolean);
+      const controls = await setWorkspaceControls(pool, CLI_ACTOR, workspaceId, {
+        enabledProviders: enabled,
+      });
+      return print({ workspaceId, controls });
+    }
+    case 'resume-provider': {
+      const name = values.name?.trim();
+      if (!name) throw new UsageError('--name PROVIDER');
+      const result = await withQuireClient(config, pool, (client) =>
+        resumeProviderRecorded(pool, CLI_ACTOR, null, name, () => client.resumeProvider(name)),
+      );
+      return print({ provider: name, ...result });
+    }
+    case 'audit-log': {
+      const workspaceId = values.workspace === undefined ? null : workspaceValue(values.workspace);
+      const limit = values.limit === undefined ? 50 : limitValue(values.limit, 'limit');
+      return print(await listAudit(pool, { workspaceId, limit: limit ?? 50 }));
+    }
+    case 'audit': {
+      const violations = await auditInvariants(pool, { maxAttempts: config.QUIRE_MAX_ATTEMPTS });
+      print({ violations });
+      return violations.length === 0 ? undefined : 1;
+    }
+    default:
+      throw new UsageError(command ? `unknown command ${command}` : 'no command');
+  }
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -19,27 +181,21 @@ async function main(argv: string[]): Promise<number> {
   await migrate(config.DATABASE_URL);
   const pool = createPool(config.DATABASE_URL, 2);
   try {
-    switch (command) {
-      case 'create-workspace': {
-        const { values } = parseArgs({ args: rest, options: { name: { type: 'string' } } });
-        const name = values.name?.trim();
-        if (!name || name.length > 200) {
-          process.stderr.write(`--name is required (1-200 characters)\n${USAGE}\n`);
-          return 2;
-        }
-        const { workspace, apiKey } = await createWorkspace(pool, name);
-        process.stdout.write(`${JSON.stringify({ workspaceId: workspace.id, apiKey })}\n`);
-        return 0;
-      }
-      case 'audit': {
-        const violations = await auditInvariants(pool, { maxAttempts: config.QUIRE_MAX_ATTEMPTS });
-        process.stdout.write(`${JSON.stringify({ violations })}\n`);
-        return violations.length === 0 ? 0 : 1;
-      }
-      default:
-        process.stderr.write(`${USAGE}\n`);
-        return 2;
+    return (await run(command, rest, config, pool)) ?? 0;
+  } catch (error) {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE')) {
+      process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
+      return 2;
     }
+    // Refusals of the domain (unknown workspace or provider, a bound) keep their stable code.
+    const refused = error as { code?: unknown; kind?: unknown; message?: string };
+    if (typeof refused.code === 'string' && typeof refused.kind === 'string') {
+      process.stderr.write(
+        `${JSON.stringify({ error: { code: refused.code, message: refused.message } })}\n`,
+      );
+      return 1;
+    }
+    throw error;
   } finally {
     await pool.end();
   }

@@ -19,6 +19,7 @@ import { createLogger } from './logger';
 import { deliverMirrorOutbox } from './mirrorRelay';
 import { notifyPauseOnce } from './notify';
 import { ensureSchedules } from './schedules';
+import { createSlotDispatcher } from './slotDispatcher';
 import { createWebhookRelay } from './webhookRelay';
 
 /**
@@ -90,6 +91,14 @@ async function main(): Promise<number> {
     allowHosts: config.QUIRE_WEBHOOK_ALLOW_HOSTS,
   });
   await relay.start();
+  // M4: jobs waiting under a workspace's active-job cap start, in order, as slots free.
+  const dispatcher = createSlotDispatcher({
+    pool,
+    client,
+    logger,
+    databaseUrl: config.DATABASE_URL,
+  });
+  await dispatcher.start();
   // E3: published snapshots are PUT to the mirror; the rows are revision-fenced and leased,
   // so any number of workers may run this pass.
   let mirrorPass: Promise<unknown> = Promise.resolve();
@@ -131,6 +140,7 @@ async function main(): Promise<number> {
     clearInterval(healthTimer);
     if (mirrorTimer) clearInterval(mirrorTimer);
     await mirrorPass;
+    await dispatcher.stop().catch(() => {});
     await relay.stop({ graceMs: Math.min(config.QUIRE_SHUTDOWN_GRACE_MS, 15_000) }).catch(() => {});
     await providers.close();
     logger.info({ identity }, 'worker stopped');

@@ -26,10 +26,11 @@ import {
  * published AnnotationPage to `<QUIRE_MIRROR_URL>/<pageId>`. The target is resolved and checked
  * by the SSRF guard immediately before connecting and the socket is pinned to the checked
  * address; redirects are never followed. A failure is retried with capped, jittered exponential
- * backoff. Results are fenced by the claimed revision: a newer publication that arrived during
- * the PUT stays pending and is sent on the next pass (the row coalesces, so only the newest
- * revision is ever sent). Logs carry page ids, revisions, status codes and redacted errors,
- * never the snapshot.
+ * backoff. A claim leases its page (db/mirrorOutbox.ts): a newer publication that arrives during
+ * the PUT waits for the PUT to answer and is sent on the next pass, so PUTs of one page never
+ * overlap and the mirror ends on the newest revision (the row coalesces: revisions published
+ * meanwhile are skipped, never sent out of order). Logs carry page ids, revisions, status codes
+ * and redacted errors, never the snapshot.
  */
 export interface DeliverMirrorOptions {
   pool: Pool;
@@ -72,7 +73,9 @@ export async function deliverMirrorOutbox(
   const timeoutMs = options.timeoutMs ?? 15_000;
   const rows = await claimDueMirrorRows(options.pool, {
     limit: options.limit ?? 20,
-    leaseMs: options.leaseMs ?? timeoutMs + 30_000,
+    // Never shorter than the PUT (its timeout, plus the target check before it): the lease is
+    // what keeps two PUTs of one page apart.
+    leaseMs: Math.max(options.leaseMs ?? timeoutMs + 30_000, timeoutMs + 5_000),
   });
   result.claimed = rows.length;
   await Promise.all(
@@ -84,7 +87,7 @@ export async function deliverMirrorOutbox(
         timeoutMs,
       });
       if (sent.ok) {
-        await markMirrorDelivered(options.pool, row.pageId, row.revision);
+        await markMirrorDelivered(options.pool, row);
         result.delivered += 1;
         options.logger?.info(
           {
@@ -105,13 +108,7 @@ export async function deliverMirrorOutbox(
         options.random,
       );
       const error = sent.error ?? `mirror answered ${sent.statusCode}`;
-      await markMirrorFailed(
-        options.pool,
-        row.pageId,
-        row.revision,
-        error,
-        new Date(Date.now() + delay),
-      );
+      await markMirrorFailed(options.pool, row, error, new Date(Date.now() + delay));
       result.failed += 1;
       options.logger?.warn(
         {

@@ -17,6 +17,8 @@ export interface NotifyPauseArgs {
   provider: string;
   reason: PauseReason;
   episode: number;
+  /** M3: the workspace of a pause of its own credentials (not in the text); null or absent: the installation's. */
+  workspaceId?: number | null;
   fetchImpl?: typeof fetch;
   /** Default 5 s. */
   timeoutMs?: number;
@@ -75,7 +77,12 @@ export async function notifyPauseOnce(pool: Pool, args: NotifyPauseArgs): Promis
   if (!args.url) return { sent: false, why: 'no-url' };
   let claimed: boolean;
   try {
-    claimed = await claimPauseNotification(pool, args.provider, args.episode);
+    claimed = await claimPauseNotification(
+      pool,
+      args.provider,
+      args.episode,
+      args.workspaceId ?? null,
+    );
   } catch {
     return { sent: false, why: 'claim-failed' };
   }

@@ -31,8 +31,9 @@ import {
  *   1. fans new outbox events out into delivery rows, advancing a cursor kept in Postgres in
  *      the same transaction, so a SIGKILL at any point neither skips nor half-applies events;
  *   2. claims due deliveries (SKIP LOCKED, leased) up to the free concurrency and sends them.
- * A delivery whose sender died is sent again when its lease runs out: at-least-once, always
- * with the same event id. Logs carry ids, status codes, latency and redacted errors: never a
+ * The claim counts the attempt before the send (db/webhookClaims.ts): a delivery whose sender
+ * died is sent again on its retry schedule, at-least-once with the same event id, and a send
+ * that kills the relay every time goes dead at the end of the schedule. Logs carry ids, status codes, latency and redacted errors: never a
  * secret, a URL path or a body.
  */
 
@@ -182,14 +183,17 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
     if (result.ok) stats.succeeded += 1;
     else stats.failed += 1;
     try {
-      const recorded = await recordDeliveryAttempt(pool, claimed.deliveryId, result, { schedule });
+      const recorded = await recordDeliveryAttempt(pool, claimed.deliveryId, result, {
+        schedule,
+        attemptNumber: claimed.attemptNumber,
+      });
       const log = {
         component: 'webhook-relay',
         deliveryId: claimed.deliveryId,
         eventId,
         subscriptionId: claimed.subscriptionId,
         workspaceId: claimed.workspaceId,
-        attempt: claimed.attemptCount + 1,
+        attempt: claimed.attemptNumber,
         statusCode: result.statusCode,
         latencyMs: result.latencyMs,
         outcome: recorded.outcome,
@@ -229,7 +233,7 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
     }
     const capacity = concurrency - inFlight.size;
     if (capacity <= 0 || stopping) return undefined;
-    const claimed = await claimDueDeliveries(pool, { limit: capacity, leaseMs });
+    const claimed = await claimDueDeliveries(pool, { limit: capacity, leaseMs, schedule });
     for (const delivery of claimed) launch(delivery);
     if (claimed.length === capacity) return 0;
     const due = await nextDueAt(pool);

@@ -261,7 +261,9 @@ export async function transcriptionJob(
         } catch (error) {
           const type = failureType(error);
           if (type === STALE_ATTEMPT || !isFailureClass(type)) throw error;
-          if (isPausing(type)) return await pause(ref, pauseOf(type, error));
+          // M3: a polish failure pauses the polish provider, not the job's own.
+          if (isPausing(type))
+            return await pause(ref, { ...pauseOf(type, error), stage: 'polish' });
           // Polish degrades: a charged polish failure commits the raw text instead.
           log.warn('polish failed; committing raw text', { jobId: input.jobId, errorClass: type });
           usePolish = false;

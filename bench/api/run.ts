@@ -65,6 +65,7 @@ async function main() {
     parseConfig({
       DATABASE_URL: databaseUrl,
       QUIRE_SECRET_KEY: randomBytes(32).toString('hex'),
+      QUIRE_ENABLE_SIMULATED: '1',
       QUIRE_SSE_MAX_STREAMS_PER_KEY: String(STREAMS + 10),
       QUIRE_SSE_CHECKPOINT_MS: '1000',
       QUIRE_SSE_HEARTBEAT_MS: '15000',

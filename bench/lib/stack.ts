@@ -38,6 +38,8 @@ export async function startBenchStack(poolSize = 20): Promise<BenchStack> {
     {
       port: await freePort(),
       headless: true,
+      // The server's own log, when a run needs looking into.
+      logFile: process.env.QUIRE_BENCH_TEMPORAL_LOG,
     },
   );
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: silent });

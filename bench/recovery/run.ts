@@ -41,6 +41,7 @@ function spawnWorker(
       TEMPORAL_ADDRESS: stack.temporalAddress,
       QUIRE_TASK_QUEUE: taskQueue,
       QUIRE_SECRET_KEY: secret,
+      QUIRE_ENABLE_SIMULATED: '1',
       QUIRE_HEARTBEAT_TIMEOUT_MS: String(heartbeatMs),
       QUIRE_HEALTH_FILE: health,
       QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
@@ -75,6 +76,7 @@ for (const heartbeatMs of heartbeats) {
       QUIRE_TASK_QUEUE: taskQueue,
       QUIRE_HEARTBEAT_TIMEOUT_MS: String(heartbeatMs),
       QUIRE_DEFAULT_PROVIDER: 'simulated',
+      QUIRE_ENABLE_SIMULATED: '1',
     });
     const client = QuireClient.fromConfig(config, temporal, createJobStore(stack.pool));
     const a = spawnWorker(taskQueue, heartbeatMs, `a${run}`);

@@ -54,6 +54,7 @@ async function spawnReplicas(
           TEMPORAL_ADDRESS: stack.temporalAddress,
           QUIRE_TASK_QUEUE: taskQueue,
           QUIRE_SECRET_KEY: SECRET,
+          QUIRE_ENABLE_SIMULATED: '1',
           WORKER_CONCURRENCY: String(slots),
           QUIRE_HEALTH_FILE: health,
           QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
@@ -88,6 +89,7 @@ async function oneRun(concurrency: number, run: number, pageCount = pages) {
   const config = parseConfig({
     QUIRE_TASK_QUEUE: `bench-throughput-${concurrency}-${run}`,
     QUIRE_DEFAULT_PROVIDER: 'simulated',
+    QUIRE_ENABLE_SIMULATED: '1',
     WORKER_CONCURRENCY: String(Math.ceil(concurrency / replicas)),
     QUIRE_SECRET_KEY: SECRET,
     DATABASE_URL: stack.databaseUrl,

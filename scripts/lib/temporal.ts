@@ -19,6 +19,16 @@ export const SEARCH_ATTRIBUTES = {
   QuireProvider: 'Keyword',
 } as const;
 
+/**
+ * M5: server settings Quire relies on. `matching.enableFairness` makes matching dispatch a
+ * backlogged task queue fairly across the fairness keys jobs carry (one per workspace); it
+ * keeps the backlog in the server's v2 task tables, so it is on from a queue's first task
+ * (switching it on over an existing backlog leaves that backlog behind in the old tables).
+ */
+export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
+  'matching.enableFairness': true,
+};
+
 export function temporalCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
   return join(base, 'quire', `temporal-${TEMPORAL_CLI_VERSION}`);
@@ -108,6 +118,9 @@ export async function startDevServer(
   else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
     args.push('--search-attribute', `${name}=${type}`);
+  }
+  for (const [name, value] of Object.entries(TEMPORAL_DYNAMIC_CONFIG)) {
+    args.push('--dynamic-config-value', `${name}=${JSON.stringify(value)}`);
   }
   let stdio: Array<'ignore' | number> = ['ignore', 'ignore', 'ignore'];
   if (options.logFile) {

@@ -14,6 +14,7 @@ import { SimulatedProvider } from '../../providers/simulated';
 import { createWebhookRelay, type WebhookRelay } from '../../worker/webhookRelay';
 import { launchBrowser, screenshots, seriousViolations } from '../support/browser';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/httpsReceiver';
+import { KANT } from '../support/interchange';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
@@ -103,6 +104,7 @@ beforeAll(async () => {
     QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
     QUIRE_BLOB_DIR: blobRoot,
     QUIRE_DEFAULT_PROVIDER: 'simulated',
+    QUIRE_ENABLE_SIMULATED: '1',
     QUIRE_RETRY_INITIAL_MS: '50',
     QUIRE_RETRY_MAX_MS: '200',
     QUIRE_HEARTBEAT_TIMEOUT_MS: '3000',
@@ -413,6 +415,41 @@ describe('console (C)', () => {
     expect(await page.locator('tr[data-delivery]').first().textContent()).toContain(
       'transcription.completed',
     );
+  });
+
+  it('I3 C upload with a transcript: the PAGE file beside the image becomes revision 1; the page offers PAGE, hOCR and its IIIF manifest', async () => {
+    // Browsers send the scan as PNG here (the same pixels as the ground truth's TIFF).
+    const scan = join(files, 'kant-0017.png');
+    execFileSync('/usr/bin/convert', [KANT.image, scan]);
+    await page.goto('/upload');
+    await page.locator('input[type="file"]').setInputFiles(scan);
+    await page.getByLabel('Transcript of kant-0017.png, PAGE XML or ALTO').setInputFiles(KANT.page);
+    await expect
+      .poll(() => page.locator('li[data-file="kant-0017.png"]').textContent())
+      .toContain('Transcript: kant_aufklaerung_1784_0017.page.xml');
+    await page.getByRole('button', { name: 'Upload', exact: true }).click();
+    await page.waitForURL('**/batches/**');
+    const { rows } = await quire.db.pool.query(
+      'SELECT id, revision FROM pages WHERE workspace_id = $1 ORDER BY id DESC LIMIT 1',
+      [workspaceId],
+    );
+    expect(rows[0].revision).toBe(1);
+    await page.goto(`/pages/${rows[0].id}`);
+    await expect
+      .poll(() => page.locator('body').textContent())
+      .toContain('imported PAGE from OCR-D');
+    for (const label of ['PAGE XML', 'hOCR']) {
+      const href = await page.getByRole('link', { name: label, exact: true }).getAttribute('href');
+      const exported = await page.request.get(href!);
+      expect(exported.status()).toBe(200);
+      expect(await exported.text()).toContain('Berliniſche Monatsſchrift.');
+    }
+    const manifestHref = await page.getByTestId('iiif-manifest').getAttribute('href');
+    const manifest = await page.request.get(manifestHref!);
+    expect(manifest.status()).toBe(200);
+    const body = await manifest.json();
+    expect(body.type).toBe('Manifest');
+    expect(body.items[0].annotations[0].items[0].body.value).toBe('Berliniſche Monatsſchrift.');
   });
 
   it('C accessibility and layout: no serious or critical axe violations on any page, screenshots at 1280 and 375 px', async () => {

@@ -117,3 +117,58 @@ describe('event stream across web processes (S1)', () => {
     expect(web2.output()).not.toContain(a.apiKey);
   }, 180_000);
 });
+
+describe('event stream limits across web processes (S1)', () => {
+  it('S1 the per-key stream limit holds across two web processes, and the slots of a SIGKILLed process free themselves when their lease runs out', async () => {
+    const a = await createWorkspace(db.pool, 'limits');
+    const env = {
+      DATABASE_URL: db.url,
+      QUIRE_SECRET_KEY: 'quire-test-secret-key-0123456789-abcdefghij',
+      TEMPORAL_ADDRESS: process.env.QUIRE_TEST_TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+      QUIRE_SSE_MAX_STREAMS_PER_KEY: '2',
+      QUIRE_SSE_LEASE_MS: '2000',
+      QUIRE_SSE_HEARTBEAT_MS: '500',
+      LOG_LEVEL: 'warn',
+    };
+    const [web1, web2] = await Promise.all([startWeb(distDir, env), startWeb(distDir, env)]);
+    webs.push(web1, web2);
+    const path = `/api/v1/workspaces/${a.workspace.id}/events`;
+    const open: AbortController[] = [];
+    const stream = async (web: WebProcess, headers: Record<string, string> = {}) => {
+      const controller = new AbortController();
+      open.push(controller);
+      const response = await fetch(`${web.url}${path}`, {
+        headers: { Authorization: `Bearer ${a.apiKey}`, ...headers },
+        signal: controller.signal,
+      });
+      const code = response.ok
+        ? undefined
+        : ((await response.json()) as { error: { code: string } }).error.code;
+      return { status: response.status, code };
+    };
+    try {
+      expect(await stream(web1)).toEqual({ status: 200, code: undefined });
+      expect(await stream(web2)).toEqual({ status: 200, code: undefined });
+      // Each process holds one stream of the key; neither may open a third.
+      expect(await stream(web1)).toEqual({ status: 429, code: 'too_many_streams' });
+      expect(await stream(web2)).toEqual({ status: 429, code: 'too_many_streams' });
+      // A Last-Event-ID no event ever had is refused, not followed in silence.
+      expect(await stream(web2, { 'Last-Event-ID': '999999999' })).toEqual({
+        status: 400,
+        code: 'last_event_id_ahead',
+      });
+
+      // web1 dies without closing its stream: its slot lasts only until its lease runs out.
+      await web1.stop('SIGKILL');
+      const killedAt = Date.now();
+      let reopened: { status: number; code?: string } = { status: 0 };
+      while (reopened.status !== 200 && Date.now() - killedAt < 15_000) {
+        reopened = await stream(web2);
+        if (reopened.status !== 200) await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      expect(reopened.status).toBe(200);
+    } finally {
+      for (const controller of open) controller.abort();
+    }
+  }, 180_000);
+});

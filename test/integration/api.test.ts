@@ -62,6 +62,7 @@ beforeAll(async () => {
     QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
     QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
     QUIRE_DEFAULT_PROVIDER: 'simulated',
+    QUIRE_ENABLE_SIMULATED: '1',
     QUIRE_RETRY_INITIAL_MS: '50',
     QUIRE_RETRY_MAX_MS: '200',
     QUIRE_SSE_MAX_STREAMS_PER_KEY: '3',
@@ -203,7 +204,7 @@ describe('transcription jobs (L1, J4, J5)', () => {
         413,
         'payload_too_large',
       ],
-      [await post({ body: { pageId, provider: 'no-such-engine' } }), 422, 'invalid_job_request'],
+      [await post({ body: { pageId, provider: 'no-such-engine' } }), 422, 'unknown_provider'],
       [await post({ body: { pageId: 987654 } }), 404, 'page_not_found'],
     ];
     for (const [response, status, code] of cases) {
@@ -711,15 +712,24 @@ describe('webhooks (W1, W2) and providers (Q3)', () => {
     );
   });
 
-  it('Q3 providers: state and spend today; Resume through the typed client; unknown provider 404', async () => {
+  it('Q3 M3 providers: state and spend today; Resume of a workspace-credential pause through the typed client; unknown provider 404', async () => {
+    // The simulated engine runs on each workspace's own credentials: A's pause is A's to lift.
     await quire.db.pool.query(
-      `INSERT INTO provider_state (provider, status, reason, paused_at) VALUES ('simulated', 'paused', 'credit', now())
-       ON CONFLICT (provider) DO UPDATE SET status = 'paused', reason = 'credit', paused_at = now()`,
+      `INSERT INTO provider_state (provider, workspace_id, status, reason, paused_at)
+       VALUES ('simulated', $1, 'paused', 'credit', now())
+       ON CONFLICT (provider, workspace_id) DO UPDATE SET status = 'paused', reason = 'credit', paused_at = now()`,
+      [A.ws],
     );
     const state = await call(R.providers!, 'GET', '/x', { ws: wsOf(A) }, { key: A.key });
     expect(state.status).toBe(200);
     const simulated = state.json.providers.find((p: { name: string }) => p.name === 'simulated');
-    expect(simulated).toMatchObject({ status: 'paused', reason: 'credit', needsOperator: true });
+    expect(simulated).toMatchObject({
+      status: 'paused',
+      reason: 'credit',
+      credentials: 'workspace',
+      needsOperator: false,
+      resumable: true,
+    });
     expect(simulated.spentTodayMicros).toBeGreaterThan(0);
     expect(state.json.budget.workspace.spentMicros).toBeGreaterThan(0);
     const resumed = await call(

@@ -68,7 +68,7 @@ beforeEach(async () => {
 async function pausedEpisode(provider: string, episode: number) {
   await db.pool.query(
     `INSERT INTO provider_state (provider, status, reason, paused_at, episode) VALUES ($1, 'paused', 'outage', now(), $2)
-     ON CONFLICT (provider) DO UPDATE SET episode = EXCLUDED.episode`,
+     ON CONFLICT (provider, workspace_id) DO UPDATE SET episode = EXCLUDED.episode`,
     [provider, episode],
   );
 }

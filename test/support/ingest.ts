@@ -22,6 +22,7 @@ export async function ingestWithJobs(
       createJobs: recordJobsForIngest({
         workspaceId,
         defaultProvider: job.provider ?? 'auto',
+        enabled: quire.providers.names(),
         options: job.options,
         records,
       }),

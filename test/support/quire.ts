@@ -58,6 +58,8 @@ export function testConfig(overrides: Record<string, string> = {}): QuireConfig 
     QUIRE_SHUTDOWN_GRACE_MS: '5000',
     WORKER_CONCURRENCY: '4',
     QUIRE_DEFAULT_PROVIDER: 'simulated',
+    // M2: the simulated engine exists only where tests and benchmarks ask for it.
+    QUIRE_ENABLE_SIMULATED: '1',
     LOG_LEVEL: 'silent',
     ...overrides,
   });

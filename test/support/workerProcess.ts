@@ -32,6 +32,7 @@ export function spawnWorker(
       QUIRE_HEALTH_FILE: healthFile,
       QUIRE_WORKFLOW_BUNDLE: process.env.QUIRE_TEST_WORKFLOW_BUNDLE ?? '',
       WORKER_CONCURRENCY: '4',
+      QUIRE_ENABLE_SIMULATED: quire.config.QUIRE_ENABLE_SIMULATED ? '1' : '0',
       LOG_LEVEL: 'info',
       ...env,
     },

@@ -5,7 +5,6 @@ import {
   AUTO_PROVIDER,
   describeProvider,
   enabledProviders,
-  isRequestableProvider,
   KNOWN_PROVIDERS,
   PROVIDER_CATALOGUE,
   resolveProvider,
@@ -30,9 +29,7 @@ describe('provider catalogue (Q1, Q2, B1)', () => {
       'async-speech',
     ]);
     expect(new Set(KNOWN_PROVIDERS).size).toBe(KNOWN_PROVIDERS.length);
-    for (const name of [AUTO_PROVIDER, ...KNOWN_PROVIDERS])
-      expect(isRequestableProvider(name)).toBe(true);
-    expect(isRequestableProvider('no-such-engine')).toBe(false);
+    for (const name of KNOWN_PROVIDERS) expect(describeProvider(name)?.name).toBe(name);
     expect(describeProvider('no-such-engine')).toBeUndefined();
   });
 
@@ -59,25 +56,33 @@ describe('provider catalogue (Q1, Q2, B1)', () => {
     }
   });
 
-  it('Q2 the local engines are always enabled; a remote one when its base URL is set', () => {
+  it('Q2 M2 the offline engines are always enabled; simulated only with QUIRE_ENABLE_SIMULATED=1; a remote one when its base URL is set', () => {
     const names = (env: Record<string, string>) =>
       enabledProviders(parseConfig(env)).map((e) => e.name);
-    expect(names({})).toEqual(['simulated', 'tesseract', 'pocketsphinx']);
-    // An API key alone does not enable anything.
-    expect(names({ QUIRE_OPENAI_API_KEY: 'sk-x', QUIRE_WHISPER_MODEL: 'm' })).toEqual([
+    expect(names({})).toEqual(['tesseract', 'pocketsphinx']);
+    expect(names({ QUIRE_ENABLE_SIMULATED: '0' })).toEqual(['tesseract', 'pocketsphinx']);
+    expect(names({ QUIRE_ENABLE_SIMULATED: '1' })).toEqual([
       'simulated',
       'tesseract',
       'pocketsphinx',
     ]);
+    expect(() => parseConfig({ QUIRE_ENABLE_SIMULATED: 'yes please' })).toThrow(
+      /QUIRE_ENABLE_SIMULATED/,
+    );
+    // An API key alone does not enable anything.
+    expect(names({ QUIRE_OPENAI_API_KEY: 'sk-x', QUIRE_WHISPER_MODEL: 'm' })).toEqual([
+      'tesseract',
+      'pocketsphinx',
+    ]);
     expect(names({ QUIRE_WHISPER_BASE_URL: 'http://127.0.0.1:9' })).toContain('whisper');
-    expect(names(REMOTE_SETTINGS)).toEqual(KNOWN_PROVIDERS);
+    expect(names({ ...REMOTE_SETTINGS, QUIRE_ENABLE_SIMULATED: '1' })).toEqual(KNOWN_PROVIDERS);
     for (const entry of PROVIDER_CATALOGUE) {
       if (entry.enabledBy) expect(entry.settings).toContain(entry.enabledBy);
     }
   });
 
   it('Q2 a worker registers exactly the enabled engines, by their catalogue names', () => {
-    for (const env of [{}, REMOTE_SETTINGS]) {
+    for (const env of [{}, REMOTE_SETTINGS, { QUIRE_ENABLE_SIMULATED: '1' }]) {
       const config = parseConfig(env);
       expect(createEngines(config).map((p) => p.name)).toEqual(
         enabledProviders(config).map((e) => e.name),

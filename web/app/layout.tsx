@@ -3,7 +3,7 @@ import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { NavLinks } from '@quire/web/components/NavLinks';
 import { PausedBanner } from '@quire/web/components/PausedBanner';
 import { config, pool } from '@quire/web/lib/server';
-import { currentPrincipal } from '@quire/web/lib/session';
+import { currentOperator, currentPrincipal } from '@quire/web/lib/session';
 import type { ReactNode } from 'react';
 import { signOut } from './signin/actions';
 import './globals.css';
@@ -14,7 +14,10 @@ export const dynamic = 'force-dynamic';
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
   const principal = await currentPrincipal();
-  const providers = principal ? await providersDigest(pool()).catch(() => undefined) : undefined;
+  const operator = principal ? undefined : await currentOperator();
+  const providers = principal
+    ? await providersDigest(pool(), principal.workspaceId).catch(() => undefined)
+    : undefined;
   return (
     <html lang="en">
       <body>
@@ -22,16 +25,20 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
           Skip to content
         </a>
         <header className="topbar">
-          <a className="brand" href={principal ? '/jobs' : '/signin'}>
+          <a className="brand" href={principal ? '/jobs' : operator ? '/operator' : '/signin'}>
             <span className="brand-mark" aria-hidden="true">
               Q
             </span>
             Quire
           </a>
-          {principal ? <NavLinks temporalUiUrl={config().QUIRE_TEMPORAL_UI_URL} /> : null}
-          {principal ? (
+          {principal || operator ? (
+            <NavLinks temporalUiUrl={config().QUIRE_TEMPORAL_UI_URL} operator={!principal} />
+          ) : null}
+          {principal || operator ? (
             <form action={signOut} className="signout">
-              <span className="muted">Workspace {principal.workspaceId}</span>
+              <span className="muted">
+                {principal ? `Workspace ${principal.workspaceId}` : 'Operator'}
+              </span>
               <button type="submit" className="link">
                 Sign out
               </button>
@@ -40,7 +47,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
         </header>
         {principal ? (
           <>
-            <PausedBanner />
+            <PausedBanner principal={principal} />
             <LiveRefresh topics={['providers']} baselines={providers ? { providers } : {}} quiet />
           </>
         ) : null}

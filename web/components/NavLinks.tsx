@@ -9,15 +9,24 @@ const LINKS = [
   { href: '/providers', label: 'Providers' },
   { href: '/webhooks', label: 'Webhooks' },
   { href: '/operations', label: 'Operations' },
+  { href: '/audit', label: 'Audit' },
 ];
+const OPERATOR_LINKS = [{ href: '/operator', label: 'Operator' }];
 
 /** The main navigation; the current section is marked for sight and for screen readers. */
-export function NavLinks({ temporalUiUrl }: { temporalUiUrl: string }) {
+export function NavLinks({
+  temporalUiUrl,
+  operator = false,
+}: {
+  temporalUiUrl: string;
+  /** M1: an operator session sees the operator view, not a workspace's pages. */
+  operator?: boolean;
+}) {
   const pathname = usePathname() ?? '';
   return (
     <nav aria-label="Main" className="mainnav">
       <ul>
-        {LINKS.map((link) => {
+        {(operator ? OPERATOR_LINKS : LINKS).map((link) => {
           const current =
             pathname === link.href ||
             pathname.startsWith(`${link.href}/`) ||

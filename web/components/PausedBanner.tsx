@@ -1,6 +1,6 @@
 import { isPauseReason, type PauseReason } from '@quire/core/failures';
-import { getProviderStates } from '@quire/db/providerState';
-import { pool } from '@quire/web/lib/server';
+import type { Principal } from '@quire/db/workspaces';
+import { type ProviderQueue, providerQueues } from '@quire/web/services/providers';
 import { ResumeButton } from './ResumeButton';
 import { Time } from './Time';
 
@@ -13,13 +13,14 @@ const REASONS: Record<PauseReason, string> = {
 };
 
 /**
- * Q3: shown on every page while any provider's queue is paused, with the reason and, for the
- * pauses only an operator can lift (credit, auth), a Resume button.
+ * Q3, M3: shown on every page while a provider's queue is paused for this workspace, with the
+ * reason and, for a pause of the workspace's own credentials, a Resume button (a pause of the
+ * installation's shared credentials is an operator's to lift).
  */
-export async function PausedBanner() {
-  let paused: Awaited<ReturnType<typeof getProviderStates>>;
+export async function PausedBanner({ principal }: { principal: Principal }) {
+  let paused: ProviderQueue[];
   try {
-    paused = (await getProviderStates(pool())).filter((s) => s.status === 'paused');
+    paused = (await providerQueues(principal)).filter((s) => s.status === 'paused');
   } catch {
     return null;
   }
@@ -31,19 +32,21 @@ export async function PausedBanner() {
       </h2>
       <ul className="banner-list">
         {paused.map((p) => (
-          <li key={p.provider}>
+          <li key={p.name}>
             <span>
-              <strong>{p.provider}</strong> paused <Time date={p.paused_at} />:{' '}
+              <strong>{p.name}</strong> paused <Time date={p.pausedAt} />:{' '}
               {isPauseReason(p.reason) ? REASONS[p.reason] : p.reason}.{' '}
-              {p.resume_at ? (
+              {p.resumeAt ? (
                 <span>
-                  Resumes on its own <Time date={p.resume_at} />.
+                  Resumes on its own <Time date={p.resumeAt} />.
                 </span>
+              ) : p.resumable ? (
+                <span>Jobs wait until it is resumed.</span>
               ) : (
                 <span>Jobs wait until an operator resumes it.</span>
               )}
             </span>
-            <ResumeButton provider={p.provider} />
+            {p.resumable ? <ResumeButton provider={p.name} /> : null}
           </li>
         ))}
       </ul>

@@ -41,6 +41,20 @@ interface Entry {
   id: number;
   file: File;
   state: FileState;
+  /** I3: a PAGE XML or ALTO transcript of this image, sent right after it. */
+  transcript?: File;
+  transcriptError?: string;
+}
+
+const MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024;
+
+/** What the ingest checks first about a transcript, shown beside its image. */
+function transcriptProblem(file: File): string | null {
+  if (!/\.xml$/i.test(file.name) && !/xml/.test(file.type)) return 'Not an XML file.';
+  if (file.size === 0) return 'The transcript is empty.';
+  if (file.size > MAX_TRANSCRIPT_BYTES)
+    return `The transcript is larger than ${formatBytes(MAX_TRANSCRIPT_BYTES)}.`;
+  return null;
 }
 
 /** The checks the server makes first, made here so each file's problem is shown beside it. */
@@ -93,6 +107,19 @@ export function Uploader() {
 
   const remove = (id: number) => setEntries((current) => current.filter((e) => e.id !== id));
 
+  const attachTranscript = (id: number, transcript: File | undefined) =>
+    setEntries((current) =>
+      current.map((e) => {
+        if (e.id !== id) return e;
+        const problem = transcript ? transcriptProblem(transcript) : null;
+        // A refused transcript leaves the image as it was; the problem shows beside the picker.
+        const { transcript: _old, transcriptError: _oldError, ...rest } = e;
+        if (problem) return { ...rest, transcriptError: problem };
+        const state = e.state.kind === 'rejected' ? ({ kind: 'ready' } as const) : e.state;
+        return transcript ? { ...rest, transcript, state } : { ...rest, state };
+      }),
+    );
+
   const sendable = entries.filter(
     (e) => e.state.kind !== 'invalid' && e.state.kind !== 'rejected' && e.state.kind !== 'stored',
   );
@@ -103,12 +130,16 @@ export function Uploader() {
     const ids = new Set(sending.map((e) => e.id));
     const form = new FormData();
     form.set('mode', mode);
-    for (const entry of sending) form.append('files[]', entry.file, entry.file.name);
+    for (const entry of sending) {
+      form.append('files[]', entry.file, entry.file.name);
+      // Beside its image: the ingest reads a transcript as the one of the file just before it.
+      if (entry.transcript) form.append('transcript', entry.transcript, entry.transcript.name);
+    }
     // Approximate byte ranges of each file in the body (headers of each part are small).
     const ends: number[] = [];
     let offset = 0;
     for (const entry of sending) {
-      offset += entry.file.size + 200;
+      offset += entry.file.size + (entry.transcript ? entry.transcript.size + 200 : 0) + 200;
       ends.push(offset);
     }
     setBusy(true);
@@ -239,6 +270,9 @@ export function Uploader() {
               </div>
               <FileStatus entry={entry} />
               {entry.state.kind !== 'uploading' && entry.state.kind !== 'stored' ? (
+                <TranscriptPicker entry={entry} onPick={(t) => attachTranscript(entry.id, t)} />
+              ) : null}
+              {entry.state.kind !== 'uploading' && entry.state.kind !== 'stored' ? (
                 <button
                   type="button"
                   className="link"
@@ -290,6 +324,56 @@ export function Uploader() {
         </span>
       </div>
     </div>
+  );
+}
+
+/** I3: an optional PAGE XML or ALTO file for this image; its lines become revision 1. */
+function TranscriptPicker({
+  entry,
+  onPick,
+}: {
+  entry: Entry;
+  onPick: (transcript: File | undefined) => void;
+}) {
+  const id = useId();
+  if (entry.transcript) {
+    return (
+      <span className="file-transcript small">
+        Transcript: {entry.transcript.name}{' '}
+        <button
+          type="button"
+          className="link"
+          onClick={() => onPick(undefined)}
+          aria-label={`Remove the transcript of ${entry.file.name}`}
+        >
+          Remove transcript
+        </button>
+      </span>
+    );
+  }
+  return (
+    <span className="file-transcript small">
+      {entry.transcriptError ? (
+        <span className="error" role="alert">
+          {entry.transcriptError}{' '}
+        </span>
+      ) : null}
+      <label htmlFor={id} className="link">
+        Add transcript (PAGE or ALTO)…
+      </label>
+      <input
+        id={id}
+        className="file-input"
+        type="file"
+        accept=".xml,application/xml,text/xml"
+        aria-label={`Transcript of ${entry.file.name}, PAGE XML or ALTO`}
+        onChange={(e) => {
+          const picked = e.target.files?.[0];
+          if (picked) onPick(picked);
+          e.target.value = '';
+        }}
+      />
+    </span>
   );
 }
 

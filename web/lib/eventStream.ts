@@ -3,6 +3,7 @@ import { toCloudEvent } from '@quire/core/cloudevents';
 import { redactError } from '@quire/core/redact';
 import {
   highWaterMark,
+  newestEventId,
   type OutboxEvent,
   readAllEventsAfter,
   readEventsAfter,
@@ -11,6 +12,7 @@ import { createNotificationListener, type NotificationListener } from '@quire/db
 import type { Principal } from '@quire/db/workspaces';
 import { ApiError } from './api';
 import { config, pool } from './server';
+import { acquireStreamSlot } from './streamSlots';
 
 /**
  * S1: the per-workspace event stream. One hub per web process holds the only LISTEN connection
@@ -137,10 +139,7 @@ class EventHub {
   }
 }
 
-const globals = globalThis as unknown as {
-  quireEventHub?: EventHub;
-  quireStreamSlots?: Map<number, number>;
-};
+const globals = globalThis as unknown as { quireEventHub?: EventHub };
 
 export function eventHub(): EventHub {
   globals.quireEventHub ??= new EventHub();
@@ -151,33 +150,6 @@ export function eventHub(): EventHub {
 export async function closeEventHub(): Promise<void> {
   await globals.quireEventHub?.stop();
   globals.quireEventHub = undefined;
-}
-
-function slots(): Map<number, number> {
-  globals.quireStreamSlots ??= new Map();
-  return globals.quireStreamSlots;
-}
-
-/** Reserves one of the key's stream slots in this process; 429 when all are taken. */
-function acquireSlot(apiKeyId: number): () => void {
-  const open = slots().get(apiKeyId) ?? 0;
-  if (open >= config().QUIRE_SSE_MAX_STREAMS_PER_KEY) {
-    throw new ApiError(
-      429,
-      'too_many_streams',
-      `at most ${config().QUIRE_SSE_MAX_STREAMS_PER_KEY} event streams per API key`,
-      { 'Retry-After': '5' },
-    );
-  }
-  slots().set(apiKeyId, open + 1);
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    const now = (slots().get(apiKeyId) ?? 1) - 1;
-    if (now <= 0) slots().delete(apiKeyId);
-    else slots().set(apiKeyId, now);
-  };
 }
 
 /** `Last-Event-ID` (header wins) or `lastEventId`; a malformed header is a 400. */
@@ -192,6 +164,24 @@ export function resumeCursor(request: Request, queryValue: number | undefined): 
   return queryValue;
 }
 
+/**
+ * A Last-Event-ID beyond every id this installation has handed out is refused (400
+ * `last_event_id_ahead`) rather than followed: a stream would skip every event until ids caught
+ * up with it, silently. It comes from another installation or from before a database restore;
+ * the client must start afresh without it.
+ */
+async function assertResumable(resumeAfter: number | undefined, hubCursor: number) {
+  if (resumeAfter === undefined || resumeAfter <= hubCursor) return;
+  const newest = await newestEventId(pool());
+  if (resumeAfter > newest) {
+    throw new ApiError(
+      400,
+      'last_event_id_ahead',
+      `Last-Event-ID ${resumeAfter} is ahead of the newest event (${newest}); reconnect without it`,
+    );
+  }
+}
+
 export async function openEventStream(args: {
   principal: Principal;
   resumeAfter: number | undefined;
@@ -199,8 +189,17 @@ export async function openEventStream(args: {
 }): Promise<Response> {
   const hub = eventHub();
   await hub.start();
-  const release = acquireSlot(args.principal.apiKeyId);
+  await assertResumable(args.resumeAfter, hub.cursor);
   const workspaceId = args.principal.workspaceId;
+  let lost = () => {};
+  const slot = await acquireStreamSlot({
+    workspaceId,
+    principal: `key:${args.principal.apiKeyId}`,
+    perPrincipal: config().QUIRE_SSE_MAX_STREAMS_PER_KEY,
+    describe: 'event streams per API key',
+    onLost: () => lost(),
+  });
+  const release = () => slot.release();
   const encoder = new TextEncoder();
   const startedAt = hub.cursor;
   let cursor = args.resumeAfter ?? startedAt;
@@ -226,6 +225,11 @@ export async function openEventStream(args: {
     } catch {
       // Already closed by the client.
     }
+  };
+
+  lost = () => {
+    log('warn', 'event stream ended: its slot lease ran out', { workspaceId });
+    close();
   };
 
   const write = (text: string) => {

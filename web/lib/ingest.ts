@@ -1,6 +1,9 @@
 import 'server-only';
+import { providersForWorkspace } from '@quire/core/jobOptions';
 import type { JobRecord } from '@quire/core/jobStore';
 import { pricesWith } from '@quire/core/pricing';
+import { enabledProviders } from '@quire/core/providerCatalogue';
+import { providersEnabledFor } from '@quire/db/operatorControls';
 import { ingestBatch } from '@quire/ingest/batch';
 import { recordJobsForIngest } from '@quire/ingest/jobs';
 import { NextResponse } from 'next/server';
@@ -28,6 +31,10 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
         createJobs: recordJobsForIngest({
           workspaceId,
           defaultProvider: settings.QUIRE_DEFAULT_PROVIDER,
+          enabled: providersForWorkspace(
+            enabledProviders(settings).map((entry) => entry.name),
+            await providersEnabledFor(pool(), workspaceId),
+          ),
           prices: pricesWith(settings.QUIRE_PRICES),
           records,
         }),
@@ -38,7 +45,7 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
     if (records.length > 0) {
       try {
         const client = await quireClient();
-        for (const record of records) await client.startRecordedJob(record);
+        await client.startRecordedJobs(records);
       } catch {
         // Recorded is enough: the reconciler starts these jobs once Temporal answers (J6).
       }

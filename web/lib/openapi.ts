@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OPERATOR_OPERATIONS } from './operatorOpenapi';
 import {
   createWebhookBody,
   deliveriesQuery,
@@ -23,10 +24,10 @@ import {
  * with each method it exports, and that sample requests the handlers accept validate against
  * the documented bodies.
  */
-type Method = 'get' | 'post' | 'put' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type JsonSchema = Record<string, unknown>;
 
-interface Operation {
+export interface Operation {
   method: Method;
   path: string;
   summary: string;
@@ -37,7 +38,7 @@ interface Operation {
   rawBody?: { mediaType: string; schema: JsonSchema };
   headers?: Array<{ name: string; required: boolean; description: string }>;
   responses: Record<string, { description: string; schema?: z.ZodType; mediaType?: string }>;
-  auth?: 'bearer' | 'bearer-or-session' | 'none';
+  auth?: 'bearer' | 'bearer-or-session' | 'operator' | 'none';
 }
 
 const ws = '/workspaces/{ws}';
@@ -55,7 +56,7 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'body is not application/json',
   422: 'well-formed but not acceptable',
   428: 'If-Match is required',
-  429: 'too many open streams for this key',
+  429: 'too many open streams for this key or workspace',
   503: 'Temporal does not answer',
 };
 
@@ -86,6 +87,12 @@ export const OPERATIONS: Operation[] = [
           idempotencyKey: { type: 'string' },
           metadata: { type: 'string', description: 'JSON object' },
           provider: { type: 'string' },
+          transcript: {
+            type: 'array',
+            items: { type: 'string', contentMediaType: 'application/xml' },
+            description:
+              "I3: a PAGE XML or ALTO file sent right after the image it describes (at most one per image); its lines become the page's revision 1 (source import) and no job is started for that page. Refused with transcript_malformed, transcript_unsupported, transcript_too_large, transcript_invalid, transcript_size_mismatch, transcript_without_image, duplicate_transcript or transcript_for_audio, storing nothing.",
+          },
         },
         required: ['files[]'],
       },
@@ -123,7 +130,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'post',
     path: `${ws}/transcription-jobs`,
-    summary: 'Start a transcription job (J4 supersede, J6 idempotency key)',
+    summary:
+      'Start a transcription job (J4 supersede, J6 idempotency key); provider and options are checked against the providers this installation runs, 422 unknown_provider, provider_not_enabled, provider_kind_mismatch, simulated_not_enabled, invalid_simulated_options (M2)',
     tag: 'jobs',
     body: startJobBody,
     responses: {
@@ -193,7 +201,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/pages/{pageId}/export`,
-    summary: 'Export the current revision (iiif, text, vtt, srt, alto)',
+    summary: 'Export the current revision (iiif, text, vtt, srt, alto, page, hocr)',
     tag: 'pages',
     query: exportQuery,
     responses: {
@@ -228,7 +236,8 @@ export const OPERATIONS: Operation[] = [
     body: createWebhookBody,
     responses: {
       '201': { description: 'created; the secret is never returned', schema: webhookResponse },
-      ...errors([400, 401, 404, 413, 415, 422]),
+      // 409 `webhook_url_exists`: the workspace already has a webhook for this URL.
+      ...errors([400, 401, 404, 409, 413, 415, 422]),
     },
   },
   {
@@ -295,14 +304,16 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/providers`,
-    summary: 'Provider queue states and spend today (Q3, B1)',
+    summary:
+      "Provider queue states as this workspace sees them (the installation's pauses and its own), and spend today (Q3, B1, M3)",
     tag: 'providers',
     responses: { '200': { description: 'providers' }, ...errors([401, 404]) },
   },
   {
     method: 'post',
     path: `${ws}/providers/{name}/resume`,
-    summary: "An operator's Resume of a paused provider (Q3)",
+    summary:
+      "Resume this workspace's own pause of a provider on workspace credentials; 404 for providers on the installation's shared credentials, which operators resume (Q3, M3)",
     tag: 'providers',
     responses: { '200': { description: 'resumed' }, ...errors([401, 404, 503]) },
   },
@@ -314,6 +325,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'none',
     responses: { '200': { description: 'OpenAPI 3.1' } },
   },
+  ...OPERATOR_OPERATIONS,
 ];
 
 /** JSON Schema of the request side (inputs, defaults applied by the server). */
@@ -404,6 +416,7 @@ export function openApiDocument(): Record<string, unknown> {
     }
     if (op.auth === 'none') entry.security = [];
     else if (op.auth === 'bearer-or-session') entry.security = [{ bearer: [] }, { session: [] }];
+    else if (op.auth === 'operator') entry.security = [{ operator: [] }];
     paths[op.path] ??= {};
     paths[op.path]![op.method] = entry;
   }
@@ -413,13 +426,18 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'Quire API',
       version: '1',
       description:
-        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404.",
+        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404. IIIF Presentation 3 manifests live outside this API, at `/iiif/{ws}/{item}/manifest` beside the canvas URIs (public for published pages, drafts with the workspace's key).",
     },
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'A workspace API key (qk_...)' },
+        operator: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An operator key (qo_...), from `quire admin create-operator-key` (M1)',
+        },
         session: {
           type: 'apiKey',
           in: 'cookie',

@@ -74,7 +74,7 @@ export const revisionsQuery = z.object({
   pageSize: pageSizeSchema,
 });
 
-export const exportFormatSchema = z.enum(['iiif', 'text', 'vtt', 'srt', 'alto']);
+export const exportFormatSchema = z.enum(['iiif', 'text', 'vtt', 'srt', 'alto', 'page', 'hocr']);
 export const exportQuery = z.object({ format: exportFormatSchema });
 
 export const publishBody = z.object({ expectedRevision: z.number().int().min(0) }).strict();

@@ -1,8 +1,9 @@
 import 'server-only';
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { activeOperatorKey, type OperatorPrincipal } from '@quire/db/operatorKeys';
 import { activeApiKey, type Principal } from '@quire/db/workspaces';
 import { cookies } from 'next/headers';
-import { redirect } from 'next/navigation';
+import { notFound, redirect } from 'next/navigation';
 import { ApiError, errorResponse } from './api';
 import { config, pool } from './server';
 
@@ -21,17 +22,26 @@ function sign(payload: string): string {
 }
 
 export function sessionValue(principal: Principal, now = Date.now()): string {
-  const payload = Buffer.from(
-    JSON.stringify({
-      k: principal.apiKeyId,
-      w: principal.workspaceId,
-      e: now + SESSION_DAYS * 86_400_000,
-    }),
-  ).toString('base64url');
+  return signedSession({
+    k: principal.apiKeyId,
+    w: principal.workspaceId,
+    e: now + SESSION_DAYS * 86_400_000,
+  });
+}
+
+/** M1: an operator's console session names the operator key (by id) and no workspace. */
+export function operatorSessionValue(operator: OperatorPrincipal, now = Date.now()): string {
+  return signedSession({ o: operator.operatorKeyId, e: now + SESSION_DAYS * 86_400_000 });
+}
+
+function signedSession(session: SessionPayload): string {
+  const payload = Buffer.from(JSON.stringify(session)).toString('base64url');
   return `${payload}.${sign(payload)}`;
 }
 
-function readSession(value: string | undefined): { k: number; w: number; e: number } | undefined {
+type SessionPayload = { k?: number; w?: number; o?: number; e: number };
+
+function readSession(value: string | undefined): SessionPayload | undefined {
   if (!value) return undefined;
   const [payload, mac] = value.split('.');
   if (!payload || !mac) return undefined;
@@ -49,16 +59,35 @@ function readSession(value: string | undefined): { k: number; w: number; e: numb
 export async function currentPrincipal(): Promise<Principal | undefined> {
   const store = await cookies();
   const session = readSession(store.get(SESSION_COOKIE)?.value);
-  if (!session) return undefined;
+  if (typeof session?.k !== 'number') return undefined;
   const principal = await activeApiKey(pool(), session.k);
   return principal && principal.workspaceId === session.w ? principal : undefined;
 }
 
-/** For pages and server actions: the signed-in principal, or a redirect to sign-in. */
+/** M1: the operator signed in to the console, if the session is an operator's. */
+export async function currentOperator(): Promise<OperatorPrincipal | undefined> {
+  const store = await cookies();
+  const session = readSession(store.get(SESSION_COOKIE)?.value);
+  if (typeof session?.o !== 'number') return undefined;
+  return activeOperatorKey(pool(), session.o);
+}
+
+/**
+ * For workspace pages and server actions: the signed-in principal, or a redirect (operators to
+ * their own view, everyone else to sign-in).
+ */
 export async function requirePrincipal(): Promise<Principal> {
   const principal = await currentPrincipal();
-  if (!principal) redirect('/signin');
+  if (!principal) redirect((await currentOperator()) ? '/operator' : '/signin');
   return principal;
+}
+
+/** For the operator view: the signed-in operator; a workspace session gets not-found (M1). */
+export async function requireOperator(): Promise<OperatorPrincipal> {
+  const operator = await currentOperator();
+  if (operator) return operator;
+  if (await currentPrincipal()) notFound();
+  redirect('/signin');
 }
 
 export function sessionCookieOptions(secure: boolean) {

@@ -1,10 +1,14 @@
 import 'server-only';
+import { recordAudit } from '@quire/db/auditLog';
 import { NotFoundError } from '@quire/db/errors';
 import { getJob } from '@quire/db/jobs';
 import type { Principal } from '@quire/db/workspaces';
 import { availableQuireClient, pool, quireClient } from '@quire/web/lib/server';
 
 /** Acts on transcription jobs and batches, for the API and the console alike. */
+
+export const workspaceActor = (principal: Principal) =>
+  ({ kind: 'workspace', keyId: principal.apiKeyId }) as const;
 
 const jobNotFound = () => new NotFoundError('job_not_found', 'job not found');
 
@@ -18,8 +22,17 @@ export async function cancelJob(
 ): Promise<{ jobId: string; status: string }> {
   if (jobId.length === 0 || jobId.length > 64) throw jobNotFound();
   const client = await availableQuireClient();
+  const before = await getJob(pool(), principal.workspaceId, jobId);
   await client.cancelJob(principal.workspaceId, jobId);
   const job = await getJob(pool(), principal.workspaceId, jobId);
+  // M4: every cancel is in the audit log, recorded once it has taken effect.
+  await recordAudit(pool(), workspaceActor(principal), {
+    action: 'job.cancel',
+    target: `transcription-jobs/${jobId}`,
+    workspaceId: principal.workspaceId,
+    before: { status: before?.status ?? null },
+    after: { status: job?.status ?? 'canceled' },
+  });
   return { jobId, status: job?.status ?? 'canceled' };
 }
 
@@ -37,6 +50,13 @@ export async function rerunJob(principal: Principal, jobId: string): Promise<{ j
     provider: job.snapshot.provider,
     externalReferenceId: job.externalReferenceId ?? undefined,
   });
+  await recordAudit(pool(), workspaceActor(principal), {
+    action: 'job.rerun',
+    target: `transcription-jobs/${jobId}`,
+    workspaceId: principal.workspaceId,
+    before: { jobId, status: job.status },
+    after: { jobId: started.jobId, status: started.status },
+  });
   return { jobId: started.jobId };
 }
 
@@ -47,7 +67,15 @@ export async function cancelBatch(
 ): Promise<{ canceled: number; releasedPages: number }> {
   const client = await quireClient();
   try {
-    return await client.cancelBatch(principal.workspaceId, batchId);
+    const result = await client.cancelBatch(principal.workspaceId, batchId);
+    await recordAudit(pool(), workspaceActor(principal), {
+      action: 'batch.cancel',
+      target: `batches/${batchId}`,
+      workspaceId: principal.workspaceId,
+      before: null,
+      after: result,
+    });
+    return result;
   } catch (error) {
     if (error instanceof NotFoundError) throw new NotFoundError(error.code, 'batch not found');
     throw error;

@@ -42,7 +42,7 @@ export default async function OperationsPage() {
   const now = new Date();
   const [ops, providers, blobs, digest] = await Promise.all([
     operationsFigures(pool(), principal.workspaceId),
-    getProviderStates(pool()),
+    getProviderStates(pool(), principal.workspaceId),
     blobUsage(pool(), now),
     jobsDigest(pool(), principal.workspaceId),
   ]);

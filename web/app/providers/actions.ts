@@ -9,7 +9,7 @@ export interface ResumeState {
   resumed: string | null;
 }
 
-/** Q3: an operator's Resume (web/services/providers.ts `resumeProvider`). */
+/** Q3, M3: a workspace's Resume of its own pause (web/services/providers.ts `resumeProvider`). */
 export async function resumeProviderAction(
   _previous: ResumeState,
   form: FormData,
@@ -20,7 +20,7 @@ export async function resumeProviderAction(
     await resumeProvider(principal, name);
   } catch (error) {
     if (error instanceof NotFoundError)
-      return { error: 'That provider is not known.', resumed: null };
+      return { error: 'Only an operator can resume that provider.', resumed: null };
     return { error: 'The workflow service did not answer; try again.', resumed: null };
   }
   refresh();

@@ -1,11 +1,10 @@
-import { KNOWN_PROVIDERS } from '@quire/core/providerCatalogue';
 import { spendSummary } from '@quire/db/budget';
-import { getProviderStates } from '@quire/db/providerState';
 import { formatMicros } from '@quire/web/components/format';
 import { ResumeButton } from '@quire/web/components/ResumeButton';
 import { Time } from '@quire/web/components/Time';
 import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
+import { providerQueues } from '@quire/web/services/providers';
 
 export const metadata = { title: 'Providers · Quire' };
 export const dynamic = 'force-dynamic';
@@ -40,19 +39,19 @@ function Budget({ label, spent, budget }: { label: string; spent: number; budget
 
 export default async function ProvidersPage() {
   const principal = await requirePrincipal();
-  const [states, spend] = await Promise.all([
-    getProviderStates(pool()),
+  const [queues, spend] = await Promise.all([
+    providerQueues(principal),
     spendSummary(pool(), principal.workspaceId, new Date()),
   ]);
-  const names = [...new Set([...KNOWN_PROVIDERS, ...states.map((s) => s.provider)])].sort();
   return (
     <main>
       <div className="page-head">
         <div>
           <h1>Providers</h1>
           <p className="muted">
-            A provider that reports no credit or refused credentials pauses its queue until an
-            operator resumes it; an outage or a spent budget resumes on its own. Paused jobs are not
+            A provider that reports no credit or refused credentials pauses its queue until it is
+            resumed: by an operator for the installation's shared credentials, here for this
+            workspace's own. An outage or a spent budget resumes on its own. Paused jobs are not
             charged.
           </p>
         </div>
@@ -69,11 +68,6 @@ export default async function ProvidersPage() {
             label="This workspace"
             spent={spend.workspace.spentMicros}
             budget={spend.workspace.budgetMicros}
-          />
-          <Budget
-            label="All workspaces"
-            spent={spend.global.spentMicros}
-            budget={spend.global.budgetMicros}
           />
         </div>
       </section>
@@ -99,12 +93,12 @@ export default async function ProvidersPage() {
               </tr>
             </thead>
             <tbody>
-              {names.map((name) => {
-                const s = states.find((x) => x.provider === name);
+              {queues.map((s) => {
+                const name = s.name;
                 const p = spend.providers.find((x) => x.provider === name);
-                const paused = s?.status === 'paused';
+                const paused = s.status === 'paused';
                 return (
-                  <tr key={name} data-provider={name} data-state={s?.status ?? 'active'}>
+                  <tr key={name} data-provider={name} data-state={s.status}>
                     <td data-label="Provider">
                       <strong>{name}</strong>
                     </td>
@@ -114,15 +108,17 @@ export default async function ProvidersPage() {
                       </span>
                     </td>
                     <td data-label="Reason">
-                      {paused ? s?.reason : <span className="muted">–</span>}
+                      {paused ? s.reason : <span className="muted">–</span>}
                     </td>
                     <td data-label="Since">
-                      {paused ? <Time date={s?.paused_at} /> : <span className="muted">–</span>}
+                      {paused ? <Time date={s.pausedAt} /> : <span className="muted">–</span>}
                     </td>
                     <td data-label="Resumes">
                       {paused ? (
-                        s?.resume_at ? (
-                          <Time date={s.resume_at} />
+                        s.resumeAt ? (
+                          <Time date={s.resumeAt} />
+                        ) : s.needsOperator ? (
+                          "on an operator's Resume"
                         ) : (
                           'on Resume'
                         )
@@ -132,7 +128,9 @@ export default async function ProvidersPage() {
                     </td>
                     <td data-label="Spend today">{formatMicros(p?.spentMicros ?? 0)}</td>
                     <td data-label="Calls today">{p?.calls ?? 0}</td>
-                    <td data-label="Actions">{paused ? <ResumeButton provider={name} /> : null}</td>
+                    <td data-label="Actions">
+                      {s.resumable ? <ResumeButton provider={name} /> : null}
+                    </td>
                   </tr>
                 );
               })}

@@ -1,4 +1,8 @@
+import { bearerOperatorKey } from '@quire/core/operatorKeys';
+import { operationsFigures } from '@quire/db/console';
+import { authenticateOperatorKey } from '@quire/db/operatorKeys';
 import { pingDatabase } from '@quire/db/pool';
+import { getProviderStates } from '@quire/db/providerState';
 import { config, pool, temporal } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
@@ -16,8 +20,27 @@ async function check(work: () => Promise<unknown>): Promise<string> {
   }
 }
 
+/**
+ * M1: the installation's figures behind readiness, for an operator key only (anyone else,
+ * probes included, gets the status and the checks).
+ */
+async function operatorDetail(request: Request | undefined) {
+  const key = bearerOperatorKey(request?.headers.get('authorization'));
+  if (!key || !(await authenticateOperatorKey(pool(), key))) return undefined;
+  const [queue, providers] = await Promise.all([
+    operationsFigures(pool(), null),
+    getProviderStates(pool()),
+  ]);
+  return {
+    queue,
+    pausedProviders: providers
+      .filter((p) => p.status === 'paused')
+      .map((p) => ({ provider: p.provider, reason: p.reason, since: p.paused_at })),
+  };
+}
+
 /** Readiness: Postgres and Temporal both answer; 503 names the part that does not. */
-export async function GET() {
+export async function GET(request?: Request) {
   const [postgres, temporalStatus] = await Promise.all([
     check(() => pingDatabase(pool())),
     check(async () => {
@@ -26,8 +49,14 @@ export async function GET() {
     }),
   ]);
   const ready = postgres === 'ok' && temporalStatus === 'ok';
+  const detail =
+    postgres === 'ok' ? await operatorDetail(request).catch(() => undefined) : undefined;
   return Response.json(
-    { status: ready ? 'ready' : 'unavailable', checks: { postgres, temporal: temporalStatus } },
+    {
+      status: ready ? 'ready' : 'unavailable',
+      checks: { postgres, temporal: temporalStatus },
+      ...(detail ? { detail } : {}),
+    },
     { status: ready ? 200 : 503 },
   );
 }

@@ -10,14 +10,14 @@ export function SignInForm() {
       className="card stack"
       aria-describedby={state.error ? 'signin-error' : undefined}
     >
-      <label htmlFor="apiKey">Workspace API key</label>
+      <label htmlFor="apiKey">Workspace API key or operator key</label>
       <input
         id="apiKey"
         name="apiKey"
         type="password"
         autoComplete="off"
         required
-        placeholder="qk_…"
+        placeholder="qk_… or qo_…"
       />
       {state.error ? (
         <p id="signin-error" role="alert" className="error">

@@ -1,7 +1,14 @@
 'use server';
+import { isOperatorKeyShape } from '@quire/core/operatorKeys';
+import { authenticateOperatorKey } from '@quire/db/operatorKeys';
 import { authenticateApiKey } from '@quire/db/workspaces';
 import { pool } from '@quire/web/lib/server';
-import { SESSION_COOKIE, sessionCookieOptions, sessionValue } from '@quire/web/lib/session';
+import {
+  operatorSessionValue,
+  SESSION_COOKIE,
+  sessionCookieOptions,
+  sessionValue,
+} from '@quire/web/lib/session';
 import { cookies, headers } from 'next/headers';
 import { redirect } from 'next/navigation';
 
@@ -12,9 +19,20 @@ export interface SignInState {
 export async function signIn(_previous: SignInState, form: FormData): Promise<SignInState> {
   const key = String(form.get('apiKey') ?? '').trim();
   if (!key) return { error: 'Enter the API key of your workspace.' };
+  const proto = (await headers()).get('x-forwarded-proto');
+  if (isOperatorKeyShape(key)) {
+    // M1: an operator key opens the operator view, never a workspace.
+    const operator = await authenticateOperatorKey(pool(), key);
+    if (!operator) return { error: 'That operator key is not valid.' };
+    (await cookies()).set(
+      SESSION_COOKIE,
+      operatorSessionValue(operator),
+      sessionCookieOptions(proto === 'https'),
+    );
+    redirect('/operator');
+  }
   const principal = await authenticateApiKey(pool(), key);
   if (!principal) return { error: 'That API key is not valid.' };
-  const proto = (await headers()).get('x-forwarded-proto');
   (await cookies()).set(
     SESSION_COOKIE,
     sessionValue(principal),

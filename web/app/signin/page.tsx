@@ -9,7 +9,8 @@ export default function SignInPage() {
       <p className="muted">
         Use the API key of your workspace. <code>npm start</code> prints one for the development
         workspace; an operator creates others with{' '}
-        <code>quire admin create-workspace --name …</code>.
+        <code>quire admin create-workspace --name …</code>. An operator key (
+        <code>quire admin create-operator-key</code>) opens the operator view of the installation.
       </p>
       <SignInForm />
     </main>

@@ -1,6 +1,10 @@
 'use server';
 import { ForbiddenTargetError, WebhookValidationError } from '@quire/core/webhookValidation';
-import { DeliveryStateError, WebhookNotFoundError } from '@quire/db/webhooks';
+import {
+  DeliveryStateError,
+  DuplicateWebhookError,
+  WebhookNotFoundError,
+} from '@quire/db/webhooks';
 import { config } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { createWebhook, deleteWebhook, replayDelivery } from '@quire/web/services/webhooks';
@@ -40,6 +44,9 @@ export async function createWebhookAction(
       return { error: `That URL ${error.reason}.`, created: null };
     }
     if (error instanceof WebhookValidationError) return { error: error.message, created: null };
+    if (error instanceof DuplicateWebhookError) {
+      return { error: 'This workspace already has a webhook for that URL.', created: null };
+    }
     return { error: 'The webhook could not be created; try again.', created: null };
   }
 }

@@ -79,6 +79,9 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
             {job.stage === 'paused' ? (
               <span className="muted"> · waiting for the provider to resume</span>
             ) : null}
+            {job.awaitingSlot && job.status === 'pending' ? (
+              <span className="muted"> · waiting for a slot (the workspace's active-job cap)</span>
+            ) : null}
           </p>
         </div>
         <div className="page-head-actions">

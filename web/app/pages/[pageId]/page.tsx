@@ -3,7 +3,7 @@ import { isActiveStatus } from '@quire/core/temporal';
 import { jobsDigest } from '@quire/db/console';
 import { listJobSummaries } from '@quire/db/jobList';
 import { getPage, getRevision, listRevisions } from '@quire/db/pages';
-import { diffLines } from '@quire/web/components/diff';
+import { DiffTooLargeError, diffLines } from '@quire/web/components/diff';
 import { shortId } from '@quire/web/components/format';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { PageWorkspace, type ViewSegment } from '@quire/web/components/PageWorkspace';
@@ -27,6 +27,8 @@ const EXPORTS = {
     { format: 'iiif', label: 'IIIF AnnotationPage' },
     { format: 'text', label: 'Plain text' },
     { format: 'alto', label: 'ALTO XML' },
+    { format: 'page', label: 'PAGE XML' },
+    { format: 'hocr', label: 'hOCR' },
   ],
   audio: [
     { format: 'iiif', label: 'IIIF AnnotationPage' },
@@ -65,23 +67,29 @@ export default async function PageView({
   let diff:
     | { from: number; to: number; lines: ReturnType<typeof diffLines> }
     | 'missing'
+    | DiffTooLargeError
     | undefined;
   if (from !== undefined && to !== undefined) {
     const [a, b] = await Promise.all([
       getRevision(pool(), principal.workspaceId, pageId, from),
       getRevision(pool(), principal.workspaceId, pageId, to),
     ]);
-    diff =
-      a && b
-        ? {
-            from,
-            to,
-            lines: diffLines(
-              segmentsOf(a.annotationPage).map((s) => s.text),
-              segmentsOf(b.annotationPage).map((s) => s.text),
-            ),
-          }
-        : 'missing';
+    try {
+      diff =
+        a && b
+          ? {
+              from,
+              to,
+              lines: diffLines(
+                segmentsOf(a.annotationPage).map((s) => s.text),
+                segmentsOf(b.annotationPage).map((s) => s.text),
+              ),
+            }
+          : 'missing';
+    } catch (error) {
+      if (!(error instanceof DiffTooLargeError)) throw error;
+      diff = error;
+    }
   }
   const segments: ViewSegment[] = segmentsOf(page.annotationPage).map((s) => ({
     index: s.index,
@@ -155,6 +163,17 @@ export default async function PageView({
               </li>
             ))}
           </ul>
+          <p className="small">
+            <a
+              href={`/iiif/${page.workspaceId}/${encodeURIComponent(page.itemId)}/manifest`}
+              data-testid="iiif-manifest"
+            >
+              IIIF manifest of item {page.itemId}
+            </a>{' '}
+            <span className="muted">
+              (drafts for you; published pages for anyone, to open in Mirador or Universal Viewer)
+            </span>
+          </p>
         </section>
 
         <section aria-labelledby="history-heading">
@@ -173,6 +192,11 @@ export default async function PageView({
           {diff === 'missing' ? (
             <p role="alert" className="notice notice-error">
               One of those revisions does not exist.
+            </p>
+          ) : diff instanceof DiffTooLargeError ? (
+            <p role="alert" className="notice notice-error" data-code={diff.code}>
+              These revisions differ over {diff.removedLines} and {diff.addedLines} lines, too many
+              to compare here. Export both revisions to compare them elsewhere.
             </p>
           ) : diff ? (
             <figure className="diff" aria-labelledby="diff-caption">
@@ -231,6 +255,11 @@ export default async function PageView({
                         </>
                       ) : r.source === 'human' ? (
                         (r.editedBy ?? 'an editor')
+                      ) : r.source === 'import' ? (
+                        <>
+                          imported {String(r.provenance?.format ?? '').toUpperCase()}
+                          {r.provenance?.producer ? ` from ${String(r.provenance.producer)}` : ''}
+                        </>
                       ) : (
                         <span className="muted">created empty</span>
                       )}

@@ -8,7 +8,7 @@ export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
 /**
- * GET /console-api/pages/{pageId}/export?format=iiif|text|alto|vtt|srt: the export links of
+ * GET /console-api/pages/{pageId}/export?format=iiif|text|alto|page|hocr|vtt|srt: the export links of
  * the page view, authorised by the session; the same formats and bodies as the API's export.
  */
 export async function GET(request: Request, { params }: { params: Promise<{ pageId: string }> }) {
@@ -17,7 +17,12 @@ export async function GET(request: Request, { params }: { params: Promise<{ page
     const format = new URL(request.url).searchParams.get('format') ?? '';
     if (format !== 'iiif' && !isExportFormat(format)) {
       return Response.json(
-        { error: { code: 'invalid_query', message: 'format: iiif, text, alto, vtt or srt' } },
+        {
+          error: {
+            code: 'invalid_query',
+            message: 'format: iiif, text, alto, page, hocr, vtt or srt',
+          },
+        },
         { status: 400 },
       );
     }

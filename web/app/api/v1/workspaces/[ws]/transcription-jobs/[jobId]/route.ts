@@ -41,7 +41,10 @@ export async function GET(request: Request, context: RouteContext<Params>) {
     if (!job) throw new ApiError(404, 'job_not_found', 'job not found');
     const [attempts, live] = await Promise.all([
       listAttempts(pool(), job.id),
-      isActiveStatus(job.status) ? liveProgress(job.id, job.workflowId) : undefined,
+      // A job waiting for a slot (M4) has no workflow to ask yet.
+      isActiveStatus(job.status) && !job.awaitingSlot
+        ? liveProgress(job.id, job.workflowId)
+        : undefined,
     ]);
     return json({
       id: job.id,
@@ -69,6 +72,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
         failedSegments: live?.failedSegments ?? job.failedSegments,
         totalSegments: live?.totalSegments ?? job.totalSegments,
         pausedReason: live?.pausedReason ?? null,
+        waitingForSlot: job.awaitingSlot && job.status === 'pending',
         live: live !== undefined,
       },
       errorCategory: job.errorCategory,

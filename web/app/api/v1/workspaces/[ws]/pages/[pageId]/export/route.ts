@@ -11,9 +11,9 @@ export const dynamic = 'force-dynamic';
 type Params = { ws: string; pageId: string };
 
 /**
- * GET /api/v1/workspaces/{ws}/pages/{pageId}/export?format=iiif|text|vtt|srt|alto: the current
- * revision in a format. A format that does not fit the page kind (ALTO for audio, subtitles
- * for images) is a 422.
+ * GET /api/v1/workspaces/{ws}/pages/{pageId}/export?format=iiif|text|vtt|srt|alto|page|hocr:
+ * the current revision in a format. A format that does not fit the page kind (ALTO, PAGE or
+ * hOCR for audio, subtitles for images) is a 422.
  */
 export async function GET(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {

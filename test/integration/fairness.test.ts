@@ -1,0 +1,66 @@
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditInvariants } from '../../db/audit';
+import { createTestQuire, type TestQuire } from '../support/quire';
+
+/**
+ * M5 through the real Temporal server (fairness keys on, as Quire runs it): a workspace that
+ * floods the queue does not hold back a small one. Measured in bench/fairness; here, the
+ * order: B's job commits while most of A's backlog is still waiting.
+ */
+const FLOOD = 60;
+let quire: TestQuire;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  // Two activity slots: A's backlog forms at once, and every slot that frees is contested.
+  quire = await createTestQuire({ WORKER_CONCURRENCY: '2' });
+  worker = await quire.newWorker();
+  running = worker.run();
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await quire?.close();
+});
+
+async function activeJobs(workspaceId: number): Promise<number> {
+  const { rows } = await quire.db.pool.query(
+    `SELECT count(*)::int AS n FROM transcription_jobs WHERE workspace_id = $1 AND status IN ('pending', 'running')`,
+    [workspaceId],
+  );
+  return rows[0].n;
+}
+
+describe('fair share (M5)', () => {
+  it("M5 a small workspace's job commits before a flooding workspace's backlog drains", async () => {
+    const A = await quire.workspace('Flooding archive');
+    const B = await quire.workspace('Small archive');
+    const simulated = { lines: 3, latencyMs: 40 };
+    const flood: string[] = [];
+    for (let i = 0; i < FLOOD; i++) {
+      const pageId = await quire.page(A);
+      const job = await quire.client.startJob({ workspaceId: A, pageId, options: { simulated } });
+      flood.push(job.workflowId);
+    }
+    const pageB = await quire.page(B);
+    const small = await quire.client.startJob({
+      workspaceId: B,
+      pageId: pageB,
+      options: { simulated },
+    });
+    const outcome = await quire.temporal.workflow.getHandle(small.workflowId).result();
+    const waitingOfA = await activeJobs(A);
+    expect(outcome.status).toBe('completed');
+    // First in, first out, B's job would be among the last of the flood to commit; with a
+    // fair share of every freed slot it overtakes most of A's queue.
+    expect(waitingOfA).toBeGreaterThanOrEqual(FLOOD / 2);
+
+    for (const id of flood) {
+      expect((await quire.temporal.workflow.getHandle(id).result()).status).toBe('completed');
+    }
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+  });
+});

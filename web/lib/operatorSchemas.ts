@@ -1,0 +1,51 @@
+import { KNOWN_PROVIDERS } from '@quire/core/providerCatalogue';
+import { z } from 'zod';
+
+/**
+ * M1/M4: the request schemas of `/api/v1/operator/...`, shared by the route handlers and the
+ * OpenAPI document. Shapes only: bounds the domain judges (a provider's name) are 422s from
+ * db/operatorControls.ts.
+ */
+const micros = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable();
+
+export const workspaceControlsBody = z
+  .object({
+    dailyBudgetMicros: micros
+      .optional()
+      .describe('Daily spend budget in micro-units (UTC day); null lifts it.'),
+    quotaBytes: micros.optional().describe('Bytes the workspace may store; null lifts it.'),
+    activeJobCap: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .nullable()
+      .optional()
+      .describe('Jobs running at once; more wait pending, in order. Null lifts it.'),
+    enabledProviders: z
+      .array(z.string().min(1).max(64))
+      .max(KNOWN_PROVIDERS.length * 2)
+      .nullable()
+      .optional()
+      .describe('Providers its jobs may use; null is every provider the installation has.'),
+  })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, { message: 'name at least one control' });
+
+export const installationControlsBody = z
+  .object({
+    dailyBudgetMicros: micros.optional().describe('Global daily budget; null lifts it.'),
+    quotaBytes: micros
+      .optional()
+      .describe('Bytes all workspaces may store; null falls back to QUIRE_GLOBAL_QUOTA_BYTES.'),
+  })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, { message: 'name at least one control' });
+
+export const auditQuery = z.object({
+  workspaceId: z.coerce.number().int().positive().optional(),
+  before: z.coerce.number().int().positive().optional().describe('Entries with ids below this.'),
+  pageSize: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+export const workspaceAuditQuery = auditQuery.omit({ workspaceId: true });
