@@ -46,6 +46,21 @@ export default defineConfig({
         },
       },
       {
+        // D2/D3/D5: the production topology (own PostgreSQL, Temporal server, object server,
+        // workers, web replicas); one file at a time, each sharing one cluster across its tests.
+        resolve,
+        test: {
+          name: 'cluster',
+          sequence: { groupOrder: 3 },
+          include: ['test/cluster/**/*.test.ts'],
+          pool: 'forks',
+          globalSetup: ['test/support/globalSetup.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 900_000,
+          fileParallelism: false,
+        },
+      },
+      {
         resolve,
         test: {
           name: 'e2e',

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
@@ -18,6 +18,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import {
   assertValidKey,
   type BlobStore,
+  BlobStoreUnavailableError,
   BlobTooLargeError,
   STALE_TEMPORARY_AGE_MS,
   type StoredObject,
@@ -26,11 +27,12 @@ import {
 } from './store';
 
 /**
- * An S3-compatible blob store behind the same interface. Deliberately small, and NOT
- * exercised against a real bucket in this repository's tests (no S3 is reachable here).
+ * An S3-compatible blob store behind the same interface, shared by every worker and web
+ * replica of a fleet (D2); tested against a real object server (test/cluster/s3Store.test.ts).
  * Differences from the local store: S3 has no rename, so `promote` is copy-then-delete (the
  * canonical key still only ever names a complete object: the copy is atomic per object);
- * a multipart upload is durable once `Upload.done()` resolves.
+ * a multipart upload is durable once `Upload.done()` resolves, and memory stays flat at about
+ * `partSize * queueSize` whatever the file's size.
  */
 export interface S3BlobStoreOptions {
   bucket: string;
@@ -40,10 +42,53 @@ export interface S3BlobStoreOptions {
   clientConfig?: S3ClientConfig;
   /** Where `localPath` downloads objects for engines that need a file. */
   cacheDir?: string;
+  /** Multipart part size (bytes, at least 5 MiB) and parts in flight; memory is about their product. */
+  partSize?: number;
+  queueSize?: number;
+}
+
+/** Network failures and server errors: the store is down or overloaded, not refusing. */
+function isUnavailable(error: unknown): boolean {
+  const e = error as {
+    code?: string;
+    name?: string;
+    $metadata?: { httpStatusCode?: number };
+    cause?: unknown;
+  };
+  if (!e || typeof e !== 'object') return false;
+  const status = e.$metadata?.httpStatusCode;
+  if (status !== undefined && status >= 500) return true;
+  if (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND'].includes(
+      e.code ?? '',
+    ) ||
+    ['TimeoutError', 'RequestTimeout', 'AbortError'].includes(e.name ?? '') ||
+    /socket hang up|ECONNREFUSED|ECONNRESET/.test(String((error as Error).message))
+  ) {
+    return true;
+  }
+  return e.cause !== undefined && e.cause !== error && isUnavailable(e.cause);
+}
+
+/** Every failure leaves as the store's own: unavailable (retry later) or as it was. */
+function classified(error: unknown): unknown {
+  if (error instanceof BlobTooLargeError || error instanceof BlobStoreUnavailableError)
+    return error;
+  return isUnavailable(error) ? new BlobStoreUnavailableError() : error;
 }
 
 export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
-  const client = options.client ?? new S3Client({ maxAttempts: 3, ...options.clientConfig });
+  const sdk = options.client ?? new S3Client({ maxAttempts: 3, ...options.clientConfig });
+  const client = {
+    // biome-ignore lint/suspicious/noExplicitAny: forwards any command with its own output type
+    send: async (command: any): Promise<any> => {
+      try {
+        return await sdk.send(command);
+      } catch (error) {
+        throw classified(error);
+      }
+    },
+  };
   const bucket = options.bucket;
   const prefix = options.prefix ?? '';
   const cacheDir = options.cacheDir ?? join(tmpdir(), 'quire-blob-cache');
@@ -82,8 +127,12 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     async writeTemporary(temporaryKey, source, opts: WriteOptions = {}) {
       const body = new PassThrough();
       const upload = new Upload({
-        client,
+        client: sdk,
         params: { Bucket: bucket, Key: full(temporaryKey), Body: body },
+        partSize: options.partSize ?? 8 * 1024 * 1024,
+        queueSize: options.queueSize ?? 2,
+        // An aborted upload leaves no parts behind to be billed or swept.
+        leavePartsOnError: false,
       });
       const done = upload.done();
       const hash = createHash('sha256');
@@ -104,7 +153,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
         await upload.abort().catch(() => {});
         await done.catch(() => {});
         await store.delete(temporaryKey).catch(() => {});
-        throw error;
+        throw classified(error);
       }
       return { sha256: hash.digest('hex'), size };
     },
@@ -153,7 +202,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
           }),
         )
         .then((out) => pipeline(out.Body as Readable, stream))
-        .catch((error) => stream.destroy(error));
+        .catch((error) => stream.destroy(classified(error) as Error));
       return stream;
     },
 
@@ -175,7 +224,24 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     async localPath(key) {
       await mkdir(cacheDir, { recursive: true, mode: 0o700 });
       const path = join(cacheDir, key.replace(/\//g, '_'));
-      await pipeline(store.read(key), createWriteStream(path, { mode: 0o600 }));
+      // Canonical keys name immutable bytes, so a complete copy already here is the object.
+      if (
+        await stat(path).then(
+          (s) => s.isFile(),
+          () => false,
+        )
+      )
+        return path;
+      // Downloaded under a name of its own and renamed, so two activities fetching the same
+      // object at once never read each other's half-written file.
+      const partial = `${path}.${randomUUID()}.part`;
+      try {
+        await pipeline(store.read(key), createWriteStream(partial, { mode: 0o600 }));
+        await rename(partial, path);
+      } catch (error) {
+        await rm(partial, { force: true });
+        throw error;
+      }
       return path;
     },
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { DomainError } from '../core/errors';
 
 /**
  * The blob store (SPEC §2, U1): where uploaded bytes live. A local directory by default; an
@@ -65,6 +66,18 @@ export class BlobTooLargeError extends Error {
   readonly code = 'file_too_large';
   constructor(readonly maxBytes: number) {
     super(`the file is larger than ${maxBytes} bytes`);
+  }
+}
+
+/**
+ * The object store did not answer (refused, reset, timed out, 5xx): nothing was decided and the
+ * same call may succeed later. A domain refusal of kind `unavailable`, so an upload that meets
+ * it ends in a 503 with this stable code, and a cleanup records the code and retries (U3).
+ */
+export class BlobStoreUnavailableError extends DomainError {
+  override name = 'BlobStoreUnavailableError';
+  constructor() {
+    super('unavailable', 'blob_store_unavailable', 'the object store is unavailable; try again');
   }
 }
 

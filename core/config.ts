@@ -104,6 +104,25 @@ const schema = z.object({
   /** A provider name, or `auto`: tesseract for images, pocketsphinx for audio. */
   QUIRE_DEFAULT_PROVIDER: z.string().default('auto'),
   QUIRE_BLOB_DIR: z.string().default('.data/blobs'),
+  /** U1/D2: `local` (QUIRE_BLOB_DIR) or `s3` (an S3-compatible bucket shared by every process). */
+  QUIRE_BLOB_STORE: z.enum(['local', 's3']).default('local'),
+  /** S3-compatible endpoint (http or https); unset: the provider's default for the region. */
+  QUIRE_S3_ENDPOINT: engineBaseUrl,
+  QUIRE_S3_BUCKET: trimmedOptional,
+  QUIRE_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Key prefix inside the bucket, e.g. `quire/`; empty by default. */
+  QUIRE_S3_PREFIX: z
+    .string()
+    .regex(/^([A-Za-z0-9._-]+\/)*$/, 'must be segments ending in a slash, e.g. quire/')
+    .default(''),
+  /** Unset: the SDK's own chain (environment, profile, instance role). Never logged. */
+  QUIRE_S3_ACCESS_KEY_ID: trimmedOptional,
+  QUIRE_S3_SECRET_ACCESS_KEY: trimmedOptional,
+  /** Path-style addressing (`endpoint/bucket/key`), which most self-hosted servers need. */
+  QUIRE_S3_FORCE_PATH_STYLE: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
   /** Base of canvas URIs and links in events. */
   QUIRE_PUBLIC_URL: z.string().url().default(DEFAULT_PUBLIC_URL),
   /** Bytes all workspaces may store together (U2); unset: no global quota. */
@@ -304,6 +323,14 @@ export function parseConfig(
     ...config
   } = parsed.data;
   const secrets = secretKeysOf(cleaned, config.NODE_ENV === 'production', machine.files);
+  if (config.QUIRE_BLOB_STORE === 's3' && !config.QUIRE_S3_BUCKET) {
+    throw new ConfigError('QUIRE_S3_BUCKET must be set when QUIRE_BLOB_STORE=s3');
+  }
+  if (Boolean(config.QUIRE_S3_ACCESS_KEY_ID) !== Boolean(config.QUIRE_S3_SECRET_ACCESS_KEY)) {
+    throw new ConfigError(
+      'QUIRE_S3_ACCESS_KEY_ID and QUIRE_S3_SECRET_ACCESS_KEY are set together or not at all',
+    );
+  }
   if (config.QUIRE_RETRY_MAX_MS < config.QUIRE_RETRY_INITIAL_MS) {
     throw new ConfigError('QUIRE_RETRY_MAX_MS must not be below QUIRE_RETRY_INITIAL_MS');
   }

@@ -25,6 +25,14 @@ export async function withTransaction<T>(
   work: (client: PoolClient) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client has no listener of the pool: a connection lost between two queries
+  // (a PostgreSQL restart, D3) would be an unhandled 'error' and end the process. Kept here
+  // instead, the next query fails as usual and the client is discarded, not pooled again.
+  let lost: Error | undefined;
+  const onError = (error: Error) => {
+    lost = error;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await work(client);
@@ -34,7 +42,8 @@ export async function withTransaction<T>(
     await client.query('ROLLBACK').catch(() => {});
     throw error;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(lost);
   }
 }
 

@@ -13,13 +13,17 @@ import {
   startDevServer,
   waitForTemporal,
 } from './lib/temporal';
+import { ensureWebBuild } from './lib/webBuild';
 
 /**
  * `npm start`: the whole stack on embedded defaults. PostgreSQL (local, started if down),
  * the Temporal dev server (SQLite file under .data/, UI on :8233), the worker, the web
  * console on :3000, and a development workspace whose API key is printed. Ctrl-C stops
- * everything this started.
+ * everything this started. The console runs its production build (D6: `next build`, done
+ * again only when its sources changed, then `next start`); `npm run dev` (`--hot`) runs
+ * `next dev` with hot reload instead.
  */
+const hot = process.argv.includes('--hot');
 const DATA = resolve('.data');
 mkdirSync(DATA, { recursive: true });
 const log = (line: string) => process.stdout.write(`quire: ${line}\n`);
@@ -151,10 +155,14 @@ if (!workspace) {
 }
 await pool.end();
 
+if (!hot) {
+  const { built } = await ensureWebBuild(resolve('.'), '.next', log, join(DATA, 'next-build.log'));
+  if (!built) log('the console build in web/.next is current');
+}
 start('worker', ['--import', 'tsx', 'worker/main.ts']);
 start('web', [
   'node_modules/next/dist/bin/next',
-  'dev',
+  hot ? 'dev' : 'start',
   'web',
   '-p',
   String(webPort),

@@ -2,7 +2,8 @@
 // Quire's entry point for people and CI. It needs nothing but Node: it installs what the
 // project uses (Debian packages, npm packages), then hands over to the TypeScript scripts.
 //
-//   node scripts/quire.mjs dev      the whole stack on embedded defaults   (npm start)
+//   node scripts/quire.mjs dev      the whole stack on embedded defaults   (npm start; --hot: npm run dev)
+//   node scripts/quire.mjs cluster  the production topology on this machine (npm run start:cluster)
 //   node scripts/quire.mjs test     every test, starting what they need    (npm test)
 //   node scripts/quire.mjs admin …  operator commands (create-workspace, audit)
 import { spawnSync } from 'node:child_process';
@@ -94,6 +95,11 @@ switch (command) {
     ensureNodeModules();
     process.exit(tsx('scripts/dev.ts', args));
     break;
+  case 'cluster':
+    ensureDebianPackages();
+    ensureNodeModules();
+    process.exit(tsx('scripts/cluster.ts', args));
+    break;
   case 'test':
     ensureDebianPackages();
     ensureNodeModules();
@@ -110,7 +116,7 @@ switch (command) {
     break;
   default:
     process.stdout.write(
-      'usage: quire dev | quire test [vitest args] | quire admin <command> | quire setup\n',
+      'usage: quire dev [--hot] | quire cluster | quire test [vitest args] | quire admin <command> | quire setup\n',
     );
     process.exit(command === 'help' ? 0 : 2);
 }

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { findOrBuild } from './lib/goBuilds';
 import { ensurePostgres } from './lib/postgres';
 import { findOrBuildTemporal } from './lib/temporal';
 
@@ -11,7 +12,13 @@ import { findOrBuildTemporal } from './lib/temporal';
  */
 const adminUrl = process.env.QUIRE_TEST_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 await ensurePostgres(adminUrl);
-const temporal = findOrBuildTemporal((line) => process.stderr.write(`quire: ${line}\n`));
+const say = (line: string) => process.stderr.write(`quire: ${line}\n`);
+const temporal = findOrBuildTemporal(say);
+// The cluster tests (D2/D3/D5) run the production topology: its programs are built here,
+// once per machine, before the runner's time limits apply.
+for (const program of ['temporalServer', 'temporalUi', 'objectServer'] as const) {
+  findOrBuild(program, say);
+}
 mkdirSync('.data', { recursive: true });
 const results = '.data/test-results.json';
 rmSync(results, { force: true });

@@ -1,9 +1,11 @@
 import { hostname } from 'node:os';
+import { Context } from '@temporalio/activity';
 import { Client, Connection } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createMaintenanceActivities } from '../activities/maintenance';
 import { createTranscriptionActivities, type TranscriptionDeps } from '../activities/transcription';
 import type { BlobStore } from '../blobs';
+import { localPathWhenAvailable } from '../blobs/available';
 import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
 import type { Logger } from '../core/logger';
@@ -56,7 +58,12 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     secretKey: deps.config.QUIRE_SECRET_KEY,
     openingKeys: deps.config.QUIRE_SECRET_KEYS,
     owner: identity,
-    resolveMedia: (key) => deps.blobStore.localPath(key),
+    // D3: an object store outage makes the job wait (heartbeating), not spend attempts.
+    resolveMedia: (key) =>
+      localPathWhenAvailable(deps.blobStore, key, {
+        onWait: () => Context.current().heartbeat({ waiting: 'blob_store' }),
+        signal: Context.current().cancellationSignal,
+      }),
     logger: deps.logger,
     heartbeatEveryMs: Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3)),
     audioPollMs: deps.audioPollMs,

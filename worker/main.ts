@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { createLocalBlobStore } from '../blobs';
+import { createBlobStore } from '../blobs/fromConfig';
 import { loadConfig, requireSecretKeys } from '../core/config';
 import { redactError } from '../core/redact';
 import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
@@ -69,7 +69,7 @@ async function main(): Promise<number> {
   const providers = createWorkerProviders(config);
   const client = createQuireClient(config, temporal, pool, providers.names());
   const identity = workerIdentity();
-  const blobStore = createLocalBlobStore(resolve(config.QUIRE_BLOB_DIR));
+  const blobStore = createBlobStore(config);
   // U1: only Quire's own temporaries older than an hour; never recent ones, links or dirs.
   const swept = await blobStore.sweepStaleTemporaries();
 

@@ -12,6 +12,7 @@ import {
   proxyLocalActivities,
   setHandler,
   sleep,
+  upsertMemo,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type {
@@ -49,6 +50,9 @@ import {
  * when to retry, how long to wait for a paused provider. Every fact is written by an
  * activity, fenced by the attempt's token, so this code never touches the database.
  */
+/** D5: workflow changes since the first release, each behind its patch id. */
+export const STAGE_MEMO_PATCH = 'quire-stage-memo';
+
 export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
 export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
 
@@ -201,6 +205,11 @@ export async function transcriptionJob(
   };
   const setStage = (stage: Stage) => {
     state.stage = stage;
+    // The stage is in the memo, so the Temporal UI shows it without a query (which needs a
+    // running worker, exactly what a rolling deploy may lack for a while). Added behind a
+    // patch (D5): runs begun by the previous workflow code replay without it and take it
+    // up from where the new code runs them.
+    if (patched(STAGE_MEMO_PATCH)) upsertMemo({ stage });
   };
   const finish = (
     status: JobStatus,

@@ -1,26 +1,109 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import {
+  CLUSTER_SETTINGS_FILE,
+  quireProcessEnv,
+  readSettingsFile,
+} from '../../scripts/lib/cluster';
+import { TEMPORAL_CONFIG_DIR, temporalServerEnv } from '../../scripts/lib/temporalServer';
+
+/** `docker-compose config` prints normalized YAML: a service's environment, key by key. */
+function serviceEnvironment(config: string, service: string): Record<string, string> {
+  const lines = config.split('\n');
+  const start = lines.indexOf(`  ${service}:`);
+  if (start < 0) throw new Error(`no service ${service}`);
+  const env: Record<string, string> = {};
+  let inEnv = false;
+  for (const line of lines.slice(start + 1)) {
+    if (/^ {2}\S/.test(line) || /^\S/.test(line)) break;
+    if (/^ {4}\S/.test(line)) {
+      inEnv = line === '    environment:';
+      continue;
+    }
+    const match = inEnv ? /^ {6}([A-Z0-9_]+): ?(.*)$/.exec(line) : null;
+    if (match) env[match[1]!] = match[2]!.replace(/^['"]|['"]$/g, '');
+  }
+  return env;
+}
+
+let printed: string | undefined;
+function composeConfig(): string {
+  // docker-compose comes from scripts/apt-packages.txt; no Docker engine is needed to check.
+  printed ??= execFileSync('docker-compose', ['config'], { encoding: 'utf8' });
+  return printed;
+}
 
 describe('docker-compose.yml', () => {
-  it('is valid for docker-compose and brings up every part of the stack', () => {
-    // docker-compose comes from scripts/apt-packages.txt; no Docker engine is needed to check.
-    const config = execFileSync('docker-compose', ['config'], { encoding: 'utf8' });
+  it('D2 is valid for docker-compose and brings up every part of the production topology', () => {
+    const config = composeConfig();
     for (const service of [
       'postgres',
+      'temporal-schema',
       'temporal',
-      'temporal-ui',
       'temporal-setup',
+      'temporal-ui',
+      'object-store',
+      'object-store-setup',
       'migrate',
       'worker',
-      'web',
+      'web-1',
+      'web-2',
     ]) {
       expect(config).toMatch(new RegExp(`^  ${service}:$`, 'm'));
     }
-    expect(config).toContain('DB: postgres12');
+    expect(config).toMatch(/replicas: 3/);
     expect(execFileSync('docker-compose', ['config', '-q'], { encoding: 'utf8' })).toBe('');
     // docker-compose is a Python program: two runs take seconds on a loaded 2-core machine.
   }, 30_000);
+
+  it('D2 compose and cluster mode give every Quire process the same settings, from the same files', () => {
+    const config = composeConfig();
+    const clusterNames = Object.keys(
+      quireProcessEnv({
+        shared: readSettingsFile(CLUSTER_SETTINGS_FILE),
+        databaseUrl: 'postgres://x',
+        temporalAddress: 'x:7233',
+        uiUrl: 'http://x',
+        publicUrl: 'http://x',
+        secretKey: 'k',
+        objectStore: { endpoint: 'http://x', accessKeyId: 'a', secretAccessKey: 's' },
+        workflowBundle: '/b.js',
+      }),
+    ).sort();
+    for (const service of ['worker', 'web-1', 'web-2', 'migrate']) {
+      expect(Object.keys(serviceEnvironment(config, service)).sort()).toEqual(clusterNames);
+    }
+    // The shared file's values reach compose as they are.
+    const shared = readSettingsFile(CLUSTER_SETTINGS_FILE);
+    const worker = serviceEnvironment(config, 'worker');
+    for (const [name, value] of Object.entries(shared)) expect(worker[name]).toBe(value);
+    const compose = readFileSync('docker-compose.yml', 'utf8');
+    expect(compose).toContain(`env_file: ${CLUSTER_SETTINGS_FILE}`);
+    expect(compose).toContain(`./${TEMPORAL_CONFIG_DIR}:/etc/quire/temporal:ro`);
+  });
+
+  it('D2 the Temporal server gets the settings its template reads, in compose and in cluster mode', () => {
+    const template = readFileSync(`${TEMPORAL_CONFIG_DIR}/server.yaml`, 'utf8');
+    const read = new Set([...template.matchAll(/env "([A-Z_]+)"/g)].map((m) => m[1]));
+    const cluster = Object.keys(
+      temporalServerEnv(
+        {
+          host: 'h',
+          port: 1,
+          user: 'u',
+          database: 'temporal',
+          visibilityDatabase: 'temporal_visibility',
+        },
+        7233,
+        '/root',
+      ),
+    ).filter((name) => name !== 'PATH');
+    expect(new Set(cluster)).toEqual(read);
+    // Compose sets the same names; the broadcast address is the container's, set at start.
+    const compose = Object.keys(serviceEnvironment(composeConfig(), 'temporal'));
+    expect(new Set([...compose, 'TEMPORAL_BROADCAST_ADDRESS'])).toEqual(read);
+  });
 
   it('registers every search attribute the workflows upsert', () => {
     const compose = readFileSync('docker-compose.yml', 'utf8');

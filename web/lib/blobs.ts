@@ -1,12 +1,12 @@
 import 'server-only';
-import { resolve } from 'node:path';
-import { type BlobStore, createLocalBlobStore } from '@quire/blobs';
+import type { BlobStore } from '@quire/blobs';
+import { createBlobStore } from '@quire/blobs/fromConfig';
 import { config } from './server';
 
 const globals = globalThis as unknown as { quireBlobStore?: BlobStore };
 
-/** The blob store of this process (local directory by default). */
+/** The blob store of this process (local directory by default, or the shared bucket). */
 export function blobStore(): BlobStore {
-  globals.quireBlobStore ??= createLocalBlobStore(resolve(config().QUIRE_BLOB_DIR));
+  globals.quireBlobStore ??= createBlobStore(config());
   return globals.quireBlobStore;
 }

@@ -1,0 +1,160 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createPool } from '../db/pool';
+import { authenticateApiKey, createWorkspace } from '../db/workspaces';
+import { type Cluster, startCluster } from './lib/cluster';
+
+/**
+ * `npm run start:cluster` (D2): the production topology on this machine. Builds what is
+ * missing (Temporal server and sql tool, Temporal UI server, object server, the console),
+ * then starts PostgreSQL of its own, the Temporal server on it, the Temporal UI, the object
+ * server, three workers and two web replicas on the production build, all with one secret
+ * key. Ctrl-C stops everything it started.
+ *
+ * Entry-file settings: QUIRE_CLUSTER_DIR (default .data/cluster), QUIRE_CLUSTER_PORT_BASE
+ * (default: Temporal 7233-7242, PostgreSQL 5433, UI 8233, object store 7070, web 3000/3001;
+ * with a base B: Temporal B.., PostgreSQL B+10, UI B+11, object store B+12, web B+13..),
+ * QUIRE_CLUSTER_WORKERS (3), QUIRE_CLUSTER_WEB_REPLICAS (2), QUIRE_CLUSTER_WEB_DIST (.next).
+ */
+const root = resolve('.');
+const dir = resolve(process.env.QUIRE_CLUSTER_DIR ?? '.data/cluster');
+mkdirSync(dir, { recursive: true });
+const log = (line: string) => process.stdout.write(`quire: ${line}\n`);
+
+function secretKey(): string {
+  if (process.env.QUIRE_SECRET_KEY) return process.env.QUIRE_SECRET_KEY;
+  const file = join(dir, 'secret-key');
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
+}
+
+const base = process.env.QUIRE_CLUSTER_PORT_BASE
+  ? Number(process.env.QUIRE_CLUSTER_PORT_BASE)
+  : undefined;
+const ports = base
+  ? {
+      temporalBase: base,
+      postgres: base + 10,
+      ui: base + 11,
+      objectStore: base + 12,
+      web: [base + 13, base + 14, base + 15, base + 16],
+    }
+  : {
+      temporalBase: 7233,
+      postgres: 5433,
+      ui: 8233,
+      objectStore: 7070,
+      web: [3000, 3001, 3002, 3003],
+    };
+
+const passThrough = Object.fromEntries(
+  [
+    'QUIRE_ENABLE_SIMULATED',
+    'QUIRE_DEFAULT_PROVIDER',
+    'WORKER_CONCURRENCY',
+    'LOG_LEVEL',
+    'QUIRE_HEARTBEAT_TIMEOUT_MS',
+  ]
+    .filter((name) => process.env[name])
+    .map((name) => [name, process.env[name] as string]),
+);
+
+let cluster: Cluster | undefined;
+let stopping = false;
+const starting = new AbortController();
+async function stop(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    log('stopping...');
+    // While starting, the start stops what it began at its next step and rejects.
+    starting.abort();
+    await cluster?.stop();
+    if (cluster || code !== 0) {
+      log('stopped');
+      process.exit(code);
+    }
+    return new Promise<never>(() => {});
+  }
+  return new Promise<never>(() => {});
+}
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+
+const began = Date.now();
+const key = secretKey();
+try {
+  cluster = await startCluster({
+    root,
+    dir,
+    secretKey: key,
+    workers: Number(process.env.QUIRE_CLUSTER_WORKERS ?? 3),
+    webReplicas: Number(process.env.QUIRE_CLUSTER_WEB_REPLICAS ?? 2),
+    webDistDir: process.env.QUIRE_CLUSTER_WEB_DIST ?? '.next',
+    ports,
+    env: passThrough,
+    signal: starting.signal,
+    log,
+  });
+} catch (error) {
+  if (starting.signal.aborted) {
+    log('stopped');
+    process.exit(0);
+  }
+  log(String(error instanceof Error ? error.message : error));
+  await stop(1);
+}
+const running = cluster as Cluster;
+for (const process of [
+  running.temporal,
+  running.objectServer,
+  running.ui,
+  ...running.workers,
+  ...running.webs,
+]) {
+  if (!process) continue;
+  process.onUnexpectedExit = (code, signal) =>
+    log(`${process.name} exited (${signal ?? code}); see ${process.logFile}`);
+}
+
+const pool = createPool(running.databaseUrl, 2);
+const workspaceFile = join(dir, 'workspace.json');
+let workspace: { workspaceId: number; apiKey: string } | undefined;
+if (existsSync(workspaceFile)) {
+  const saved = JSON.parse(readFileSync(workspaceFile, 'utf8'));
+  if (await authenticateApiKey(pool, saved.apiKey)) workspace = saved;
+}
+if (!workspace) {
+  const created = await createWorkspace(pool, 'Development');
+  workspace = { workspaceId: created.workspace.id, apiKey: created.apiKey };
+  writeFileSync(workspaceFile, JSON.stringify(workspace), { mode: 0o600 });
+}
+await pool.end();
+
+const pids = Object.fromEntries(
+  [running.temporal, running.objectServer, running.ui, ...running.workers, ...running.webs]
+    .filter((p) => p !== undefined)
+    .map((p) => [p.name, p.pid()]),
+);
+writeFileSync(join(dir, 'pids.json'), JSON.stringify({ postgres: running.postgres.port, ...pids }));
+const logs = join(dir, 'logs');
+process.stdout.write(
+  [
+    '',
+    `  Quire cluster is running (ready in ${Math.round((Date.now() - began) / 1000)} s)`,
+    ...running.webs.map(
+      (web, i) => `  console ${i + 1}     ${web.url.replace('127.0.0.1', 'localhost')}`,
+    ),
+    `  Temporal UI   ${running.uiUrl ?? '(off)'}`,
+    `  Temporal      ${running.temporalAddress} (PostgreSQL persistence and visibility)`,
+    `  PostgreSQL    ${running.postgres.url('quire')}`,
+    `  object store  ${running.objectStore.endpoint} (bucket ${running.objectStore.bucket})`,
+    `  workers       ${running.workers.length}`,
+    `  workspace     ${workspace.workspaceId}`,
+    `  API key       ${workspace.apiKey}`,
+    `  secret key    ${join(dir, 'secret-key')} (every process uses it; QUIRE_SECRET_KEY overrides)`,
+    `  logs          ${logs}/`,
+    '  Ctrl-C stops everything.',
+    '',
+  ].join('\n'),
+);

@@ -1,0 +1,392 @@
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import pg from 'pg';
+import { migrate } from '../../db/migrate';
+import { WORKFLOWS_PATH } from '../../worker/createWorker';
+import { findOrBuild } from './goBuilds';
+import {
+  type ObjectServerSettings,
+  objectServerEndpoint,
+  objectServerProcess,
+} from './objectServer';
+import { type PgInstance, pgInstance } from './pgInstance';
+import { freePortRange, httpOk, type ManagedProcess, managedProcess, pollReady } from './processes';
+import {
+  prepareTemporalSchema,
+  type TemporalDatabase,
+  temporalServerProcess,
+} from './temporalServer';
+import { ensureWebBuild } from './webBuild';
+
+/**
+ * Cluster mode (D2): the production topology on one machine. A PostgreSQL server of its own
+ * (Quire's database and Temporal's two), the Temporal server on that PostgreSQL with SQL
+ * visibility, the Temporal UI, an S3-compatible object server, N workers and M web replicas
+ * on the console's production build. Every Quire process gets the same settings, the same
+ * secret key, and reaches blobs only through the object server.
+ */
+export const CLUSTER_SETTINGS_FILE = 'deploy/quire.env';
+
+export interface ClusterOptions {
+  root: string;
+  /** State and logs: PostgreSQL data, objects, the workflow bundle, one log per process. */
+  dir: string;
+  secretKey: string;
+  workers: number;
+  webReplicas: number;
+  /** Web build directory under web/ (`.next` for `npm run start:cluster`). */
+  webDistDir: string;
+  /** Fixed ports (the command), or free ones (tests). */
+  ports?: {
+    postgres: number;
+    temporalBase: number;
+    ui: number;
+    objectStore: number;
+    web: number[];
+  };
+  ui?: boolean;
+  /** Tests: PostgreSQL without fsync. */
+  fastPostgres?: boolean;
+  /** Ctrl-C while starting: what started is stopped and the start rejects. */
+  signal?: AbortSignal;
+  /** Extra settings for every Quire process (tests: short timeouts, the simulated engine). */
+  env?: Record<string, string>;
+  log: (line: string) => void;
+}
+
+export interface Cluster {
+  readonly postgres: PgInstance;
+  readonly databaseUrl: string;
+  readonly temporalAddress: string;
+  readonly uiUrl?: string;
+  readonly objectStore: ObjectServerSettings & { endpoint: string };
+  readonly temporal: ManagedProcess;
+  readonly objectServer: ManagedProcess;
+  readonly ui?: ManagedProcess;
+  readonly workers: ManagedProcess[];
+  readonly webs: Array<ManagedProcess & { url: string }>;
+  /** The settings every Quire process of the cluster gets (without per-process ones). */
+  readonly quireEnv: Record<string, string>;
+  /** One more worker, e.g. on another workflow bundle (D5). */
+  addWorker(env?: Record<string, string>): Promise<ManagedProcess>;
+  /** Everything stopped, PostgreSQL last. */
+  stop(): Promise<void>;
+}
+
+/** KEY=value lines; `#` comments and blank lines skipped. */
+export function readSettingsFile(path: string): Record<string, string> {
+  const settings: Record<string, string> = {};
+  for (const raw of readFileSync(path, 'utf8').split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const eq = line.indexOf('=');
+    if (eq > 0) settings[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+  }
+  return settings;
+}
+
+/**
+ * The environment of every Quire process of the topology, one list for cluster mode and
+ * docker-compose.yml (whose `x-quire-env` and `env_file` name exactly these; a test checks).
+ */
+export function quireProcessEnv(p: {
+  shared: Record<string, string>;
+  databaseUrl: string;
+  temporalAddress: string;
+  uiUrl: string;
+  publicUrl: string;
+  secretKey: string;
+  objectStore: { endpoint: string; accessKeyId: string; secretAccessKey: string };
+  workflowBundle: string;
+}): Record<string, string> {
+  return {
+    ...p.shared,
+    NODE_ENV: 'production',
+    DATABASE_URL: p.databaseUrl,
+    TEMPORAL_ADDRESS: p.temporalAddress,
+    QUIRE_TEMPORAL_UI_URL: p.uiUrl,
+    QUIRE_PUBLIC_URL: p.publicUrl,
+    QUIRE_SECRET_KEY: p.secretKey,
+    QUIRE_S3_ENDPOINT: p.objectStore.endpoint,
+    QUIRE_S3_ACCESS_KEY_ID: p.objectStore.accessKeyId,
+    QUIRE_S3_SECRET_ACCESS_KEY: p.objectStore.secretAccessKey,
+    QUIRE_WORKFLOW_BUNDLE: p.workflowBundle,
+    WORKER_CONCURRENCY: '2',
+    LOG_LEVEL: 'info',
+  };
+}
+
+async function createDatabases(url: string, names: string[]): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const name of names) {
+      const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [
+        name,
+      ]);
+      if (!rowCount) await client.query(`CREATE DATABASE ${name}`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+async function choosePorts(): Promise<NonNullable<ClusterOptions['ports']>> {
+  const base = await freePortRange(20);
+  return {
+    temporalBase: base,
+    postgres: base + 10,
+    ui: base + 11,
+    objectStore: base + 12,
+    web: [base + 13, base + 14, base + 15, base + 16],
+  };
+}
+
+export async function startCluster(options: ClusterOptions): Promise<Cluster> {
+  const { root, dir } = options;
+  // Every step announces itself here, so an abort takes effect between steps.
+  const log = (line: string) => {
+    options.signal?.throwIfAborted();
+    options.log(line);
+  };
+  const ports = options.ports ?? (await choosePorts());
+  const logFile = (name: string) => join(dir, 'logs', `${name}.log`);
+  const started: ManagedProcess[] = [];
+  // Builds first, before anything runs: minutes the first time, nothing once cached.
+  findOrBuild('temporalServer', log);
+  findOrBuild('objectServer', log);
+  if (options.ui !== false) findOrBuild('temporalUi', log);
+
+  const postgres = pgInstance({
+    baseDir: dir,
+    dataDir: join(dir, 'postgres', 'data'),
+    port: ports.postgres,
+    logFile: join(dir, 'postgres', 'log', 'postgres.log'),
+    fast: options.fastPostgres,
+  });
+  const stopAll = async () => {
+    for (const process of [...started].reverse()) await process.stop(20_000).catch(() => {});
+    postgres.stop('fast');
+  };
+  try {
+    log(`starting PostgreSQL on :${ports.postgres} (data in ${join(dir, 'postgres')})...`);
+    postgres.start();
+    await createDatabases(postgres.url('postgres'), ['quire', 'temporal', 'temporal_visibility']);
+    const databaseUrl = postgres.url('quire');
+    await migrate(databaseUrl);
+
+    const objectStore: ObjectServerSettings & { endpoint: string } = (() => {
+      const credentialsFile = join(dir, 'object-store-credentials.json');
+      if (!existsSync(credentialsFile)) {
+        const random = () =>
+          Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString('hex');
+        writeFileSync(
+          credentialsFile,
+          JSON.stringify({
+            accessKeyId: `quire${random().slice(0, 12)}`,
+            secretAccessKey: random(),
+          }),
+          { mode: 0o600 },
+        );
+      }
+      const credentials = JSON.parse(readFileSync(credentialsFile, 'utf8'));
+      const shared = readSettingsFile(join(root, CLUSTER_SETTINGS_FILE));
+      const settings: ObjectServerSettings = {
+        port: ports.objectStore,
+        dataDir: join(dir, 'objects'),
+        accessKeyId: credentials.accessKeyId,
+        secretAccessKey: credentials.secretAccessKey,
+        region: shared.QUIRE_S3_REGION ?? 'us-east-1',
+        bucket: shared.QUIRE_S3_BUCKET ?? 'quire',
+      };
+      return { ...settings, endpoint: objectServerEndpoint(settings) };
+    })();
+    log(`starting the object server on :${ports.objectStore}...`);
+    const objectServer = objectServerProcess(objectStore, logFile('object-store'), log);
+    started.push(objectServer);
+    await objectServer.start();
+
+    const temporalDb: TemporalDatabase = {
+      host: '127.0.0.1',
+      port: ports.postgres,
+      user: 'postgres',
+      database: 'temporal',
+      visibilityDatabase: 'temporal_visibility',
+    };
+    log('preparing the Temporal schema (sql tool: setup-schema, update-schema)...');
+    prepareTemporalSchema(temporalDb, log);
+    const temporalAddress = `127.0.0.1:${ports.temporalBase}`;
+    const shared = readSettingsFile(join(root, CLUSTER_SETTINGS_FILE));
+    const namespace = shared.TEMPORAL_NAMESPACE ?? 'default';
+    log(
+      `starting the Temporal server on ${temporalAddress} (PostgreSQL persistence and visibility)...`,
+    );
+    const temporal = temporalServerProcess({
+      root,
+      db: temporalDb,
+      portBase: ports.temporalBase,
+      logFile: logFile('temporal'),
+      namespace,
+      log,
+    });
+    started.push(temporal);
+    await temporal.start();
+
+    let ui: ManagedProcess | undefined;
+    const uiUrl = `http://localhost:${ports.ui}`;
+    if (options.ui !== false) {
+      const { server } = findOrBuild('temporalUi', log);
+      ui = managedProcess({
+        name: 'temporal-ui',
+        command: server as string,
+        args: ['--root', root, '--config', 'deploy/temporal', '--env', 'ui', 'start'],
+        env: {
+          PATH: process.env.PATH,
+          TEMPORAL_ADDRESS: temporalAddress,
+          TEMPORAL_UI_PORT: String(ports.ui),
+          TEMPORAL_CORS_ORIGINS: `http://localhost:${ports.web[0]}`,
+        },
+        cwd: root,
+        logFile: logFile('temporal-ui'),
+        ready: (exited) =>
+          pollReady(
+            'the Temporal UI',
+            () => httpOk(`http://127.0.0.1:${ports.ui}/`),
+            exited,
+            60_000,
+          ),
+      });
+      started.push(ui);
+      await ui.start();
+    }
+
+    const bundlePath = join(dir, 'workflow-bundle.js');
+    log('bundling the workflows once for every worker...');
+    const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet });
+    writeFileSync(bundlePath, code);
+
+    const quireEnv = {
+      ...quireProcessEnv({
+        shared,
+        databaseUrl,
+        temporalAddress,
+        uiUrl,
+        publicUrl: `http://localhost:${ports.web[0]}`,
+        secretKey: options.secretKey,
+        objectStore,
+        workflowBundle: bundlePath,
+      }),
+      ...options.env,
+    };
+    const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };
+
+    const workers: ManagedProcess[] = [];
+    const addWorker = async (env: Record<string, string> = {}) => {
+      const index = workers.length + 1;
+      const healthFile = join(dir, `worker-${index}-health.json`);
+      const worker = managedProcess({
+        name: `worker-${index}`,
+        command: process.execPath,
+        args: ['--import', 'tsx', 'worker/main.ts'],
+        env: { ...baseEnv, ...quireEnv, QUIRE_HEALTH_FILE: healthFile, ...env },
+        cwd: root,
+        logFile: logFile(`worker-${index}`),
+        ready: (exited) => {
+          const since = Date.now();
+          return pollReady(
+            `worker-${index}`,
+            async () => existsSync(healthFile) && statSync(healthFile).mtimeMs >= since - 1_000,
+            exited,
+            120_000,
+          );
+        },
+      });
+      workers.push(worker);
+      started.push(worker);
+      await worker.start();
+      return worker;
+    };
+    log(`building the console if its sources changed (web/${options.webDistDir})...`);
+    const webBuild =
+      options.webReplicas > 0
+        ? ensureWebBuild(root, options.webDistDir, log, logFile('next-build'))
+        : Promise.resolve();
+    log(`starting ${options.workers} workers...`);
+    // Workers start one after another: the first one migrates and creates the schedules.
+    for (let i = 0; i < options.workers; i++) await addWorker();
+    await webBuild;
+
+    const webs: Array<ManagedProcess & { url: string }> = [];
+    log(`starting ${options.webReplicas} web replicas...`);
+    options.signal?.throwIfAborted();
+    await Promise.all(
+      Array.from({ length: options.webReplicas }, async (_, i) => {
+        const port = ports.web[i] as number;
+        const web = Object.assign(
+          managedProcess({
+            name: `web-${i + 1}`,
+            command: process.execPath,
+            args: [
+              join(root, 'node_modules/next/dist/bin/next'),
+              'start',
+              'web',
+              '-p',
+              String(port),
+              '-H',
+              '127.0.0.1',
+            ],
+            env: {
+              ...baseEnv,
+              ...quireEnv,
+              QUIRE_NEXT_DIST_DIR: options.webDistDir,
+              NEXT_TELEMETRY_DISABLED: '1',
+            },
+            cwd: root,
+            logFile: logFile(`web-${i + 1}`),
+            ready: (exited) =>
+              pollReady(
+                `web-${i + 1}`,
+                () => httpOk(`http://127.0.0.1:${port}/readyz`),
+                exited,
+                120_000,
+              ),
+          }),
+          { url: `http://127.0.0.1:${port}` },
+        );
+        webs[i] = web;
+        started.push(web);
+        await web.start();
+      }),
+    );
+
+    options.signal?.throwIfAborted();
+    return {
+      postgres,
+      databaseUrl,
+      temporalAddress,
+      uiUrl: ui ? uiUrl : undefined,
+      objectStore,
+      temporal,
+      objectServer,
+      ui,
+      workers,
+      webs,
+      quireEnv,
+      addWorker,
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+const quiet = {
+  log: () => {},
+  trace: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: (message: string) => console.error(message),
+};

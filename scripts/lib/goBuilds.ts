@@ -1,0 +1,121 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * The programs cluster mode runs (D2), built from the Go module proxy once into a cache
+ * outside the clone (`~/.cache/quire/<name>-<version>/`), like the Temporal CLI: the
+ * Temporal server and its sql schema tool (the version the CLI embeds), the Temporal UI
+ * server (the one the CLI bundles), and an S3-compatible object server.
+ */
+export const TEMPORAL_SERVER_VERSION = '1.29.1';
+export const TEMPORAL_UI_VERSION = '2.42.1';
+export const OBJECT_SERVER_VERSION = '1.8.0';
+
+interface GoProgram {
+  /** Cache directory name, without the version. */
+  name: string;
+  version: string;
+  /** Packages installed together (one module, one version). */
+  packages: string[];
+  /** Binaries the install leaves in the cache directory. */
+  binaries: string[];
+}
+
+const PROGRAMS = {
+  temporalServer: {
+    name: 'temporal-server',
+    version: TEMPORAL_SERVER_VERSION,
+    packages: [
+      `go.temporal.io/server/cmd/server@v${TEMPORAL_SERVER_VERSION}`,
+      `go.temporal.io/server/cmd/tools/sql@v${TEMPORAL_SERVER_VERSION}`,
+    ],
+    binaries: ['server', 'sql'],
+  },
+  temporalUi: {
+    name: 'temporal-ui',
+    version: TEMPORAL_UI_VERSION,
+    packages: [`github.com/temporalio/ui-server/v2/cmd/server@v${TEMPORAL_UI_VERSION}`],
+    binaries: ['server'],
+  },
+  objectServer: {
+    name: 'versitygw',
+    version: OBJECT_SERVER_VERSION,
+    packages: [`github.com/versity/versitygw/cmd/versitygw@v${OBJECT_SERVER_VERSION}`],
+    binaries: ['versitygw'],
+  },
+} satisfies Record<string, GoProgram>;
+
+export type ProgramName = keyof typeof PROGRAMS;
+
+function cacheBase(): string {
+  return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'quire');
+}
+
+export function programDir(program: ProgramName): string {
+  const { name, version } = PROGRAMS[program];
+  return join(cacheBase(), `${name}-${version}`);
+}
+
+function goBinary(): string | undefined {
+  const found = spawnSync('sh', ['-c', 'command -v go'], { encoding: 'utf8' });
+  if (found.status === 0 && found.stdout.trim()) return found.stdout.trim();
+  return existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined;
+}
+
+/** The module's source directory in the Go module cache (after a build it is there). */
+function goModuleDir(go: string, modulePath: string, version: string): string {
+  const found = spawnSync(go, ['mod', 'download', '-json', `${modulePath}@v${version}`], {
+    encoding: 'utf8',
+    env: { ...process.env, GOFLAGS: '-mod=mod' },
+  });
+  if (found.status !== 0) throw new Error(`go mod download ${modulePath} failed: ${found.stderr}`);
+  return (JSON.parse(found.stdout) as { Dir: string }).Dir;
+}
+
+/**
+ * Paths of the program's binaries, building them first when the cache lacks any. The
+ * build runs synchronously with its output shown: minutes on two cores, once per machine.
+ */
+export function findOrBuild(
+  program: ProgramName,
+  log: (line: string) => void = console.log,
+): Record<string, string> {
+  const spec: GoProgram = PROGRAMS[program];
+  const dir = programDir(program);
+  const paths = Object.fromEntries(spec.binaries.map((b) => [b, join(dir, b)]));
+  if (Object.values(paths).every((p) => existsSync(p))) return paths;
+  const go = goBinary();
+  if (!go) {
+    throw new Error(
+      [
+        `No ${spec.name} ${spec.version} in ${dir}, and no Go toolchain to build it.`,
+        `Install Go 1.23+ and run: GOBIN=${dir} go install ${spec.packages.join(' ')}`,
+        'or run the same topology with Docker: docker compose up',
+      ].join('\n'),
+    );
+  }
+  log(`building ${spec.name} v${spec.version} with ${go} (once; a few minutes)...`);
+  mkdirSync(dir, { recursive: true });
+  const build = spawnSync(go, ['install', ...spec.packages], {
+    env: { ...process.env, GOBIN: dir, GOFLAGS: '-mod=mod' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const missing = Object.values(paths).filter((p) => !existsSync(p));
+  if (build.status !== 0 || missing.length > 0) {
+    throw new Error(`building ${spec.name} failed (exit ${build.status}); see the output above`);
+  }
+  return paths;
+}
+
+/** The Temporal server's schema directories, from its module (downloaded by the build). */
+export function temporalSchemaDirs(): { temporal: string; visibility: string } {
+  const go = goBinary();
+  if (!go) throw new Error('the Temporal server schema needs the Go toolchain (go mod download)');
+  const dir = goModuleDir(go, 'go.temporal.io/server', TEMPORAL_SERVER_VERSION);
+  return {
+    temporal: join(dir, 'schema/postgresql/v12/temporal/versioned'),
+    visibility: join(dir, 'schema/postgresql/v12/visibility/versioned'),
+  };
+}

@@ -1,0 +1,127 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/**
+ * A PostgreSQL server of its own (initdb + pg_ctl on its own port and data directory) for
+ * cluster mode (D2) and its drills (D3): restarting it disturbs no other database on the
+ * machine. Debian keeps the binaries under /usr/lib/postgresql/<major>/bin; PostgreSQL
+ * refuses to run as root, so as root every command runs as the `postgres` user.
+ */
+export interface PgInstanceOptions {
+  /** Directory that holds the data directory, sockets and log (made traversable for the server). */
+  baseDir: string;
+  dataDir: string;
+  port: number;
+  logFile: string;
+  /** Tests: no fsync (a clean or immediate stop of the server still loses nothing). */
+  fast?: boolean;
+}
+
+export interface PgInstance {
+  url(database: string): string;
+  readonly port: number;
+  start(): void;
+  /** `fast`: clean shutdown; `immediate`: as after a crash, recovery at next start. */
+  stop(mode?: 'fast' | 'immediate'): void;
+  running(): boolean;
+}
+
+function binDir(): string {
+  const root = '/usr/lib/postgresql';
+  const majors = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => existsSync(join(root, v, 'bin', 'pg_ctl')))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  if (majors.length === 0) {
+    throw new Error(
+      'no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql)',
+    );
+  }
+  return join(root, majors[0]!, 'bin');
+}
+
+const asRoot = process.getuid?.() === 0;
+
+function run(bin: string, args: string[], allowFailure = false): number {
+  const command = asRoot ? 'runuser' : bin;
+  const argv = asRoot ? ['-u', 'postgres', '--', bin, ...args] : args;
+  const result = spawnSync(command, argv, { encoding: 'utf8' });
+  if (result.status !== 0 && !allowFailure) {
+    throw new Error(`${bin} ${args[0] ?? ''} failed: ${result.stderr || result.stdout}`);
+  }
+  return result.status ?? 1;
+}
+
+/** As root, the `postgres` user must reach into `baseDir` (a mkdtemp directory is 0700). */
+function traversable(baseDir: string, path: string): void {
+  if (!asRoot) return;
+  // The ancestors only: the data directory itself must stay 0700.
+  for (
+    let dir = dirname(path);
+    dir.startsWith(baseDir) && dir !== dirname(dir);
+    dir = dirname(dir)
+  ) {
+    if (!existsSync(dir)) continue;
+    const mode = statSync(dir).mode & 0o7777;
+    if ((mode & 0o011) !== 0o011) chmodSync(dir, mode | 0o011);
+  }
+}
+
+function own(path: string): void {
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  if (asRoot) {
+    const pgUser = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+    const pgGroup = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+    chownSync(path, Number(pgUser), Number(pgGroup));
+  }
+}
+
+export function pgInstance(options: PgInstanceOptions): PgInstance {
+  const bin = binDir();
+  const pgCtl = join(bin, 'pg_ctl');
+  const { dataDir, port, logFile } = options;
+  const socketDir = join(dataDir, '..', `pg-socket-${port}`);
+  const settings = [
+    `-p ${port}`,
+    '-c listen_addresses=127.0.0.1',
+    `-k ${socketDir}`,
+    // Three workers, two web replicas and the Temporal server, each with its pools.
+    '-c max_connections=400',
+    ...(options.fast ? ['-c fsync=off', '-c full_page_writes=off'] : []),
+  ].join(' ');
+  return {
+    port,
+    url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
+    start() {
+      if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+        own(dataDir);
+        traversable(options.baseDir, dataDir);
+        run(join(bin, 'initdb'), [
+          '-D',
+          dataDir,
+          '-U',
+          'postgres',
+          '--auth=trust',
+          '-E',
+          'UTF8',
+          '--no-sync',
+        ]);
+      }
+      own(socketDir);
+      own(join(logFile, '..'));
+      traversable(options.baseDir, dataDir);
+      traversable(options.baseDir, socketDir);
+      traversable(options.baseDir, logFile);
+      run(pgCtl, ['-D', dataDir, '-l', logFile, '-o', settings, '-w', '-t', '60', 'start']);
+    },
+    stop(mode = 'fast') {
+      if (!this.running()) return;
+      run(pgCtl, ['-D', dataDir, '-m', mode, '-w', '-t', '60', 'stop'], true);
+    },
+    running() {
+      return run(pgCtl, ['-D', dataDir, 'status'], true) === 0;
+    },
+  };
+}

@@ -1,0 +1,171 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import { findOrBuild, temporalSchemaDirs } from './goBuilds';
+import { type ManagedProcess, managedProcess, pollReady } from './processes';
+import { SEARCH_ATTRIBUTES } from './temporal';
+
+/**
+ * The Temporal server of cluster mode (D2): built from go.temporal.io/server/cmd/server, on
+ * PostgreSQL persistence with SQL visibility. Its schema is prepared by the server's own sql
+ * tool (setup-schema, then update-schema from the module's versioned directories); the
+ * settings file is deploy/temporal/server.yaml, shared with docker-compose.yml.
+ */
+export const TEMPORAL_CONFIG_DIR = 'deploy/temporal';
+
+export interface TemporalDatabase {
+  host: string;
+  port: number;
+  user: string;
+  password?: string;
+  database: string;
+  visibilityDatabase: string;
+}
+
+/** setup-schema (version table) then update-schema for both databases; safe to repeat. */
+export function prepareTemporalSchema(db: TemporalDatabase, log: (line: string) => void): void {
+  const { sql } = findOrBuild('temporalServer', log);
+  const dirs = temporalSchemaDirs();
+  const common = [
+    '--plugin',
+    'postgres12',
+    '--ep',
+    db.host,
+    '-p',
+    String(db.port),
+    '-u',
+    db.user,
+    ...(db.password ? ['--pw', db.password] : []),
+  ];
+  for (const [database, dir] of [
+    [db.database, dirs.temporal],
+    [db.visibilityDatabase, dirs.visibility],
+  ] as const) {
+    for (const args of [
+      ['--db', database, 'setup-schema', '-v', '0.0'],
+      ['--db', database, 'update-schema', '-d', dir],
+    ]) {
+      const result = spawnSync(sql as string, [...common, ...args], { encoding: 'utf8' });
+      if (result.status !== 0) {
+        throw new Error(
+          `temporal sql ${args.slice(2).join(' ')} on ${database} failed: ${result.stderr}`,
+        );
+      }
+    }
+  }
+}
+
+/** The settings the server's config template reads (deploy/temporal/server.yaml). */
+export function temporalServerEnv(
+  db: TemporalDatabase,
+  portBase: number,
+  root: string,
+): Record<string, string | undefined> {
+  return {
+    PATH: process.env.PATH,
+    TEMPORAL_PORT_BASE: String(portBase),
+    TEMPORAL_BIND_ON_IP: '127.0.0.1',
+    TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
+    TEMPORAL_DB_HOST: db.host,
+    TEMPORAL_DB_PORT: String(db.port),
+    TEMPORAL_DB_USER: db.user,
+    TEMPORAL_DB_PASSWORD: db.password ?? '',
+    TEMPORAL_DB: db.database,
+    TEMPORAL_VISIBILITY_DB: db.visibilityDatabase,
+    TEMPORAL_DYNAMIC_CONFIG: join(root, TEMPORAL_CONFIG_DIR, 'dynamicconfig.yaml'),
+    TEMPORAL_LOG_LEVEL: 'warn',
+    // Fixed once the cluster has started (docs/deploy.md).
+    TEMPORAL_HISTORY_SHARDS: '4',
+  };
+}
+
+export function temporalServerProcess(options: {
+  root: string;
+  db: TemporalDatabase;
+  portBase: number;
+  logFile: string;
+  namespace: string;
+  log: (line: string) => void;
+}): ManagedProcess {
+  const { server } = findOrBuild('temporalServer', options.log);
+  const address = `127.0.0.1:${options.portBase}`;
+  return managedProcess({
+    name: 'temporal',
+    command: server as string,
+    args: ['--root', options.root, '--config', TEMPORAL_CONFIG_DIR, '--env', 'server', 'start'],
+    env: temporalServerEnv(options.db, options.portBase, options.root),
+    cwd: options.root,
+    logFile: options.logFile,
+    ready: (exited) => registerNamespace(address, options.namespace, exited),
+  });
+}
+
+/**
+ * Waits for the frontend, then registers the namespace and Quire's search attributes if the
+ * cluster lacks them (a cluster keeps them in PostgreSQL across restarts).
+ */
+async function registerNamespace(
+  address: string,
+  namespace: string,
+  exited: () => boolean,
+): Promise<void> {
+  let connection: Connection | undefined;
+  await pollReady(
+    'the Temporal frontend',
+    async () => {
+      connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      await connection.workflowService.getSystemInfo({});
+      return true;
+    },
+    exited,
+    120_000,
+    500,
+  );
+  const conn = connection as Connection;
+  try {
+    await pollReady(
+      `namespace ${namespace}`,
+      async () => {
+        try {
+          await conn.workflowService.describeNamespace({ namespace });
+          return true;
+        } catch {
+          await conn.workflowService
+            .registerNamespace({
+              namespace,
+              workflowExecutionRetentionPeriod: msToTs('3 days'),
+            })
+            .catch((error: { code?: number }) => {
+              // 6: already exists, registered by an earlier start.
+              if (error.code !== 6) throw error;
+            });
+          return false;
+        }
+      },
+      exited,
+      60_000,
+      500,
+    );
+    await pollReady(
+      'search attributes',
+      async () => {
+        const listed = await conn.operatorService.listSearchAttributes({ namespace });
+        const custom = listed.customAttributes ?? {};
+        const missing = Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !(name in custom));
+        if (missing.length === 0) return true;
+        const types = { Int: 3, Keyword: 2 } as const; // IndexedValueType
+        await conn.operatorService.addSearchAttributes({
+          namespace,
+          searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, types[type]])),
+        });
+        return false;
+      },
+      exited,
+      60_000,
+      500,
+    );
+  } finally {
+    await conn.close();
+  }
+}

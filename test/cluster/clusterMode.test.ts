@@ -1,0 +1,181 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { Connection } from '@temporalio/client';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { s3ClientFor } from '../../scripts/lib/objectServer';
+import { freePortRange, portFree } from '../../scripts/lib/processes';
+import { CLUSTER_TEST_WEB_DIST } from '../support/cluster';
+import { file, png, uploadRequest } from '../support/uploadFixtures';
+import { eventually } from '../support/wait';
+
+/**
+ * D2: `npm run start:cluster` (scripts/quire.mjs cluster) brings the production topology up,
+ * prints where everything is, and Ctrl-C leaves nothing running.
+ */
+const ROOT = join(__dirname, '../..');
+let child: ChildProcess | undefined;
+const dir = mkdtempSync(join(tmpdir(), 'quire-cluster-cmd-'));
+
+afterAll(() => {
+  if (child?.pid && child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('cluster mode (D2)', () => {
+  it('D2 npm run start:cluster starts Temporal on PostgreSQL, the UI, the object store, 3 workers and 2 web replicas with one key; Ctrl-C leaves nothing running', async () => {
+    const base = await freePortRange(20);
+    let output = '';
+    child = spawn(process.execPath, ['scripts/quire.mjs', 'cluster'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        QUIRE_CLUSTER_DIR: dir,
+        QUIRE_CLUSTER_PORT_BASE: String(base),
+        QUIRE_CLUSTER_WEB_DIST: process.env.QUIRE_TEST_CLUSTER_WEB_DIST ?? CLUSTER_TEST_WEB_DIST,
+        QUIRE_ENABLE_SIMULATED: '1',
+        QUIRE_DEFAULT_PROVIDER: 'simulated',
+        QUIRE_SECRET_KEY: '',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group, as a terminal's foreground job: Ctrl-C reaches the group.
+      detached: true,
+    });
+    child.stdout?.on('data', (d) => {
+      output += d;
+    });
+    child.stderr?.on('data', (d) => {
+      output += d;
+    });
+    await eventually(
+      async () => (output.includes('Quire cluster is running') ? true : undefined),
+      600_000,
+      500,
+    ).catch(() => {
+      throw new Error(`cluster mode did not start:\n${output.slice(-4000)}`);
+    });
+    const field = (name: string) => new RegExp(`${name}\\s+(\\S+)`).exec(output)?.[1] ?? '';
+    const apiKey = field('API key');
+    const workspaceId = field('workspace');
+    const consoles = [...output.matchAll(/console \d\s+(\S+)/g)].map((m) =>
+      m[1]!.replace('localhost', '127.0.0.1'),
+    );
+    expect(consoles).toHaveLength(2);
+    expect(field('Temporal UI')).toBe(`http://localhost:${base + 11}`);
+    expect(output).toContain(`${dir}/logs/`);
+
+    // Both replicas answer the printed key; the UI serves; Temporal answers with its namespace.
+    for (const url of consoles) {
+      const response = await fetch(`${url}/api/v1/workspaces/${workspaceId}`, {
+        headers: { Authorization: `Bearer ${apiKey}` },
+      });
+      expect(response.status).toBe(200);
+    }
+    expect((await fetch(`http://127.0.0.1:${base + 11}/`)).status).toBe(200);
+    const connection = await Connection.connect({ address: `127.0.0.1:${base}` });
+    const attributes = await connection.operatorService.listSearchAttributes({
+      namespace: 'default',
+    });
+    expect(Object.keys(attributes.customAttributes ?? {})).toEqual(
+      expect.arrayContaining(['QuireWorkspaceId', 'QuireJobId', 'QuireStatus']),
+    );
+    await connection.close();
+
+    // Temporal's history and visibility live in the cluster's PostgreSQL.
+    const temporalDb = new pg.Client({
+      connectionString: `postgres://postgres@127.0.0.1:${base + 10}/temporal`,
+    });
+    await temporalDb.connect();
+    expect(
+      (await temporalDb.query('SELECT count(*)::int AS n FROM namespaces')).rows[0].n,
+    ).toBeGreaterThan(0);
+    await temporalDb.end();
+
+    // An upload through replica 1 lands in the object store; a worker runs its job from there.
+    const upload = uploadRequest([file(png(40, 30))]);
+    const created = await fetch(`${consoles[0]}/api/v1/workspaces/${workspaceId}/batches`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${apiKey}`,
+        'content-type': upload.headers.get('content-type') ?? '',
+      },
+      body: Buffer.from(await upload.arrayBuffer()),
+    });
+    expect(created.status).toBe(201);
+    const batch = (await created.json()) as { pages: Array<{ pageId: number; jobId: string }> };
+    const credentials = JSON.parse(
+      readFileSync(join(dir, 'object-store-credentials.json'), 'utf8'),
+    );
+    const s3 = s3ClientFor({
+      port: base + 12,
+      region: 'us-east-1',
+      bucket: 'quire',
+      dataDir: '',
+      ...credentials,
+    });
+    const listed = await s3.send(
+      new ListObjectsV2Command({ Bucket: 'quire', Prefix: `ws/${workspaceId}/` }),
+    );
+    s3.destroy();
+    expect(listed.Contents?.length).toBe(1);
+    const jobId = batch.pages[0]!.jobId;
+    await eventually(
+      async () => {
+        const response = await fetch(
+          `${consoles[1]}/api/v1/workspaces/${workspaceId}/transcription-jobs/${jobId}`,
+          { headers: { Authorization: `Bearer ${apiKey}` } },
+        );
+        const job = (await response.json()) as { status?: string };
+        return job.status === 'completed' ? true : undefined;
+      },
+      120_000,
+      500,
+    );
+
+    // One key for every Quire process (D1's fingerprint check holds across the fleet).
+    const pids = JSON.parse(readFileSync(join(dir, 'pids.json'), 'utf8')) as Record<string, number>;
+    const quirePids = Object.entries(pids).filter(([name]) => /^(worker|web)-/.test(name));
+    expect(quirePids.map(([name]) => name).sort()).toEqual([
+      'web-1',
+      'web-2',
+      'worker-1',
+      'worker-2',
+      'worker-3',
+    ]);
+    const keys = new Set(
+      quirePids.map(([, pid]) =>
+        readFileSync(`/proc/${pid}/environ`, 'utf8')
+          .split('\0')
+          .find((entry) => entry.startsWith('QUIRE_SECRET_KEY=')),
+      ),
+    );
+    expect(keys.size).toBe(1);
+    expect([...keys][0]).toBe(
+      `QUIRE_SECRET_KEY=${readFileSync(join(dir, 'secret-key'), 'utf8').trim()}`,
+    );
+
+    // Ctrl-C: the process group gets SIGINT; everything started is gone afterwards.
+    const exited = new Promise<number | null>((resolve) => child?.once('exit', resolve));
+    process.kill(-(child.pid as number), 'SIGINT');
+    expect(await exited).toBe(0);
+    const processPids = Object.entries(pids)
+      .filter(([name]) => name !== 'postgres')
+      .map(([, pid]) => pid);
+    for (const pid of processPids) expect(alive(pid)).toBe(false);
+    for (let port = base; port < base + 15; port++) {
+      expect({ port, free: await portFree(port) }).toEqual({ port, free: true });
+    }
+  }, 900_000);
+});

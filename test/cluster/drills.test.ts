@@ -1,0 +1,343 @@
+import { EventSource } from 'eventsource';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
+import type { BlobStore } from '../../blobs';
+import { canonicalKeyFor, newUploadId, temporaryKeyFor } from '../../blobs';
+import { createBlobStore } from '../../blobs/fromConfig';
+import { QUIRE_EVENT_TYPES } from '../../core/cloudevents';
+import { insertBlob, lockBlobForReference, workspaceUsageBytes } from '../../db/blobs';
+import { insertIngestedPage, prepareItem } from '../../db/ingest';
+import { type Pool, withTransaction } from '../../db/pool';
+import type { ManagedProcess } from '../../scripts/lib/processes';
+import { startTestCluster, type TestCluster } from '../support/cluster';
+import { file, png, uploadRequest, wav } from '../support/uploadFixtures';
+import { eventually } from '../support/wait';
+
+type WebProcess = ManagedProcess & { url: string };
+const STREAM_TYPES = ['dev.quire.stream.ready', 'dev.quire.stream.checkpoint'];
+
+/**
+ * D3 failure drills on the production topology (D2): three worker processes, two web
+ * replicas, the Temporal server on its own PostgreSQL, the object server, the simulated
+ * engine. One cluster serves the drills of this file, one after another; each drill runs a
+ * batch, injects its fault mid-batch, and ends with D3's verdict: every job committed exactly
+ * once, the invariant auditor clean, every webhook delivery done. Fault lengths are short and
+ * configurable (QUIRE_DRILL_OUTAGE_MS); each drill prints its recovery time.
+ */
+const OUTAGE_MS = Number(process.env.QUIRE_DRILL_OUTAGE_MS ?? 5_000);
+const BATCH = Number(process.env.QUIRE_DRILL_BATCH ?? 12);
+const STORE_OUTAGE_MS = Number(process.env.QUIRE_DRILL_STORE_OUTAGE_MS ?? 20_000);
+const SIMULATED = { lines: 12, latencyMs: 150 };
+const HOUR = 60 * 60 * 1000;
+let t: TestCluster;
+
+beforeAll(async () => {
+  t = await startTestCluster();
+}, 900_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+/** Resolves once any of `jobIds` has at least `segments` recognized lines. */
+async function midBatch(pool: Pool, jobIds: string[], segments = 3): Promise<void> {
+  await eventually(
+    async () => {
+      const { rows } = await pool.query(
+        'SELECT 1 FROM transcription_jobs WHERE id = ANY($1) AND completed_segments >= $2 LIMIT 1',
+        [jobIds, segments],
+      );
+      return rows.length > 0 ? true : undefined;
+    },
+    120_000,
+    100,
+  );
+}
+
+/** Seconds from `faultAt` until a job of the batch commits (D3 recovery, reported). */
+async function recoverySeconds(pool: Pool, jobIds: string[], faultAt: Date): Promise<number> {
+  await eventually(
+    async () => {
+      const { rows } = await pool.query(
+        `SELECT 1 FROM transcription_jobs WHERE id = ANY($1) AND status = 'completed' AND ended_at > $2 LIMIT 1`,
+        [jobIds, faultAt],
+      );
+      return rows.length > 0 ? true : undefined;
+    },
+    180_000,
+    100,
+  );
+  return (Date.now() - faultAt.getTime()) / 1000;
+}
+
+/** An image page whose bytes are in the object store, as an upload leaves it. */
+async function storedImagePage(
+  t: TestCluster,
+  store: BlobStore,
+  workspaceId: number,
+  n: number,
+): Promise<number> {
+  const bytes = png(20 + n, 20);
+  const uploadId = newUploadId();
+  const temp = temporaryKeyFor(workspaceId, uploadId);
+  async function* once() {
+    yield bytes;
+  }
+  const { sha256, size } = await store.writeTemporary(temp, once());
+  const key = canonicalKeyFor(workspaceId, sha256, uploadId);
+  await store.promote(temp, key);
+  await insertBlob(t.pool, {
+    key,
+    workspaceId,
+    sha256hex: sha256,
+    sizeBytes: size,
+    mediaType: 'image/png',
+  });
+  return withTransaction(t.pool, async (tx) => {
+    const position = await prepareItem(tx, workspaceId, 'stored', {
+      title: null,
+      externalReferenceId: null,
+      metadata: {},
+    });
+    await lockBlobForReference(tx, workspaceId, key);
+    const page = await insertIngestedPage(
+      tx,
+      {
+        workspaceId,
+        itemId: 'stored',
+        position,
+        kind: 'image',
+        blobKey: key,
+        mediaType: 'image/png',
+        width: 20 + n,
+        height: 20,
+        durationMs: null,
+      },
+      'http://quire.test',
+    );
+    return page.pageId;
+  });
+}
+
+function report(drill: string, figures: Record<string, number>): void {
+  process.stdout.write(`${JSON.stringify({ drill, ...figures })}\n`);
+}
+
+describe('failure drills on the production topology (D3)', () => {
+  it('D3 two of three workers SIGKILLed mid-batch: the third finishes, every job committed once, auditor clean, deliveries complete', async () => {
+    const { workspaceId } = await t.workspace();
+    const jobIds = await t.startBatch(workspaceId, BATCH, SIMULATED);
+    await midBatch(t.pool, jobIds);
+    const faultAt = new Date();
+    await Promise.all([
+      t.cluster.workers[0]!.kill('SIGKILL'),
+      t.cluster.workers[1]!.kill('SIGKILL'),
+    ]);
+    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
+    await t.untilCompleted(workspaceId, jobIds);
+    report('worker-sigkill', { recoverySeconds: recovered, jobs: jobIds.length });
+    await t.verify(workspaceId, jobIds);
+    // Some attempt was cut off by the kills and closed lease_expired, never written twice.
+    const { rows } = await t.pool.query(
+      `SELECT count(*)::int AS n FROM transcription_job_attempts WHERE job_id = ANY($1) AND outcome = 'lease_expired'`,
+      [jobIds],
+    );
+    expect(rows[0].n).toBeGreaterThan(0);
+    await Promise.all([t.cluster.workers[0]!.start(), t.cluster.workers[1]!.start()]);
+  });
+
+  it('D3 the Temporal server stopped and restarted mid-batch: history on PostgreSQL survives, jobs continue, each committed once', async () => {
+    const { workspaceId } = await t.workspace();
+    const jobIds = await t.startBatch(workspaceId, BATCH, SIMULATED);
+    await midBatch(t.pool, jobIds);
+    const faultAt = new Date();
+    await t.cluster.temporal.stop(30_000);
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+    await t.cluster.temporal.start();
+    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
+    await t.untilCompleted(workspaceId, jobIds);
+    report('temporal-restart', { recoverySeconds: recovered, outageMs: OUTAGE_MS });
+    await t.verify(workspaceId, jobIds);
+    for (const worker of t.cluster.workers) expect(worker.running()).toBe(true);
+  });
+
+  it('D3 PostgreSQL restarted mid-batch (immediate stop, crash recovery): jobs continue, each committed once', async () => {
+    const { workspaceId } = await t.workspace();
+    const jobIds = await t.startBatch(workspaceId, BATCH, SIMULATED);
+    await midBatch(t.pool, jobIds);
+    const faultAt = new Date();
+    t.cluster.postgres.stop('immediate');
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+    t.cluster.postgres.start();
+    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
+    await t.untilCompleted(workspaceId, jobIds);
+    report('postgres-restart', { recoverySeconds: recovered, outageMs: OUTAGE_MS });
+    await t.verify(workspaceId, jobIds);
+    for (const worker of t.cluster.workers) expect(worker.running()).toBe(true);
+    for (const web of t.cluster.webs) expect(web.running()).toBe(true);
+  });
+
+  it('D3 the object server stopped mid-batch: jobs reading page images wait and resume without spending attempts; uploads fail with 503 blob_store_unavailable', async () => {
+    const { workspaceId, apiKey } = await t.workspace();
+    const store = createBlobStore(t.config);
+    const pageIds: number[] = [];
+    for (let i = 0; i < BATCH; i++) pageIds.push(await storedImagePage(t, store, workspaceId, i));
+    await t.cluster.objectServer.kill('SIGKILL');
+    const faultAt = new Date();
+    const jobIds: string[] = [];
+    for (const pageId of pageIds) {
+      const job = await t.client.startJob({
+        workspaceId,
+        pageId,
+        options: { simulated: SIMULATED },
+      });
+      jobIds.push(job.jobId);
+    }
+    const upload = uploadRequest([file(png(30, 20))]);
+    const refused = await fetch(
+      `${t.cluster.webs[0]!.url}/api/v1/workspaces/${workspaceId}/batches`,
+      {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${apiKey}`,
+          'content-type': upload.headers.get('content-type') ?? '',
+        },
+        body: Buffer.from(await upload.arrayBuffer()),
+      },
+    );
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+      'blob_store_unavailable',
+    );
+    await new Promise((resolve) => setTimeout(resolve, STORE_OUTAGE_MS));
+    // Nothing could read its page image, so nothing finished, failed or was charged.
+    const during = await t.pool.query(
+      `SELECT status, count(*)::int AS n FROM transcription_jobs WHERE id = ANY($1) GROUP BY status`,
+      [jobIds],
+    );
+    expect(during.rows.filter((r) => !['pending', 'running'].includes(r.status))).toEqual([]);
+    await t.cluster.objectServer.start();
+    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
+    await t.untilCompleted(workspaceId, jobIds);
+    report('object-store-outage', { recoverySeconds: recovered, outageMs: STORE_OUTAGE_MS });
+    await t.verify(workspaceId, jobIds);
+    const charged = await t.pool.query(
+      `SELECT count(*)::int AS n FROM transcription_job_attempts WHERE job_id = ANY($1) AND outcome <> 'completed'`,
+      [jobIds],
+    );
+    expect(charged.rows[0].n).toBe(0);
+    // The refused upload's reservation goes to the cleanup: the workspace holds its pages only.
+    await runBlobCleanup({ pool: t.pool, blobStore: store, now: new Date(Date.now() + 2 * HOUR) });
+    const held = await t.pool.query(
+      'SELECT coalesce(sum(size_bytes), 0)::bigint AS n FROM blobs WHERE workspace_id = $1 AND deleted_at IS NULL',
+      [workspaceId],
+    );
+    expect(await workspaceUsageBytes(t.pool, workspaceId)).toBe(Number(held.rows[0].n));
+  });
+
+  it('D3 a web replica SIGKILLed during a multipart upload: the client retries on the other, one batch, no orphan, quota right', async () => {
+    const { workspaceId, apiKey } = await t.workspace();
+    const [first, second] = t.cluster.webs as [WebProcess, WebProcess];
+    const recording = wav(240_000);
+    const upload = uploadRequest([file(recording, 'interview.wav')]);
+    const body = Buffer.from(await upload.arrayBuffer());
+    const headers = {
+      Authorization: `Bearer ${apiKey}`,
+      'content-type': upload.headers.get('content-type') ?? '',
+      'Idempotency-Key': `drill-${workspaceId}`,
+    };
+    const path = `/api/v1/workspaces/${workspaceId}/batches`;
+    let sent = 0;
+    // The body trickles in; the replica dies once a third of it has gone.
+    const slow = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (sent >= body.length) return controller.close();
+        const piece = body.subarray(sent, sent + 64 * 1024);
+        sent += piece.length;
+        controller.enqueue(piece);
+        if (sent > body.length / 3 && first.running()) void first.kill('SIGKILL');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      },
+    });
+    const cut = await fetch(`${first.url}${path}`, {
+      method: 'POST',
+      headers,
+      body: slow,
+      duplex: 'half',
+    } as RequestInit).catch((error: unknown) => error);
+    expect(cut).toBeInstanceOf(Error);
+    const retried = await fetch(`${second.url}${path}`, { method: 'POST', headers, body });
+    expect(retried.status).toBe(201);
+    const batch = (await retried.json()) as { batchId: string; pages: Array<{ jobId: string }> };
+    expect(batch.pages).toHaveLength(1);
+    await first.start();
+    // The same key on the restarted replica is the same batch (idempotent), not a second one.
+    const again = await fetch(`${first.url}${path}`, { method: 'POST', headers, body });
+    expect(((await again.json()) as { batchId: string }).batchId).toBe(batch.batchId);
+    const jobIds = batch.pages.map((p) => p.jobId);
+    await t.untilCompleted(workspaceId, jobIds);
+    await t.verify(workspaceId, jobIds);
+    // The cut upload left a reservation and perhaps a temporary object: the cleanup takes both.
+    const store = createBlobStore(t.config);
+    await runBlobCleanup({ pool: t.pool, blobStore: store, now: new Date(Date.now() + 2 * HOUR) });
+    await sweepOrphans({ pool: t.pool, blobStore: store, now: new Date(Date.now() + 2 * HOUR) });
+    expect(await workspaceUsageBytes(t.pool, workspaceId)).toBe(recording.length);
+    const objects: string[] = [];
+    for await (const object of store.list()) {
+      if (object.key.startsWith(`ws/${workspaceId}/`)) objects.push(object.key);
+    }
+    const { rows } = await t.pool.query('SELECT blob_key FROM pages WHERE workspace_id = $1', [
+      workspaceId,
+    ]);
+    expect(objects).toEqual(rows.map((r) => r.blob_key));
+  });
+
+  it('D3 a web replica SIGKILLed during SSE: the client resumes on the other with Last-Event-ID, no gap, no duplicate', async () => {
+    const { workspaceId, apiKey } = await t.workspace();
+    const [first, second] = t.cluster.webs as [WebProcess, WebProcess];
+    const path = `/api/v1/workspaces/${workspaceId}/events`;
+    const received: number[] = [];
+    let lastId: string | undefined = '0';
+    const follow = (base: string) => {
+      const source = new EventSource(`${base}${path}`, {
+        fetch: (input, init) =>
+          fetch(input, {
+            ...init,
+            headers: {
+              ...(init?.headers ?? {}),
+              Authorization: `Bearer ${apiKey}`,
+              ...(lastId ? { 'Last-Event-ID': lastId } : {}),
+            },
+          }),
+      });
+      const onEvent = (event: MessageEvent) => {
+        if (!event.lastEventId) return;
+        if (!event.type.startsWith('dev.quire.stream.')) received.push(Number(event.lastEventId));
+        lastId = event.lastEventId;
+      };
+      for (const type of [...QUIRE_EVENT_TYPES, ...STREAM_TYPES])
+        source.addEventListener(type, onEvent);
+      return source;
+    };
+    const one = follow(first.url);
+    const jobIds = await t.startBatch(workspaceId, BATCH, SIMULATED);
+    await eventually(async () => (received.length >= 3 ? true : undefined), 120_000, 50);
+    await first.kill('SIGKILL');
+    one.close();
+    const two = follow(second.url);
+    await t.untilCompleted(workspaceId, jobIds);
+    const { rows } = await t.pool.query(
+      'SELECT id FROM event_outbox WHERE workspace_id = $1 ORDER BY id',
+      [workspaceId],
+    );
+    const all = rows.map((r) => Number(r.id));
+    await eventually(
+      async () => (received.includes(all[all.length - 1]!) ? true : undefined),
+      60_000,
+      100,
+    );
+    two.close();
+    expect(received).toEqual(all);
+    await first.start();
+    await t.verify(workspaceId, jobIds);
+  });
+});
