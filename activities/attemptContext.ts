@@ -11,6 +11,7 @@ import type { Logger } from '../core/logger';
 import { type BilledProvider, billedProvider } from '../core/pricing';
 import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
+import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
 import { type AttemptFence, readRunningAttempt } from '../db/attempts';
 import { checkBudget } from '../db/budget';
 import { recordProviderCall } from '../db/ledger';
@@ -26,7 +27,10 @@ import type { ProviderRegistry } from '../providers/registry';
 export interface TranscriptionDeps {
   pool: Pool;
   providers: ProviderRegistry;
+  /** D1: seals the attempt tokens this worker claims (the installation's newest key). */
   secretKey: string;
+  /** D1: every key that opens a sealed token, newest first; default: `secretKey` alone. */
+  openingKeys?: readonly string[];
   /** This worker's identity, recorded as the attempt owner. */
   owner: string;
   /** A local file path for a stored blob. */
@@ -106,14 +110,27 @@ export type ActivityProfile = 'engine' | 'db';
 export function createAttemptKit(deps: TranscriptionDeps) {
   const { pool } = deps;
 
+  const openingKeys = deps.openingKeys?.length ? deps.openingKeys : [deps.secretKey];
+
+  /**
+   * D1: a token no key of this worker opens was sealed by a process with another key: a
+   * fault of the fleet's configuration, not of the attempt. It is raised as its own type,
+   * which the workflow neither charges nor takes for a dead token: it waits and runs the
+   * step again, on whichever worker holds the key (the attempt stays running meanwhile).
+   */
   function fenceOf(ref: AttemptRef): AttemptFence {
     let token: Buffer;
     try {
-      token = unsealToken(ref.sealedToken, deps.secretKey);
-    } catch {
+      token = openWithAnyKey(openingKeys, (key) => unsealToken(ref.sealedToken, key));
+    } catch (error) {
+      if (!(error instanceof SecretKeyMismatchError)) throw error;
+      deps.logger.error(
+        { jobId: ref.jobId, attempt: ref.attemptNumber, errorClass: KEY_MISMATCH },
+        "attempt token does not open with this worker's QUIRE_SECRET_KEY: the fleet runs with different keys",
+      );
       throw ApplicationFailure.create({
-        type: STALE_ATTEMPT,
-        message: 'attempt token does not open',
+        type: KEY_MISMATCH,
+        message: error.message,
         nonRetryable: true,
       });
     }

@@ -2,6 +2,8 @@ import { Context } from '@temporalio/activity';
 import { segmentsOf } from '../core/annotation';
 import { payloadsOf } from '../core/checkpoints';
 import { isPausing, ProviderError } from '../core/failures';
+import type { CallContext, MediaInput, TranscriptionProvider } from '../core/provider';
+import { describeProvider } from '../core/providerCatalogue';
 import { linesFromAnnotation } from '../core/transcript';
 import { appendTaskEvent } from '../db/attempts';
 import {
@@ -10,24 +12,104 @@ import {
   saveSegmentCheckpoint,
   saveSegmentedLines,
 } from '../db/checkpoints';
+import { saveReadPage } from '../db/readPage';
 import {
+  type AttemptContext,
   type AttemptKit,
   type AttemptRef,
   pauseFrom,
   type RecognizeOutcome,
   type SegmentFailure,
 } from './attemptContext';
+import { polishCheckpointed, polishProviderOf } from './transcriptStages';
 
 /** How often a long recognition refreshes the job's live counters (the console reads them). */
 const PROGRESS_EVERY_MS = 500;
 
-/** T2 for image pages: `segment` finds the lines, `recognize` reads them one by one. */
+/**
+ * T2 for image pages: `segment` finds the lines, `recognize` reads them one by one; or, for an
+ * engine that reads pages (P1), `segment` reads the whole page once and saves every line.
+ */
 export function createImageStages(kit: AttemptKit) {
   const { deps, pool } = kit;
 
+  /**
+   * Polish in the read's own activity, saving one activity per page, when the polisher is the
+   * job's own offline engine (its pass is short and deterministic). A polisher named in the
+   * job's options, a remote one, or any failure, leaves it to the `polish` stage, which pauses
+   * or degrades as it always does: a call that can fail by credit or outage is made once, there
+   * (M3), not tried here first and recorded twice.
+   */
+  async function polishInline(ctx: AttemptContext): Promise<boolean> {
+    const polisher = polishProviderOf(ctx);
+    if (polisher !== ctx.snapshot.provider) return false;
+    if (describeProvider(polisher)?.location !== 'local') return false;
+    try {
+      return await polishCheckpointed(kit, ctx);
+    } catch (error) {
+      if (error instanceof ProviderError && !Context.current().cancellationSignal.aborted) {
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  /** P1: one engine pass over a fresh page, saved as the segment and line checkpoints at once. */
+  async function readWholePage(
+    ctx: AttemptContext,
+    provider: TranscriptionProvider,
+    media: MediaInput,
+    call: CallContext,
+    polish: boolean,
+  ): Promise<{
+    total: number;
+    read: { completed: number; failures: SegmentFailure[]; polished: boolean };
+  }> {
+    await kit.guardBudget(ctx, { units: 1, unit: 'page' });
+    const reading = await provider.readPage!(media, call);
+    const engine =
+      reading.engine ??
+      provider.identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
+    await saveReadPage(
+      pool,
+      ctx.fence,
+      { ...reading, engine },
+      {
+        workspaceId: ctx.workspaceId,
+        provider: ctx.snapshot.provider,
+        costMicros: Math.round(reading.cost.units * (ctx.snapshot.price[reading.cost.unit] ?? 0)),
+        occurredAt: deps.now?.(),
+      },
+    );
+    // Read back rather than trusted: a replayed save keeps what the first one wrote.
+    const rows = await loadCheckpoints(pool, ctx.fence.jobId);
+    const total = payloadsOf(rows, 'segment').get(0)?.lines.length ?? reading.lines.length;
+    const saved = payloadsOf(rows, 'recognize');
+    const failures: SegmentFailure[] = [];
+    for (let index = 0; index < total; index++) {
+      // J2: a line found but read empty is a failed line of this attempt.
+      if (!saved.has(index)) failures.push({ index, category: 'content' });
+    }
+    return {
+      total,
+      read: { completed: saved.size, failures, polished: polish && (await polishInline(ctx)) },
+    };
+  }
+
   return {
-    /** T2 `segment`: finds the lines of an image page, unless a checkpoint or the page has them. */
-    async segmentPage(ref: AttemptRef): Promise<{ total: number }> {
+    /**
+     * T2 `segment`: finds the lines of an image page, unless a checkpoint or the page has them.
+     * P1: an engine that reads whole pages reads a fresh page here in one pass, and its lines
+     * are saved with their text in the same transaction as the segment checkpoint; `read`
+     * then tells the workflow that nothing is left to recognize but the failed lines.
+     */
+    async segmentPage(
+      ref: AttemptRef,
+      args?: { polish?: boolean },
+    ): Promise<{
+      total: number;
+      read?: { completed: number; failures: SegmentFailure[]; polished: boolean };
+    }> {
       return kit.withAttempt('engine', ref, async (ctx) => {
         const saved = await loadCheckpoints(pool, ref.jobId, 'segment');
         const segmented = payloadsOf(saved, 'segment').get(0);
@@ -36,10 +118,19 @@ export function createImageStages(kit: AttemptKit) {
         let lines = linesFromAnnotation(segmentsOf(page.annotationPage));
         if (lines.length === 0) {
           const provider = deps.providers.get(ctx.snapshot.provider);
+          const call = kit.callContext(ctx, 'segment');
+          if (provider.readPage && (provider.readsPages?.(call) ?? true)) {
+            // The whole stage heartbeats, its saves and polish too: on a busy machine they
+            // can outlast a heartbeat interval (T3).
+            return kit.withHeartbeat(
+              () => ({ stage: 'segment', read: 'page' }),
+              () => readWholePage(ctx, provider, media, call, args?.polish === true),
+            );
+          }
           await kit.guardBudget(ctx, { units: 1, unit: 'page' });
           const result = await kit.withHeartbeat(
             () => ({ stage: 'segment' }),
-            () => provider.segmentPage(media, kit.callContext(ctx, 'segment')),
+            () => provider.segmentPage(media, call),
           );
           await kit.ledger(ctx, 'segment', result.cost, 'ok');
           lines = result.lines;

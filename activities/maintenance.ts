@@ -16,6 +16,7 @@ import {
 } from '../db/engineJobs';
 import type { Pool } from '../db/pool';
 import { purgeOldEvents } from '../db/retention';
+import { purgeUnfinishedText } from '../db/unfinishedText';
 
 /**
  * Maintenance run as Temporal Schedules (O3) on their own task queue: the reconciler, the
@@ -29,7 +30,7 @@ export interface MaintenanceDeps {
   blobStore: BlobStore;
   providers: ProviderSource;
   /** J6: the typed client starts the jobs it recorded but never started. */
-  client: Pick<QuireClient, 'reconcile'>;
+  client: Pick<QuireClient, 'reconcile' | 'reconcileLostWorkflows'>;
   eventRetentionDays: number;
 }
 
@@ -41,6 +42,12 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     async reconcileUnstartedJobs(input: { olderThanMs: number }): Promise<{ started: number }> {
       return deps.client.reconcile(input.olderThanMs);
     },
+    /** D4: active jobs whose workflow no longer runs are continued, canceled or failed. */
+    async reconcileLostWorkflows(input: {
+      olderThanMs: number;
+    }): Promise<{ checked: number; continued: number; canceled: number; failed: number }> {
+      return deps.client.reconcileLostWorkflows(input.olderThanMs);
+    },
     async runBlobCleanup(): Promise<Record<string, number>> {
       return { ...(await runBlobCleanup({ pool, blobStore })) };
     },
@@ -50,8 +57,11 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     async sweepStrandedEngineJobs(): Promise<Record<string, unknown>> {
       return { ...(await sweepStrandedEngineJobs({ pool, providers: deps.providers })) };
     },
+    /** O3: events and finished deliveries past retention, and text no job will commit. */
     async purgeOldEvents(): Promise<Record<string, number>> {
-      return purgeOldEvents(pool, deps.eventRetentionDays);
+      const purged = await purgeOldEvents(pool, deps.eventRetentionDays);
+      const unfinishedText = await purgeUnfinishedText(pool, deps.eventRetentionDays);
+      return { ...purged, unfinishedText };
     },
   };
 }

@@ -12,7 +12,48 @@ import {
 import { commitPageRevision, failOnConflict, recordProgress } from '../db/attempts';
 import { loadCheckpoints, saveCheckpoint } from '../db/checkpoints';
 import { readAttemptPage } from '../db/pages';
-import type { AttemptKit, AttemptRef } from './attemptContext';
+import type { AttemptContext, AttemptKit, AttemptRef } from './attemptContext';
+
+/** The provider that polishes a job's text: the one named in its options, or its engine. */
+export function polishProviderOf(ctx: AttemptContext): string {
+  return billedProvider(ctx.snapshot, 'polish').provider;
+}
+
+/**
+ * T2 `polish`: one pass over the recognized text, saved as the polish checkpoint before the
+ * commit reads it. Returns whether polished text is saved.
+ */
+export async function polishCheckpointed(kit: AttemptKit, ctx: AttemptContext): Promise<boolean> {
+  const { deps, pool } = kit;
+  const saved = await loadCheckpoints(pool, ctx.fence.jobId);
+  if (payloadsOf(saved, 'polish').has(0)) return true;
+  const recognized = recognizedSegments(saved);
+  if (recognized.length === 0) return false;
+  const page = await readAttemptPage(pool, ctx.pageId);
+  // The engine's own (offline, deterministic) polish, or a model pass through another
+  // provider named in the job's options, e.g. `{ polishProvider: "openai-chat" }`:
+  // then priced, recorded and, on a pausing failure, paused under that one (M3).
+  const by = billedProvider(ctx.snapshot, 'polish');
+  const provider = deps.providers.get(by.provider);
+  await recordProgress(pool, ctx.fence, { stage: 'polish' });
+  await kit.guardBudget(ctx, { units: 1, unit: 'call' }, by);
+  const result = await kit
+    .withHeartbeat(
+      () => ({ stage: 'polish' }),
+      () => provider.polish(polishInput(recognized), page.kind, kit.callContext(ctx, 'polish')),
+    )
+    .catch(async (error: unknown) => {
+      // A refused call is recorded under the provider that refused it, like a paid one.
+      if (error instanceof ProviderError && !Context.current().cancellationSignal.aborted)
+        await kit.ledger(ctx, 'polish', null, error.category, by);
+      throw error;
+    });
+  await kit.ledger(ctx, 'polish', result.cost, 'ok', by);
+  const texts = polishedTexts(recognized, result.text);
+  if (!texts) return false;
+  await saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts });
+  return true;
+}
 
 /** The stages every page ends with: `polish` the recognized text, `commit` the transcript. */
 export function createTranscriptStages(kit: AttemptKit) {
@@ -21,37 +62,9 @@ export function createTranscriptStages(kit: AttemptKit) {
   return {
     /** T2 `polish`: one pass over the recognized text; saved before the commit reads it. */
     async polishSegments(ref: AttemptRef): Promise<{ polished: boolean }> {
-      return kit.withAttempt('engine', ref, async (ctx) => {
-        const saved = await loadCheckpoints(pool, ref.jobId);
-        if (payloadsOf(saved, 'polish').has(0)) return { polished: true };
-        const recognized = recognizedSegments(saved);
-        if (recognized.length === 0) return { polished: false };
-        const page = await readAttemptPage(pool, ctx.pageId);
-        // The engine's own (offline, deterministic) polish, or a model pass through another
-        // provider named in the job's options, e.g. `{ polishProvider: "openai-chat" }`:
-        // then priced, recorded and, on a pausing failure, paused under that one (M3).
-        const by = billedProvider(ctx.snapshot, 'polish');
-        const provider = deps.providers.get(by.provider);
-        await recordProgress(pool, ctx.fence, { stage: 'polish' });
-        await kit.guardBudget(ctx, { units: 1, unit: 'call' }, by);
-        const result = await kit
-          .withHeartbeat(
-            () => ({ stage: 'polish' }),
-            () =>
-              provider.polish(polishInput(recognized), page.kind, kit.callContext(ctx, 'polish')),
-          )
-          .catch(async (error: unknown) => {
-            // A refused call is recorded under the provider that refused it, like a paid one.
-            if (error instanceof ProviderError && !Context.current().cancellationSignal.aborted)
-              await kit.ledger(ctx, 'polish', null, error.category, by);
-            throw error;
-          });
-        await kit.ledger(ctx, 'polish', result.cost, 'ok', by);
-        const texts = polishedTexts(recognized, result.text);
-        if (!texts) return { polished: false };
-        await saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts });
-        return { polished: true };
-      });
+      return kit.withAttempt('engine', ref, async (ctx) => ({
+        polished: await polishCheckpointed(kit, ctx),
+      }));
     },
 
     /**
@@ -70,15 +83,19 @@ export function createTranscriptStages(kit: AttemptKit) {
           segmentsOf(page.annotationPage),
           args,
         );
-        const provider = deps.providers.get(ctx.snapshot.provider);
+        // Provenance: the engine that read the page in one pass (P1), as saved with its lines;
+        // otherwise this worker's engine for the job's provider.
+        const engine =
+          payloadsOf(saved, 'segment').get(0)?.engine ??
+          deps.providers
+            .get(ctx.snapshot.provider)
+            .identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
         const result = await commitPageRevision(pool, ctx.fence, {
           segments,
           completed,
           failed: total - completed,
           total,
-          engine: provider.identity(
-            ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model,
-          ),
+          engine,
         });
         if (result.state === 'conflict') {
           await failOnConflict(pool, ctx.fence, result.currentRevision);

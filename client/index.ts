@@ -199,9 +199,11 @@ export class QuireClient {
 
   /**
    * Starts the workflow of a recorded job; "already started" counts as success. A job still
-   * waiting for a slot (M4) is left to the dispatcher.
+   * waiting for a slot (M4) is left to the dispatcher. `continued`: a new run of a job whose
+   * previous run ended without it (D4); allowed only when that run failed, was terminated,
+   * timed out or was canceled.
    */
-  async startRecordedJob(job: JobRecord): Promise<void> {
+  async startRecordedJob(job: JobRecord, options: { continued?: boolean } = {}): Promise<void> {
     if (job.awaitingSlot) return;
     const input: TranscriptionJobInput = {
       jobId: job.id,
@@ -221,8 +223,11 @@ export class QuireClient {
         taskQueue: this.taskQueue,
         workflowId: job.workflowId,
         args: [input],
-        // One job, one run: a finished job's workflow id is never reused.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // One job, one run: a finished job's workflow id is never reused, except by the
+        // reconciler for a job whose run ended without it (D4).
+        workflowIdReusePolicy: options.continued
+          ? 'ALLOW_DUPLICATE_FAILED_ONLY'
+          : 'REJECT_DUPLICATE',
         // M5: each workspace its share of the queue; the job's activities inherit the key.
         priority: { fairnessKey: fairnessKeyFor(job.workspaceId) },
         typedSearchAttributes: [
@@ -259,16 +264,18 @@ export class QuireClient {
   }
 
   /**
-   * J5: every active job of the batch in one transaction (their tokens die), then their
-   * workflows, then the batch's uploads that never got a transcript go to cleanup.
+   * J5: every active job of the batch in one transaction (their tokens die), then the batch's
+   * uploads that never got a transcript go to cleanup, then the workflows are told. The
+   * release depends only on the database: a workflow the cancel does not reach (Temporal
+   * unavailable for that call) cannot write any more, and stops at its next fenced step.
    */
   async cancelBatch(
     workspaceId: number,
     batchId: string,
   ): Promise<{ canceled: number; releasedPages: number }> {
     const { workflowIds } = await this.options.jobs.cancelBatch(workspaceId, batchId);
-    await Promise.all(workflowIds.map((id) => this.cancelWorkflow(id)));
     const { pages } = await this.options.jobs.releaseIncompleteBatch(workspaceId, batchId);
+    await Promise.allSettled(workflowIds.map((id) => this.cancelWorkflow(id)));
     return { canceled: workflowIds.length, releasedPages: pages };
   }
 
@@ -303,6 +310,40 @@ export class QuireClient {
     const jobs = await this.options.jobs.findUnstartedJobs(olderThanMs, limit);
     for (const job of jobs) await this.startRecordedJob(job);
     return { started: jobs.length };
+  }
+
+  /**
+   * D4: compares active jobs with their workflows in Temporal. A job whose workflow was
+   * terminated, failed, timed out or lost is continued in a new run, which claims the next
+   * attempt (closing the orphaned one `lease_expired`) and resumes from the checkpoints; one
+   * canceled in Temporal is recorded canceled; one whose workflow completed while the job is
+   * active, or that keeps losing its workflow, is failed `internal` with the reason stated.
+   */
+  async reconcileLostWorkflows(
+    olderThanMs: number,
+    limit = 200,
+  ): Promise<{ checked: number; continued: number; canceled: number; failed: number }> {
+    const jobs = this.options.jobs;
+    const counts = { checked: 0, continued: 0, canceled: 0, failed: 0 };
+    if (!jobs.activeJobsToCheck || !jobs.settleLostJob) return counts;
+    for (const job of await jobs.activeJobsToCheck(olderThanMs, limit)) {
+      let status: string;
+      try {
+        const described = await this.options.temporal.workflow.getHandle(job.workflowId).describe();
+        status = described.status.name;
+      } catch (error) {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+        status = 'NOT_FOUND';
+      }
+      counts.checked += 1;
+      const settled = await jobs.settleLostJob(job.id, status);
+      if (settled === 'continue') {
+        await this.startRecordedJob(job, { continued: true });
+        counts.continued += 1;
+      } else if (settled === 'canceled') counts.canceled += 1;
+      else if (settled === 'failed') counts.failed += 1;
+    }
+    return counts;
   }
 
   private async cancelWorkflow(workflowId: string): Promise<void> {

@@ -15,6 +15,8 @@ export function hashToken(token: Buffer): Buffer {
 }
 
 function sealingKey(secret: string): Buffer {
+  // No key configured is never a usable key (D1): refuse rather than seal with nothing.
+  if (secret.length < 32) throw new Error('the secret key must be 32 characters or more');
   return Buffer.from(hkdfSync('sha256', secret, 'quire', 'attempt-token-seal', 32));
 }
 

@@ -1,5 +1,5 @@
 import type { Segment } from './annotation';
-import type { LineBox } from './provider';
+import type { EngineIdentity, LineBox } from './provider';
 
 /**
  * T2: what each stage saves before the next one starts, one payload type per stage. A new
@@ -7,8 +7,11 @@ import type { LineBox } from './provider';
  * with a reader for the old shape.
  */
 export interface CheckpointPayloads {
-  /** Image pages, seq 0: the lines found on the page (or taken from its annotation). */
-  segment: { lines: LineBox[] };
+  /**
+   * Image pages, seq 0: the lines found on the page (or taken from its annotation). `engine`
+   * is set when the page was read in one pass (P1), whose lines are saved with it.
+   */
+  segment: { lines: LineBox[]; engine?: EngineIdentity };
   /** Image pages: one row per line, seq = line index. Audio: one row, seq 0, every segment. */
   recognize: RecognizedLine | { segments: Segment[] };
   /** Audio, seq 0: the engine's job id, saved before our copy of the recording may go. */

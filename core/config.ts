@@ -1,12 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AUTO_PROVIDER, describeProvider, enabledProviders } from './providerCatalogue';
+import { MIN_SECRET_KEY_LENGTH, parseKeyList } from './secretKeys';
 import { MAINTENANCE_TASK_QUEUE } from './temporal';
 
 /**
  * The one typed configuration of Quire, read from the environment and validated at start.
  * Defaults run on a laptop: local Postgres, the Temporal dev server, blobs under `.data/`.
  */
-const DEVELOPMENT_SECRET = 'quire-development-secret-do-not-use-in-production';
+
+/**
+ * D1: where `npm start` keeps the key it generates outside production, and where every other
+ * process of the same checkout finds it when no key is set, so one more `npm run worker`
+ * joins the running stack with the same key. Relative to the working directory (the
+ * repository root for every npm script).
+ */
+export const LOCAL_SECRET_KEY_FILE = '.data/dev-secret';
 
 /** Base of canvas URIs when none is configured: the console on a laptop. */
 export const DEFAULT_PUBLIC_URL = 'http://localhost:3000';
@@ -69,7 +80,12 @@ const schema = z.object({
   QUIRE_TASK_QUEUE: z.string().min(1).default('quire-transcription'),
   QUIRE_MAINTENANCE_TASK_QUEUE: z.string().min(1).default(MAINTENANCE_TASK_QUEUE),
   QUIRE_TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
-  WORKER_CONCURRENCY: intFrom(1, 16, 2),
+  /** O1, P2: activity slots per worker; default twice the engine threads, so engines never wait for work. */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(16).optional(),
+  /** P2: OCR engine processes or threads per worker process; default one per core. */
+  QUIRE_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).optional(),
+  /** P3: `auto` (the native binary when installed, else tesseract.js), `native` or `js`. */
+  QUIRE_TESSERACT_ENGINE: z.enum(['auto', 'native', 'js']).default('auto'),
   QUIRE_SHUTDOWN_GRACE_MS: intFrom(0, 3_600_000, 30_000),
   QUIRE_HEARTBEAT_TIMEOUT_MS: intFrom(1_000, 600_000, 15_000),
   /** Prebuilt workflow bundle (tests, container images); bundled at start when unset. */
@@ -111,7 +127,12 @@ const schema = z.object({
   QUIRE_PUBLIC_URL: z.string().url().default(DEFAULT_PUBLIC_URL),
   /** Bytes all workspaces may store together (U2); unset: no global quota. */
   QUIRE_GLOBAL_QUOTA_BYTES: z.coerce.number().int().positive().optional(),
-  QUIRE_SECRET_KEY: z.string().min(32).optional(),
+  /** D1: the key that seals; with QUIRE_SECRET_KEYS, it must be that list's first. */
+  QUIRE_SECRET_KEY: z.string().optional(),
+  /** D1: rotation: keys newest first, comma-separated; the first seals, every one opens. */
+  QUIRE_SECRET_KEYS: z.string().optional(),
+  /** D1: a file holding the key(s), one per line, newest first (container secrets). */
+  QUIRE_SECRET_KEY_FILE: z.string().optional(),
   /** Q4: where the first pause of an episode is announced (fixed text: provider and reason). */
   QUIRE_NOTIFY_URL: z.string().url().optional(),
   /** B1: price overrides, JSON `{"provider": {"unit": micros}}`. */
@@ -185,19 +206,108 @@ const schema = z.object({
   QUIRE_PROVIDER_TIMEOUT_MS: providerTimeoutMs,
 });
 
-export type QuireConfig = Omit<z.infer<typeof schema>, 'QUIRE_SECRET_KEY'> & {
-  /** Seals attempt tokens, signs page tokens, encrypts webhook secrets. Never logged. */
+export type QuireConfig = Omit<
+  z.infer<typeof schema>,
+  | 'QUIRE_SECRET_KEY'
+  | 'QUIRE_SECRET_KEYS'
+  | 'QUIRE_SECRET_KEY_FILE'
+  | 'WORKER_CONCURRENCY'
+  | 'QUIRE_ENGINE_THREADS'
+> & {
+  WORKER_CONCURRENCY: number;
+  QUIRE_ENGINE_THREADS: number;
+  /**
+   * Seals attempt tokens, signs sessions and page tokens, encrypts webhook secrets. Never
+   * logged. Empty when no key is configured: processes that seal or open anything call
+   * `requireSecretKeys` at start and refuse to run (there is no built-in fallback key).
+   */
   QUIRE_SECRET_KEY: string;
-  /** True when the built-in development secret is in use. */
-  usingDevelopmentSecret: boolean;
+  /** D1: every key that opens, newest first; the first is QUIRE_SECRET_KEY. */
+  QUIRE_SECRET_KEYS: readonly string[];
+  /** Where the keys came from (`QUIRE_SECRET_KEY`, `QUIRE_SECRET_KEYS` or a file path); never the keys. */
+  secretKeySource: string | null;
 };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Parses configuration from an environment object; pure, so tests can pass their own. */
-export function parseConfig(env: Record<string, string | undefined>): QuireConfig {
+/** How configuration reads a key file; `loadConfig` passes the file system, tests their own. */
+export interface ConfigFiles {
+  readFile(path: string): string | undefined;
+}
+
+function secretKeysOf(
+  env: Record<string, string | undefined>,
+  production: boolean,
+  files: ConfigFiles | undefined,
+): { keys: string[]; source: string | null } {
+  const single = env.QUIRE_SECRET_KEY?.trim() || undefined;
+  const list = env.QUIRE_SECRET_KEYS ? parseKeyList(env.QUIRE_SECRET_KEYS) : [];
+  let keys: string[];
+  let source: string | null;
+  if (list.length > 0) {
+    if (single !== undefined && single !== list[0]) {
+      throw new ConfigError(
+        'QUIRE_SECRET_KEY differs from the first key of QUIRE_SECRET_KEYS: set only QUIRE_SECRET_KEYS (newest first)',
+      );
+    }
+    keys = list;
+    source = 'QUIRE_SECRET_KEYS';
+  } else if (single !== undefined) {
+    keys = [single];
+    source = 'QUIRE_SECRET_KEY';
+  } else {
+    // Outside production the key `npm start` generated is the default; in production only
+    // an explicit file.
+    const path = env.QUIRE_SECRET_KEY_FILE || (production ? undefined : LOCAL_SECRET_KEY_FILE);
+    const content = path ? files?.readFile(path) : undefined;
+    if (env.QUIRE_SECRET_KEY_FILE && content === undefined) {
+      throw new ConfigError(`QUIRE_SECRET_KEY_FILE: cannot read ${env.QUIRE_SECRET_KEY_FILE}`);
+    }
+    keys = content === undefined ? [] : parseKeyList(content);
+    source = keys.length > 0 ? (path ?? null) : null;
+  }
+  if (keys.some((key) => key.length < MIN_SECRET_KEY_LENGTH)) {
+    // Never the key itself in the message.
+    throw new ConfigError(
+      `${source}: every secret key must be ${MIN_SECRET_KEY_LENGTH} characters or more (e.g. openssl rand -hex 32)`,
+    );
+  }
+  if (new Set(keys).size !== keys.length) {
+    throw new ConfigError(`${source}: a secret key is listed twice`);
+  }
+  if (keys.length === 0 && production) {
+    throw new ConfigError(
+      'QUIRE_SECRET_KEY must be set (32 characters or more) in production, or QUIRE_SECRET_KEYS, or QUIRE_SECRET_KEY_FILE',
+    );
+  }
+  return { keys, source };
+}
+
+/**
+ * D1: the keys of a process that seals or opens anything (worker, web, relay), or a
+ * `ConfigError` naming the variable. There is no built-in key to fall back on: a public
+ * constant would let anyone forge sessions and open sealed secrets.
+ */
+export function requireSecretKeys(config: QuireConfig): readonly string[] {
+  if (config.QUIRE_SECRET_KEYS.length === 0) {
+    throw new ConfigError(
+      `QUIRE_SECRET_KEY is not set and ${LOCAL_SECRET_KEY_FILE} does not exist: set QUIRE_SECRET_KEY to the key of the running stack (32 characters or more), or start the stack once with \`npm start\`, which generates one there`,
+    );
+  }
+  return config.QUIRE_SECRET_KEYS;
+}
+
+/**
+ * Parses configuration from an environment object; pure, so tests can pass their own. `cores`
+ * sizes the engine defaults (P2), the machine's own count unless given; `files` reads key
+ * files (D1), none unless given.
+ */
+export function parseConfig(
+  env: Record<string, string | undefined>,
+  machine: { cores?: number; files?: ConfigFiles } = {},
+): QuireConfig {
   const cleaned = Object.fromEntries(
     Object.entries(env).filter(([, value]) => value !== undefined && value !== ''),
   );
@@ -206,10 +316,13 @@ export function parseConfig(env: Record<string, string | undefined>): QuireConfi
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
-  const config = parsed.data;
-  if (config.QUIRE_SECRET_KEY === undefined && config.NODE_ENV === 'production') {
-    throw new ConfigError('QUIRE_SECRET_KEY must be set (32 characters or more) in production');
-  }
+  const {
+    QUIRE_SECRET_KEY: _single,
+    QUIRE_SECRET_KEYS: _list,
+    QUIRE_SECRET_KEY_FILE: _file,
+    ...config
+  } = parsed.data;
+  const secrets = secretKeysOf(cleaned, config.NODE_ENV === 'production', machine.files);
   if (config.QUIRE_BLOB_STORE === 's3' && !config.QUIRE_S3_BUCKET) {
     throw new ConfigError('QUIRE_S3_BUCKET must be set when QUIRE_BLOB_STORE=s3');
   }
@@ -221,10 +334,17 @@ export function parseConfig(env: Record<string, string | undefined>): QuireConfi
   if (config.QUIRE_RETRY_MAX_MS < config.QUIRE_RETRY_INITIAL_MS) {
     throw new ConfigError('QUIRE_RETRY_MAX_MS must not be below QUIRE_RETRY_INITIAL_MS');
   }
+  const engineThreads =
+    config.QUIRE_ENGINE_THREADS ??
+    Math.max(1, Math.min(64, machine.cores ?? availableParallelism()));
   const result: QuireConfig = {
     ...config,
-    QUIRE_SECRET_KEY: config.QUIRE_SECRET_KEY ?? DEVELOPMENT_SECRET,
-    usingDevelopmentSecret: config.QUIRE_SECRET_KEY === undefined,
+    QUIRE_ENGINE_THREADS: engineThreads,
+    // P2: enough activities to keep every engine busy while others read or write the database.
+    WORKER_CONCURRENCY: config.WORKER_CONCURRENCY ?? Math.min(16, Math.max(2, 2 * engineThreads)),
+    QUIRE_SECRET_KEY: secrets.keys[0] ?? '',
+    QUIRE_SECRET_KEYS: secrets.keys,
+    secretKeySource: secrets.source,
   };
   // M2: a default every job would be refused for is a configuration fault, said at start.
   const fallback = config.QUIRE_DEFAULT_PROVIDER;
@@ -248,5 +368,16 @@ export function parseConfig(env: Record<string, string | undefined>): QuireConfi
  * caches it, so tests build their own with `parseConfig`.
  */
 export function loadConfig(): QuireConfig {
-  return parseConfig(process.env);
+  return parseConfig(process.env, { files: configFiles });
 }
+
+/** Key files as entry points read them: relative to the working directory. */
+export const configFiles: ConfigFiles = {
+  readFile(path) {
+    try {
+      return readFileSync(resolve(path), 'utf8');
+    } catch {
+      return undefined;
+    }
+  },
+};

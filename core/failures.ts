@@ -70,6 +70,12 @@ export function isPermanent(category: FailureClass): boolean {
  */
 export const STALE_ATTEMPT = 'StaleAttempt';
 
+/**
+ * D1: a sealed value (an attempt token) that no key of the process opens: the fleet runs
+ * with different keys. A configuration fault, never charged to the attempt.
+ */
+export const KEY_MISMATCH = 'SecretKeyMismatch';
+
 /** A classified failure raised by a provider call (Q1). */
 export class ProviderError extends Error {
   override name = 'ProviderError';

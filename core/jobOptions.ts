@@ -13,7 +13,7 @@ import { AUTO_PROVIDER, describeProvider } from './providerCatalogue';
  * so that no job holds a worker slot for hours.
  */
 
-export const SIMULATED_OPS = ['segment', 'recognize', 'submit', 'poll', 'polish'] as const;
+export const SIMULATED_OPS = ['segment', 'read', 'recognize', 'submit', 'poll', 'polish'] as const;
 
 /** Bounds of the simulated engine's options: one page's simulated work stays within minutes. */
 export const SIMULATED_LIMITS = {
@@ -51,6 +51,8 @@ const simulatedOptions = z
     latencyMs: count(L.latencyMs).optional(),
     audioLatencyMs: count(L.audioLatencyMs).optional(),
     faults: z.array(simulatedFault).max(L.faults).optional(),
+    /** P1: read fresh pages in one pass. */
+    readPages: z.boolean().optional(),
   })
   .strict()
   .refine(

@@ -50,4 +50,14 @@ export interface JobStore {
   admitWaitingJobs(workspaceId: number): Promise<JobRecord[]>;
   /** M4: the workspaces that have jobs waiting for a slot. */
   workspacesWithWaitingJobs(): Promise<number[]>;
+  /** D4: active jobs whose workflow started, the least recently checked against Temporal first. */
+  activeJobsToCheck?(olderThanMs: number, limit: number): Promise<JobRecord[]>;
+  /**
+   * D4: settles a job against what Temporal says of its workflow (`RUNNING`, `TERMINATED`,
+   * `NOT_FOUND`, ...): `continue` means start a new run, which resumes from checkpoints.
+   */
+  settleLostJob?(
+    jobId: string,
+    workflowStatus: string,
+  ): Promise<'still-running' | 'finished' | 'continue' | 'canceled' | 'failed'>;
 }

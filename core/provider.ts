@@ -45,6 +45,20 @@ export interface LineBox {
   confidence?: number;
 }
 
+/** One line of a page read in one pass (P1): its box, its text and the engine's confidence. */
+export interface ReadLine extends LineBox {
+  /** Empty when the engine found the line but read nothing in it: a failed line (J2). */
+  text: string;
+}
+
+/** A whole page read in one pass (P1): every line, in reading order. */
+export interface PageReading {
+  lines: ReadLine[];
+  cost: CallCost;
+  /** The engine that read it, when it differs from `identity()` (provenance of the commit). */
+  engine?: EngineIdentity;
+}
+
 export type AudioPoll =
   | { state: 'running'; progress?: number }
   | { state: 'done'; segments: Segment[]; cost: CallCost };
@@ -54,6 +68,14 @@ export interface TranscriptionProvider {
   identity(model?: string): EngineIdentity;
   /** Finds the lines of a page image (T2 `segment`). */
   segmentPage(image: MediaInput, ctx: CallContext): Promise<{ lines: LineBox[]; cost: CallCost }>;
+  /**
+   * P1: reads a whole page in one pass (lines with boxes, text, confidence), for engines that
+   * read pages. Used for a page without lines when `readsPages(ctx)` says so; pages whose
+   * boxes exist are still read line by line.
+   */
+  readPage?(image: MediaInput, ctx: CallContext): Promise<PageReading>;
+  /** Whether `readPage` serves this call's job (default: whenever `readPage` exists). */
+  readsPages?(ctx: CallContext): boolean;
   /** Recognizes one line of a page image (T2 `recognize`). */
   recognizeLine(
     image: MediaInput,

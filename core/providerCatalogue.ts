@@ -54,7 +54,7 @@ export const PROVIDER_CATALOGUE: readonly ProviderDescription[] = [
     kinds: ['image'],
     location: 'local',
     prices: { line: 0, page: 0, call: 0 },
-    settings: ['QUIRE_TESSDATA_DIR'],
+    settings: ['QUIRE_TESSDATA_DIR', 'QUIRE_TESSERACT_ENGINE', 'QUIRE_ENGINE_THREADS', 'PATH'],
     credentials: 'installation',
   },
   {

@@ -10,6 +10,7 @@ import type { MediaKind } from '../core/media';
 import type { EngineIdentity, JobSnapshot } from '../core/provider';
 import { pauseKey } from '../core/providerCatalogue';
 import { isActiveStatus } from '../core/temporal';
+import { workspaceBudgetPause } from './budget';
 import { appendEvent } from './events';
 import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
@@ -78,6 +79,14 @@ export async function claimAttempt(
       const paused = await currentPause(client, provider, args.now ?? new Date(), job.workspace_id);
       if (paused) return { state: 'paused', ...paused };
     }
+    // B1: a paid job of a workspace whose own budget is spent claims nothing until it
+    // resets: no attempt, ledger row or event is written for it at each re-check. Free
+    // engines never wait on a budget.
+    const paid = Object.values((job.snapshot as JobSnapshot).price ?? {}).some((p) => (p ?? 0) > 0);
+    const budget = paid
+      ? await workspaceBudgetPause(client, job.workspace_id, args.now ?? new Date())
+      : null;
+    if (budget) return { state: 'paused', ...budget };
 
     await client.query(
       `UPDATE transcription_job_attempts SET outcome = 'lease_expired', error_category = 'crashed',
@@ -167,6 +176,21 @@ export async function lockRunningAttempt(
   await client.query('SELECT 1 FROM transcription_jobs WHERE id = $1 FOR UPDATE', [fence.jobId]);
   return runningAttemptRow(client, fence, mode);
 }
+
+/**
+ * The same lock order for writes made in one statement (the line checkpoint of the hot
+ * path): CTEs `job` (the job row, `FOR KEY SHARE`) and `fence` (the running attempt,
+ * `FOR SHARE`), with $1 job id, $2 attempt number, $3 token hash. The attempt is read
+ * through the job, so the job row is locked first: a cancel, claim or supersede holding the
+ * job waits for the statement or makes it wait, and never holds the attempt it needs.
+ * (Locked the other way round, a line checkpoint and a batch cancel deadlocked.)
+ */
+export const FENCE_JOB_THEN_ATTEMPT = `job AS (
+       SELECT id FROM transcription_jobs WHERE id = $1 FOR KEY SHARE),
+     fence AS (
+       SELECT a.job_id FROM job JOIN transcription_job_attempts a ON a.job_id = job.id
+        WHERE a.attempt_number = $2 AND a.token_hash = $3 AND a.outcome = 'running'
+        FOR SHARE OF a)`;
 
 /** Records the stage and live counts of a running attempt (fenced). */
 export async function recordProgress(
@@ -445,13 +469,18 @@ export async function pauseProvider(
     );
     const now = args.now ?? new Date();
     if (args.scope === 'workspace') {
-      return {
-        resumeAt: args.retryAfterMs
-          ? new Date(now.getTime() + args.retryAfterMs)
-          : nextUtcMidnight(now),
-        episode: 0,
-        newEpisode: false,
-      };
+      const resumeAt = args.retryAfterMs
+        ? new Date(now.getTime() + args.retryAfterMs)
+        : nextUtcMidnight(now);
+      if (args.reason === 'budget') {
+        // Remembered, so that the workspace's next claims wait without an attempt each.
+        await client.query(
+          `UPDATE workspaces SET budget_paused_until = greatest(budget_paused_until, $2)
+            WHERE id = (SELECT workspace_id FROM transcription_jobs WHERE id = $1)`,
+          [fence.jobId, resumeAt],
+        );
+      }
+      return { resumeAt, episode: 0, newEpisode: false };
     }
     // M3: shared credentials pause the installation, a workspace's own only that workspace.
     const key = pauseKey(args.provider, Number(attempt.workspace_id));

@@ -117,17 +117,37 @@ function assertBudget(micros: number | null): void {
   }
 }
 
-/** Sets (or with null, lifts) a workspace's daily budget. */
+/**
+ * B1: while a workspace's own budget is spent (recorded by the attempt that found it so, in
+ * `workspaces.budget_paused_until`), its jobs claim nothing: the claim answers paused until
+ * the reset. Null when the workspace may run.
+ */
+export async function workspaceBudgetPause(
+  db: Queryable,
+  workspaceId: number,
+  now: Date,
+): Promise<{ reason: 'budget'; resumeAt: Date } | null> {
+  const { rows } = await db.query<{ until: Date | null }>(
+    'SELECT budget_paused_until AS until FROM workspaces WHERE id = $1',
+    [workspaceId],
+  );
+  const until = rows[0]?.until ?? null;
+  return until !== null && until.getTime() > now.getTime()
+    ? { reason: 'budget', resumeAt: until }
+    : null;
+}
+
+/** Sets (or with null, lifts) a workspace's daily budget; a spent-budget pause ends with it. */
 export async function setWorkspaceBudget(
   db: Queryable,
   workspaceId: number,
   micros: number | null,
 ): Promise<void> {
   assertBudget(micros);
-  const updated = await db.query('UPDATE workspaces SET daily_budget_micros = $2 WHERE id = $1', [
-    workspaceId,
-    micros,
-  ]);
+  const updated = await db.query(
+    'UPDATE workspaces SET daily_budget_micros = $2, budget_paused_until = NULL WHERE id = $1',
+    [workspaceId, micros],
+  );
   if (updated.rowCount !== 1) {
     throw new NotFoundError('workspace_not_found', `workspace ${workspaceId} does not exist`);
   }

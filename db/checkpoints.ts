@@ -7,7 +7,7 @@ import type {
 } from '../core/checkpoints';
 import { StaleAttemptError } from '../core/failures';
 import type { LineBox } from '../core/provider';
-import { type AttemptFence, lockRunningAttempt } from './attempts';
+import { type AttemptFence, FENCE_JOB_THEN_ATTEMPT, lockRunningAttempt } from './attempts';
 import { recordEngineJob } from './engineJobs';
 import { releaseRecordedAudio } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
@@ -86,10 +86,7 @@ export async function saveSegmentCheckpoint(
   },
 ): Promise<boolean> {
   const { rows } = await db.query<{ fenced: number; inserted: number }>(
-    `WITH fence AS (
-       SELECT job_id FROM transcription_job_attempts
-        WHERE job_id = $1 AND attempt_number = $2 AND token_hash = $3 AND outcome = 'running'
-        FOR SHARE),
+    `WITH ${FENCE_JOB_THEN_ATTEMPT},
      saved AS (
        INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload)
        SELECT job_id, 'recognize', $4, $2, $5 FROM fence

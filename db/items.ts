@@ -101,18 +101,28 @@ export async function releaseIncompleteBatchPages(
   batchId: string,
 ): Promise<{ pages: number; blobsHandedToCleanup: number }> {
   return withTransaction(pool, async (client) => {
+    // Lock the candidates first, then decide in a statement of its own: a job created for a
+    // page meanwhile (its creator holds the page lock until it commits) is seen by the second
+    // statement's snapshot, never missed by one taken before the lock was granted.
+    const candidates = await client.query<{ id: number }>(
+      `SELECT p.id FROM pages p JOIN batch_pages bp ON bp.page_id = p.id
+        WHERE bp.batch_id = $1 AND p.workspace_id = $2 AND p.deleted_at IS NULL AND p.revision = 0
+        ORDER BY p.id FOR UPDATE OF p`,
+      [batchId, workspaceId],
+    );
+    if (candidates.rowCount === 0) return { pages: 0, blobsHandedToCleanup: 0 };
     const pages = await client.query<{
       id: number;
       canvas_uri: string;
       blob_key: string | null;
       item_id: string;
     }>(
-      `SELECT p.id, p.canvas_uri, p.blob_key, p.item_id FROM pages p JOIN batch_pages bp ON bp.page_id = p.id
-        WHERE bp.batch_id = $1 AND p.workspace_id = $2 AND p.deleted_at IS NULL AND p.revision = 0
+      `SELECT p.id, p.canvas_uri, p.blob_key, p.item_id FROM pages p
+        WHERE p.id = ANY($1) AND p.deleted_at IS NULL AND p.revision = 0
           AND NOT EXISTS (SELECT 1 FROM transcription_jobs j
                            WHERE j.page_id = p.id AND j.status IN ${ACTIVE_STATUS_LIST})
-        ORDER BY p.id FOR UPDATE OF p`,
-      [batchId, workspaceId],
+        ORDER BY p.id`,
+      [candidates.rows.map((p) => p.id)],
     );
     if (pages.rowCount === 0) return { pages: 0, blobsHandedToCleanup: 0 };
     const blobs = await tombstonePages(client, workspaceId, pages.rows);

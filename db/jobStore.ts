@@ -11,6 +11,7 @@ import {
   type JobRow,
   markWorkflowStarted,
 } from './jobs';
+import { activeJobsToCheck, settleLostJob, type WorkflowState } from './lostWorkflows';
 import { providersEnabledFor } from './operatorControls';
 import type { Pool } from './pool';
 import { resumeProvider } from './providerState';
@@ -58,5 +59,11 @@ export function createJobStore(pool: Pool): JobStore {
       return rows.map((r) => record(r.job, r.kind));
     },
     workspacesWithWaitingJobs: () => workspacesWithWaitingJobs(pool),
+    async activeJobsToCheck(olderThanMs, limit) {
+      const rows = await activeJobsToCheck(pool, olderThanMs, limit);
+      return rows.map((r) => record(r.job, r.kind));
+    },
+    settleLostJob: (jobId, workflowStatus) =>
+      settleLostJob(pool, jobId, workflowStatus as WorkflowState),
   };
 }

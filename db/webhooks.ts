@@ -1,6 +1,6 @@
 import { DomainError } from '../core/errors';
 import { uuidv7 } from '../core/ids';
-import { openSecret, sealSecret } from '../core/secretBox';
+import { sealSecret } from '../core/secretBox';
 import { DEFAULT_RETRY_SCHEDULE, nextAttemptAt, type RetrySchedule } from '../core/webhookSchedule';
 import {
   assertSubscriptionCapacity,
@@ -9,7 +9,6 @@ import {
   validateWebhookUrl,
 } from '../core/webhookValidation';
 import { type Pool, type Queryable, withTransaction } from './pool';
-import type { ClaimedDelivery } from './webhookClaims';
 
 /**
  * W1/W2: webhook subscriptions, their deliveries and the attempt log. Every read and write
@@ -268,11 +267,6 @@ export async function relayCursor(
 }
 
 export { type ClaimedDelivery, claimDueDeliveries } from './webhookClaims';
-
-/** The clear secret of a claimed delivery, for signing only. */
-export function openDeliverySecret(secretKey: string, claimed: ClaimedDelivery): string {
-  return openSecret(secretKey, claimed.sealedSecret, claimed.subscriptionId);
-}
 
 export interface AttemptResult {
   ok: boolean;

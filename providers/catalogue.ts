@@ -10,7 +10,7 @@ import { OpenAiAudioProvider } from './openaiAudio';
 import { OpenAiChatProvider } from './openaiChat';
 import { PocketsphinxProvider } from './pocketsphinx';
 import { SimulatedProvider } from './simulated';
-import { TesseractProvider } from './tesseract';
+import { createTesseractEngine } from './tesseractNative';
 
 /**
  * Builds the engines of the provider catalogue (core/providerCatalogue.ts) from
@@ -39,7 +39,13 @@ function required(value: string | undefined, key: string): string {
 
 const ENGINES: Record<ProviderName, EngineFactory> = {
   simulated: (config) => new SimulatedProvider({ callLog: config.QUIRE_SIMULATED_CALL_LOG }),
-  tesseract: (config) => new TesseractProvider({ tessdataDir: config.QUIRE_TESSDATA_DIR }),
+  tesseract: (config) =>
+    createTesseractEngine({
+      engine: config.QUIRE_TESSERACT_ENGINE,
+      threads: config.QUIRE_ENGINE_THREADS,
+      tessdataDir: config.QUIRE_TESSDATA_DIR,
+      searchPath: config.PATH,
+    }),
   pocketsphinx: (config) =>
     new PocketsphinxProvider({ workDir: config.QUIRE_POCKETSPHINX_DIR, searchPath: config.PATH }),
   'openai-chat': (config, extras, built) =>

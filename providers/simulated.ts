@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { sleepUnlessAborted } from '../core/abort';
 import type { Segment } from '../core/annotation';
-import { type FailureClass, isFailureClass, ProviderError } from '../core/failures';
+import { type FailureClass, isFailureClass, isPausing, ProviderError } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import type {
   AudioPoll,
@@ -10,6 +10,8 @@ import type {
   EngineIdentity,
   LineBox,
   MediaInput,
+  PageReading,
+  ReadLine,
   TranscriptionProvider,
 } from '../core/provider';
 
@@ -21,9 +23,11 @@ import type {
  * Options come from the job's snapshot (`options.simulated`) over the constructor defaults:
  * - `lines`: lines a page has (default 8); `audioSegments`: spans a recording has (default 4)
  * - `latencyMs`: per call (default 0); `audioLatencyMs`: submit to done (default 0)
+ * - `readPages`: reads fresh pages in one pass (P1), taking `latencyMs` per line; a charged
+ *   `recognize` fault on a line makes that line come back empty, a pausing one fails the pass
  * - `faults`: `[{op, category, rate?, segments?, attempts?, retryAfterMs?}]`
  */
-export type SimulatedOp = 'segment' | 'recognize' | 'submit' | 'poll' | 'polish';
+export type SimulatedOp = 'segment' | 'read' | 'recognize' | 'submit' | 'poll' | 'polish';
 
 export interface SimulatedFault {
   op: SimulatedOp | 'any';
@@ -44,6 +48,8 @@ export interface SimulatedOptions {
   latencyMs?: number;
   audioLatencyMs?: number;
   faults?: SimulatedFault[];
+  /** P1: read fresh pages in one pass instead of segmenting them and reading line by line. */
+  readPages?: boolean;
   /** A file to append one line per call to (`op attempt segment`), for chaos tests. */
   callLog?: string;
 }
@@ -69,6 +75,35 @@ export class SimulatedProvider implements TranscriptionProvider {
     const lines: LineBox[] = [];
     for (let i = 0; i < (options.lines ?? 8); i++) {
       lines.push({ box: { x: 100, y: 120 + i * 60, w: 1600, h: 48 }, confidence: 0.9 });
+    }
+    return { lines, cost: { units: 1, unit: 'page' as const } };
+  }
+
+  readsPages(ctx: CallContext): boolean {
+    return this.options(ctx).readPages === true;
+  }
+
+  /** P1: the page's lines with their text in one call, at `latencyMs` per line. */
+  async readPage(_image: MediaInput, ctx: CallContext): Promise<PageReading> {
+    const options = this.options(ctx);
+    const count = options.lines ?? 8;
+    await this.call('read', ctx, { ...options, latencyMs: (options.latencyMs ?? 0) * count });
+    const lines: ReadLine[] = [];
+    for (let i = 0; i < count; i++) {
+      let text = simulatedText(options.seed ?? 'quire', i);
+      try {
+        await this.call(
+          'recognize',
+          { ...ctx, segmentIndex: i },
+          { ...options, latencyMs: 0 },
+          false,
+        );
+      } catch (error) {
+        // A pause stops the whole pass; any other failure is one line read empty (J2).
+        if (error instanceof ProviderError && isPausing(error.category)) throw error;
+        text = '';
+      }
+      lines.push({ box: { x: 100, y: 120 + i * 60, w: 1600, h: 48 }, text, confidence: 0.87 });
     }
     return { lines, cost: { units: 1, unit: 'page' as const } };
   }
@@ -133,8 +168,13 @@ export class SimulatedProvider implements TranscriptionProvider {
     return { ...this.defaults, ...fromJob };
   }
 
-  private async call(op: SimulatedOp, ctx: CallContext, options: SimulatedOptions): Promise<void> {
-    if (this.defaults.callLog) {
+  private async call(
+    op: SimulatedOp,
+    ctx: CallContext,
+    options: SimulatedOptions,
+    logged = true,
+  ): Promise<void> {
+    if (logged && this.defaults.callLog) {
       appendFileSync(
         this.defaults.callLog,
         `${op} ${ctx.callKey.split(':')[0]} ${ctx.attemptNumber ?? 0} ${ctx.segmentIndex ?? -1}\n`,

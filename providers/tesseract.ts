@@ -6,8 +6,9 @@
  * `langPath` tesseract.js downloads from a CDN (and a failed download kills the process),
  * and with its default cache it writes `<lang>.traineddata` into the working directory.
  *
- * One long-lived engine worker (a worker thread) per data directory, created on first use
- * and reused by every call; calls are queued on it one at a time. `close()` ends it.
+ * P2: up to `threads` engine workers (worker threads; default one per core), each created on
+ * first use for a data directory and reused; a call takes an idle one, and calls beyond
+ * `threads` wait their turn. `close()` ends them all.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -28,8 +29,11 @@ import type {
   EngineIdentity,
   LineBox,
   MediaInput,
+  PageReading,
+  ReadLine,
   TranscriptionProvider,
 } from '../core/provider';
+import { EnginePool, type EnginePoolStats } from './enginePool';
 import { abortable, tesseractLanguages, throwIfAborted } from './engineSupport';
 import { offlinePolish } from './polish';
 
@@ -64,9 +68,13 @@ export interface TesseractProviderOptions {
   lineMargin?: number;
   /** How long creating an engine worker may take before the call fails `internal`; default 60 s. */
   startTimeoutMs?: number;
+  /** P2: engine workers that may run at once (config `QUIRE_ENGINE_THREADS`); default 1. */
+  threads?: number;
+  /** Slots shared with another engine of the same process (the native engine's line path). */
+  pool?: EnginePool;
 }
 
-interface DataSource {
+export interface DataSource {
   key: string;
   langPath: string;
   gzip: boolean;
@@ -77,8 +85,8 @@ interface Engine {
   worker: Promise<Worker>;
   /** The language set the tesseract API is initialised with. */
   languages: string;
-  /** Calls run one at a time: re-initialising a language and recognising are not atomic otherwise. */
-  queue: Promise<unknown>;
+  /** One call at a time: re-initialising a language and recognising are not atomic otherwise. */
+  busy: boolean;
   /** Rejects when the worker thread dies, so calls in flight fail instead of hanging. */
   died: Promise<never>;
   dead: boolean;
@@ -200,7 +208,8 @@ export class TesseractProvider implements TranscriptionProvider {
   private readonly tessdataDir: string | undefined;
   private readonly lineMargin: number | undefined;
   private readonly startTimeoutMs: number;
-  private readonly engines = new Map<string, Engine>();
+  private readonly engines = new Map<string, Engine[]>();
+  private readonly pool: EnginePool;
   /** tesseract.js never writes here with the cache off; set so a default could not hit the cwd. */
   private readonly cachePath = path.join(os.tmpdir(), `quire-tesseract-cache-${randomUUID()}`);
 
@@ -209,6 +218,12 @@ export class TesseractProvider implements TranscriptionProvider {
     this.tessdataDir = dir && dir.trim() !== '' ? path.resolve(dir) : undefined;
     this.lineMargin = options.lineMargin;
     this.startTimeoutMs = options.startTimeoutMs ?? 60_000;
+    this.pool = options.pool ?? new EnginePool(options.threads ?? 1);
+  }
+
+  /** P2: how many engine workers are busy and waited for. */
+  poolStats(): EnginePoolStats {
+    return this.pool.stats();
   }
 
   identity(model?: string): EngineIdentity {
@@ -240,6 +255,31 @@ export class TesseractProvider implements TranscriptionProvider {
           const box = toBox(line.bbox);
           if (line.text.trim() === '' || box.w === 0 || box.h === 0) continue;
           lines.push({ box, confidence: clamp01(line.confidence / 100) });
+        }
+      }
+    }
+    return { lines, cost: { units: 1, unit: 'page' } };
+  }
+
+  /** P1: the whole page in one recognition: every line with its box, text and confidence. */
+  async readPage(image: MediaInput, ctx: CallContext): Promise<PageReading> {
+    throwIfAborted(ctx.signal);
+    const prepared = await prepareImage(image);
+    const result = await this.run(ctx, 'page reading', (worker) =>
+      worker.recognize(prepared.bytes, { tessedit_pageseg_mode: PSM.AUTO } as TesseractParams, {
+        blocks: true,
+        text: false,
+      }),
+    );
+    const lines: ReadLine[] = [];
+    for (const block of result.data.blocks ?? []) {
+      for (const paragraph of block.paragraphs) {
+        for (const line of paragraph.lines) {
+          const box = toBox(line.bbox);
+          const text = line.text.replace(/\s+/g, ' ').trim();
+          // What tesseract found but read nothing in is noise, as in `segmentPage`.
+          if (text === '' || box.w === 0 || box.h === 0) continue;
+          lines.push({ box, text, confidence: clamp01(line.confidence / 100) });
         }
       }
     }
@@ -308,7 +348,7 @@ export class TesseractProvider implements TranscriptionProvider {
 
   /** Ends every engine worker. The provider may still be used: the next call starts a new one. */
   async close(): Promise<void> {
-    const engines = [...this.engines.values()];
+    const engines = [...this.engines.values()].flat();
     this.engines.clear();
     await Promise.all(
       engines.map(async (engine) => {
@@ -323,34 +363,8 @@ export class TesseractProvider implements TranscriptionProvider {
     );
   }
 
-  /** Where each language's traineddata is, or an `invalid` failure naming what is missing. */
-  private async resolveSource(languages: string[]): Promise<DataSource> {
-    const sources = new Set<string>();
-    for (const lang of languages) {
-      if (this.tessdataDir && (await isFile(path.join(this.tessdataDir, `${lang}.traineddata`)))) {
-        sources.add('dir');
-      } else if (await isFile(path.join(bundledLanguageDir(), `${lang}.traineddata.gz`))) {
-        sources.add('bundled');
-      } else {
-        const where = this.tessdataDir
-          ? `add ${lang}.traineddata to the tessdata directory`
-          : `set QUIRE_TESSDATA_DIR to a directory holding ${lang}.traineddata`;
-        throw new ProviderError(
-          'invalid',
-          `tesseract language '${lang}' is not installed: ${where}`,
-        );
-      }
-    }
-    if (sources.size > 1) {
-      throw new ProviderError(
-        'invalid',
-        `tesseract languages ${languages.join('+')} come from two data directories: put all of them in the tessdata directory`,
-      );
-    }
-    if (sources.has('dir') && this.tessdataDir) {
-      return { key: `dir:${this.tessdataDir}`, langPath: this.tessdataDir, gzip: false };
-    }
-    return { key: 'bundled', langPath: bundledLanguageDir(), gzip: true };
+  private resolveSource(languages: string[]): Promise<DataSource> {
+    return resolveTessdata(languages, this.tessdataDir);
   }
 
   private startEngine(source: DataSource, languages: string): Engine {
@@ -363,14 +377,14 @@ export class TesseractProvider implements TranscriptionProvider {
     const engine: Engine = {
       source,
       languages,
-      queue: Promise.resolve(),
+      busy: false,
       died,
       dead: false,
       worker: Promise.resolve() as never,
       stop: (reason) => {
         if (engine.dead) return;
         engine.dead = true;
-        if (this.engines.get(source.key) === engine) this.engines.delete(source.key);
+        this.forget(engine);
         markDead(new ProviderError('internal', reason));
       },
     };
@@ -400,7 +414,30 @@ export class TesseractProvider implements TranscriptionProvider {
     return engine;
   }
 
-  /** Runs one call on the engine for the context's language, after the calls queued before it. */
+  private forget(engine: Engine): void {
+    const list = this.engines.get(engine.source.key);
+    if (!list) return;
+    const rest = list.filter((e) => e !== engine);
+    if (rest.length > 0) this.engines.set(engine.source.key, rest);
+    else this.engines.delete(engine.source.key);
+  }
+
+  /**
+   * An idle engine of this data directory, started when none is. Called inside a pool slot:
+   * at most `threads` calls hold one, so an idle engine or room for one always exists.
+   */
+  private idleEngine(source: DataSource, languages: string): Engine {
+    const list = this.engines.get(source.key) ?? [];
+    const idle =
+      list.find((e) => !e.busy && !e.dead && e.languages === languages) ??
+      list.find((e) => !e.busy && !e.dead);
+    if (idle) return idle;
+    const engine = this.startEngine(source, languages);
+    this.engines.set(source.key, [...list, engine]);
+    return engine;
+  }
+
+  /** Runs one call on an idle engine for the context's language, in a pool slot (P2). */
   private async run(
     ctx: CallContext,
     what: string,
@@ -410,50 +447,85 @@ export class TesseractProvider implements TranscriptionProvider {
     if (!languages) throw new ProviderError('invalid', 'unsupported language code for tesseract');
     const source = await this.resolveSource(languages);
     const wanted = languages.join('+');
-    let engine = this.engines.get(source.key);
-    if (!engine || engine.dead) {
-      engine = this.startEngine(source, wanted);
-      this.engines.set(source.key, engine);
-    }
-    const current = engine;
-    const task = current.queue.then(async () => {
+    const inSlot = async (): Promise<RecognizeResult> => {
       throwIfAborted(ctx.signal);
-      const worker = await current.worker;
-      if (current.languages !== wanted) {
-        try {
-          await worker.reinitialize(wanted, OEM.LSTM_ONLY);
-        } catch {
-          // The API is left uninitialised: end this engine so the next call starts clean.
-          current.dead = true;
-          if (this.engines.get(current.source.key) === current)
-            this.engines.delete(current.source.key);
-          void worker.terminate();
-          throw new ProviderError(
-            'invalid',
-            `tesseract could not load language data for ${wanted}`,
-          );
-        }
-        current.languages = wanted;
+      const engine = this.idleEngine(source, wanted);
+      engine.busy = true;
+      try {
+        return await Promise.race([this.callOn(engine, wanted, call), engine.died]);
+      } finally {
+        engine.busy = false;
       }
-      return call(worker);
-    });
-    // The next call waits for this one to finish, whatever its outcome.
-    current.queue = task.catch(() => {});
+    };
     try {
-      return await abortable(Promise.race([task, current.died]), ctx.signal);
+      return await abortable(this.pool.run(ctx.signal, inSlot), ctx.signal);
     } catch (error) {
       if (ctx.signal.aborted) throw error;
       throw engineFailure(error, what);
     }
   }
+
+  private async callOn(
+    engine: Engine,
+    wanted: string,
+    call: (worker: Worker) => Promise<RecognizeResult>,
+  ): Promise<RecognizeResult> {
+    const worker = await engine.worker;
+    if (engine.languages !== wanted) {
+      try {
+        await worker.reinitialize(wanted, OEM.LSTM_ONLY);
+      } catch {
+        // The API is left uninitialised: end this engine so the next call starts clean.
+        engine.dead = true;
+        this.forget(engine);
+        void worker.terminate();
+        throw new ProviderError('invalid', `tesseract could not load language data for ${wanted}`);
+      }
+      engine.languages = wanted;
+    }
+    return call(worker);
+  }
 }
 
-function clamp01(n: number): number {
+/**
+ * Where each language's traineddata is (the configured directory first, then the bundled
+ * English model), or an `invalid` failure naming what is missing. Both tesseract engines use it.
+ */
+export async function resolveTessdata(
+  languages: string[],
+  tessdataDir: string | undefined,
+): Promise<DataSource> {
+  const sources = new Set<string>();
+  for (const lang of languages) {
+    if (tessdataDir && (await isFile(path.join(tessdataDir, `${lang}.traineddata`)))) {
+      sources.add('dir');
+    } else if (await isFile(path.join(bundledLanguageDir(), `${lang}.traineddata.gz`))) {
+      sources.add('bundled');
+    } else {
+      const where = tessdataDir
+        ? `add ${lang}.traineddata to the tessdata directory`
+        : `set QUIRE_TESSDATA_DIR to a directory holding ${lang}.traineddata`;
+      throw new ProviderError('invalid', `tesseract language '${lang}' is not installed: ${where}`);
+    }
+  }
+  if (sources.size > 1) {
+    throw new ProviderError(
+      'invalid',
+      `tesseract languages ${languages.join('+')} come from two data directories: put all of them in the tessdata directory`,
+    );
+  }
+  if (sources.has('dir') && tessdataDir) {
+    return { key: `dir:${tessdataDir}`, langPath: tessdataDir, gzip: false };
+  }
+  return { key: 'bundled', langPath: bundledLanguageDir(), gzip: true };
+}
+
+export function clamp01(n: number): number {
   if (!Number.isFinite(n)) return 0;
   return Math.min(1, Math.max(0, n));
 }
 
-async function isFile(file: string): Promise<boolean> {
+export async function isFile(file: string): Promise<boolean> {
   try {
     return (await stat(file)).isFile();
   } catch {

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../client';
-import { loadConfig, type QuireConfig } from '../core/config';
+import { loadConfig, type QuireConfig, requireSecretKeys } from '../core/config';
 import { auditInvariants } from '../db/audit';
 import { CLI_ACTOR, listAudit } from '../db/auditLog';
 import { createJobStore } from '../db/jobStore';
@@ -13,6 +13,7 @@ import {
 } from '../db/operatorControls';
 import { createOperatorKey, listOperatorKeys, revokeOperatorKey } from '../db/operatorKeys';
 import { createPool, type Pool } from '../db/pool';
+import { resealWebhookSecrets } from '../db/webhookSecrets';
 import { createWorkspace } from '../db/workspaces';
 
 /**
@@ -30,7 +31,8 @@ const USAGE = `usage: quire admin <command>
   set-providers --workspace N (--enabled a,b,... | --all)
   resume-provider --name PROVIDER
   audit-log [--workspace N] [--limit N]
-  audit                                    invariant auditor; exit 1 when anything is wrong`;
+  audit                                    invariant auditor; exit 1 when anything is wrong
+  reseal-webhook-secrets                   D1 rotation: every webhook secret sealed under the newest key`;
 
 class UsageError extends Error {}
 
@@ -168,6 +170,12 @@ async function run(command: string | undefined, rest: string[], config: QuireCon
       const violations = await auditInvariants(pool, { maxAttempts: config.QUIRE_MAX_ATTEMPTS });
       print({ violations });
       return violations.length === 0 ? undefined : 1;
+    }
+    case 'reseal-webhook-secrets': {
+      // Every key of the list opens; the newest seals. Exit 1 when a secret opens with none.
+      const counts = await resealWebhookSecrets(pool, requireSecretKeys(config));
+      print(counts);
+      return counts.unopened === 0 ? undefined : 1;
     }
     default:
       throw new UsageError(command ? `unknown command ${command}` : 'no command');

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseConfig } from '../core/config';
+import { configFiles, LOCAL_SECRET_KEY_FILE, parseConfig, requireSecretKeys } from '../core/config';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { authenticateApiKey, createWorkspace } from '../db/workspaces';
@@ -28,23 +28,39 @@ const DATA = resolve('.data');
 mkdirSync(DATA, { recursive: true });
 const log = (line: string) => process.stdout.write(`quire: ${line}\n`);
 
-function devSecret(): string {
-  const file = join(DATA, 'dev-secret');
-  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
-  return readFileSync(file, 'utf8').trim();
+/**
+ * D1: outside production, with no key configured, the stack's key is generated once and kept
+ * in LOCAL_SECRET_KEY_FILE; every other process of this checkout (`npm run worker`, the admin
+ * commands) reads it from there, so they all seal and open with the same key.
+ */
+function localSecretKeys(): Record<string, string> {
+  const configured =
+    process.env.QUIRE_SECRET_KEY ||
+    process.env.QUIRE_SECRET_KEYS ||
+    process.env.QUIRE_SECRET_KEY_FILE;
+  if (configured || process.env.NODE_ENV === 'production') return {};
+  const file = resolve(LOCAL_SECRET_KEY_FILE);
+  if (!existsSync(file)) {
+    writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+    log(
+      `generated this stack's secret key in ${LOCAL_SECRET_KEY_FILE} (keep it: it opens sealed webhook secrets)`,
+    );
+  }
+  return { QUIRE_SECRET_KEY_FILE: file };
 }
 
 const webPort = Number(process.env.PORT ?? 3000);
 const env: NodeJS.ProcessEnv = {
   ...process.env,
-  QUIRE_SECRET_KEY: process.env.QUIRE_SECRET_KEY ?? devSecret(),
+  ...localSecretKeys(),
   TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
   QUIRE_TEMPORAL_UI_URL: process.env.QUIRE_TEMPORAL_UI_URL ?? 'http://localhost:8233',
   QUIRE_PUBLIC_URL: process.env.QUIRE_PUBLIC_URL ?? `http://localhost:${webPort}`,
   QUIRE_HEALTH_FILE: process.env.QUIRE_HEALTH_FILE ?? join(DATA, 'worker-health.json'),
   QUIRE_BLOB_DIR: process.env.QUIRE_BLOB_DIR ?? join(DATA, 'blobs'),
 };
-const config = parseConfig(env);
+const config = parseConfig(env, { files: configFiles });
+requireSecretKeys(config);
 
 const children: ChildProcess[] = [];
 let temporal: DevServer | undefined;

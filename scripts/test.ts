@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { findOrBuild } from './lib/goBuilds';
 import { ensurePostgres } from './lib/postgres';
 import { findOrBuildTemporal } from './lib/temporal';
+import { ensureWebBuild } from './lib/webBuild';
 
 /**
  * `npm test`: every test, against real PostgreSQL and a real Temporal dev server. The
@@ -20,6 +21,10 @@ for (const program of ['temporalServer', 'temporalUi', 'objectServer'] as const)
   findOrBuild(program, say);
 }
 mkdirSync('.data', { recursive: true });
+// The browser and cluster tests serve the console's production build: one build for the whole
+// run (rebuilt only when web sources change), instead of one per test file.
+const webDist = process.env.QUIRE_TEST_WEB_DIST ?? '.next-cluster';
+await ensureWebBuild(process.cwd(), webDist, say, '.data/next-test-build.log');
 const results = '.data/test-results.json';
 rmSync(results, { force: true });
 const run = spawnSync(
@@ -32,7 +37,15 @@ const run = spawnSync(
     `--outputFile.json=${results}`,
     ...process.argv.slice(2),
   ],
-  { stdio: 'inherit', env: { ...process.env, QUIRE_TEMPORAL_BIN: temporal } },
+  {
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      QUIRE_TEMPORAL_BIN: temporal,
+      QUIRE_TEST_WEB_DIST: webDist,
+      QUIRE_TEST_CLUSTER_WEB_DIST: webDist,
+    },
+  },
 );
 if (existsSync(results)) {
   const summary = JSON.parse(readFileSync(results, 'utf8')) as {

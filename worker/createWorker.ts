@@ -56,6 +56,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     pool: deps.pool,
     providers: deps.providers,
     secretKey: deps.config.QUIRE_SECRET_KEY,
+    openingKeys: deps.config.QUIRE_SECRET_KEYS,
     owner: identity,
     // D3: an object store outage makes the job wait (heartbeating), not spend attempts.
     resolveMedia: (key) =>

@@ -22,9 +22,12 @@ export async function checkAndRecordHealth(args: {
   taskQueue: string;
   identity: string;
   file: string;
+  /** D1: whether the installation's current key is one this process holds. */
+  keyHeld?: () => Promise<boolean>;
 }): Promise<boolean> {
   try {
     await pingDatabase(args.pool);
+    if (args.keyHeld && !(await args.keyHeld())) return false;
     const described = await args.connection.workflowService.describeTaskQueue({
       namespace: args.namespace,
       taskQueue: { name: args.taskQueue, kind: 1 },

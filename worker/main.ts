@@ -1,8 +1,9 @@
 import { resolve } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createBlobStore } from '../blobs/fromConfig';
-import { loadConfig } from '../core/config';
+import { loadConfig, requireSecretKeys } from '../core/config';
 import { redactError } from '../core/redact';
+import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import {
@@ -37,12 +38,8 @@ async function main(): Promise<number> {
   }
 
   const logger = createLogger('quire-worker', config.LOG_LEVEL);
-  if (config.usingDevelopmentSecret) {
-    logger.warn(
-      {},
-      'QUIRE_SECRET_KEY is not set: using the development secret (never in production)',
-    );
-  }
+  // D1: no key, no start: there is no built-in key to fall back on.
+  const keys = requireSecretKeys(config);
   Runtime.install({
     logger: new DefaultLogger('WARN'),
     shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'],
@@ -50,6 +47,21 @@ async function main(): Promise<number> {
 
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   await migrate(config.DATABASE_URL);
+  // D1: a worker sealing with another key than the fleet's would make every token it seals
+  // unreadable to the others: refuse to start, before polling any task.
+  const keyCheck = await checkInstallationKey(pool, keys);
+  if (!keyCheck.ok) {
+    await pool.end().catch(() => {});
+    throw new FleetKeyError(keyCheck.message);
+  }
+  logger.info(
+    {
+      keyFingerprint: keyCheck.fingerprint.slice(0, 12),
+      keyCheck: keyCheck.state,
+      keySource: config.secretKeySource,
+    },
+    'secret key matches the installation',
+  );
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const temporal = await connectTemporalClient(config);
   // The offline engines are the defaults (Q2); the simulated one serves fault injection;
@@ -86,6 +98,7 @@ async function main(): Promise<number> {
   const relay = createWebhookRelay({
     pool,
     secretKey: config.QUIRE_SECRET_KEY,
+    openingKeys: keys,
     logger,
     databaseUrl: config.DATABASE_URL,
     allowHosts: config.QUIRE_WEBHOOK_ALLOW_HOSTS,
@@ -120,6 +133,8 @@ async function main(): Promise<number> {
       taskQueue: config.QUIRE_TASK_QUEUE,
       identity,
       file: config.QUIRE_HEALTH_FILE,
+      // D1: a key rotated away from under this worker turns its health red.
+      keyHeld: async () => (await installationKeyHeld(pool, keys)) === true,
     });
   const healthTimer = setInterval(beat, 5_000);
   setTimeout(beat, 1_000);
@@ -151,12 +166,20 @@ async function main(): Promise<number> {
   return 0;
 }
 
+/** D1: this process's key is not the installation's; exit status 78 (configuration error). */
+class FleetKeyError extends Error {
+  override name = 'FleetKeyError';
+}
+
 main().then(
   (code) => process.exit(code),
   (error) => {
+    const fleet = error instanceof FleetKeyError;
+    const message = fleet || error?.name === 'ConfigError' ? error.message : redactError(error);
     process.stderr.write(
-      `${JSON.stringify({ level: 'fatal', msg: 'worker failed', error: redactError(error) })}\n`,
+      `${JSON.stringify({ level: 'fatal', msg: 'worker failed', error: message })}\n`,
     );
-    process.exit(1);
+    if (fleet || error?.name === 'ConfigError') process.stderr.write(`quire-worker: ${message}\n`);
+    process.exit(fleet ? 78 : 1);
   },
 );

@@ -3,9 +3,11 @@ import type pg from 'pg';
 import { cloudEventBody } from '../core/cloudevents';
 import type { Logger } from '../core/logger';
 import { redactError } from '../core/redact';
+import { KEY_MISMATCH, SecretKeyMismatchError } from '../core/secretKeys';
 import { DEFAULT_RETRY_SCHEDULE, type RetrySchedule } from '../core/webhookSchedule';
 import { createNotificationListener } from '../db/listener';
 import type { Pool } from '../db/pool';
+import { deferUnopenedDelivery, openDeliverySecret } from '../db/webhookSecrets';
 import {
   type AttemptResult,
   type ClaimedDelivery,
@@ -13,7 +15,6 @@ import {
   DEFAULT_RELAY_CURSOR,
   fanOutEvents,
   nextDueAt,
-  openDeliverySecret,
   recordDeliveryAttempt,
 } from '../db/webhooks';
 import { type AllowList, type LookupAll, parseAllowHosts } from '../net/ssrf';
@@ -46,6 +47,8 @@ export interface WebhookRelayOptions {
   pool: Pool;
   /** QUIRE_SECRET_KEY: opens the sealed subscription secrets. */
   secretKey: string;
+  /** D1: every key that opens, newest first (rotation); default: `secretKey` alone. */
+  openingKeys?: readonly string[];
   logger: Logger;
   /** For the LISTEN connection; defaults to the pool's connection string. */
   databaseUrl?: string;
@@ -92,10 +95,14 @@ export interface WebhookRelay {
   stats(): WebhookRelayStats;
 }
 
+/** D1: how long a delivery whose secret this relay cannot open waits for another relay. */
+const KEY_FAULT_RETRY_MS = 30_000;
+
 export const NOTIFY_CHANNELS = ['quire_events', 'quire_webhook_deliveries'] as const;
 
 export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   const { pool, secretKey, logger } = options;
+  const openingKeys = options.openingKeys?.length ? options.openingKeys : [secretKey];
   const concurrency = Math.max(1, options.concurrency ?? 8);
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const batchSize = options.fanOutBatchSize ?? 500;
@@ -163,9 +170,30 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   async function deliver(claimed: ClaimedDelivery) {
     const eventId = claimed.event.id;
     let result: AttemptResult;
+    let secret: string;
+    try {
+      secret = openDeliverySecret(openingKeys, claimed);
+    } catch (error) {
+      if (!(error instanceof SecretKeyMismatchError)) throw error;
+      // D1: this relay runs with another key than the one that sealed the secret: a fault of
+      // the fleet's configuration, not of the receiver. Nothing is sent and no attempt is
+      // spent; the delivery waits for a relay that holds the key.
+      logger.error(
+        {
+          component: 'webhook-relay',
+          deliveryId: claimed.deliveryId,
+          eventId,
+          subscriptionId: claimed.subscriptionId,
+          errorClass: KEY_MISMATCH,
+          retryInMs: KEY_FAULT_RETRY_MS,
+        },
+        "webhook secret does not open with this relay's QUIRE_SECRET_KEY: the fleet runs with different keys",
+      );
+      await deferUnopenedDelivery(pool, claimed, KEY_FAULT_RETRY_MS).catch(() => {});
+      return;
+    }
     try {
       await options.onBeforeSend?.({ deliveryId: claimed.deliveryId, eventId });
-      const secret = openDeliverySecret(secretKey, claimed);
       result = await send(
         { url: claimed.url, secret, eventId: String(eventId), body: cloudEventBody(claimed.event) },
         {

@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { MaintenanceActivities } from '../activities/maintenance';
 
 /**
@@ -12,9 +12,18 @@ const maintenance = proxyActivities<MaintenanceActivities>({
   retry: { maximumAttempts: 3 },
 });
 
-/** J6: jobs whose row was written but whose workflow never started are started. */
-export async function reconcileJobs(input: { olderThanMs: number }): Promise<{ started: number }> {
-  return maintenance.reconcileUnstartedJobs(input);
+/**
+ * J6: jobs whose row was written but whose workflow never started are started. D4: active jobs
+ * whose workflow no longer runs (terminated, failed, timed out, lost) are continued from their
+ * checkpoints in a new run, or failed with a stated category.
+ */
+export async function reconcileJobs(input: {
+  olderThanMs: number;
+}): Promise<{ started: number; lost?: Record<string, number> }> {
+  const { started } = await maintenance.reconcileUnstartedJobs(input);
+  if (!patched('reconcile-lost-workflows')) return { started };
+  const lost = await maintenance.reconcileLostWorkflows(input);
+  return { started, lost };
 }
 
 /** U2/U3: due blob cleanups are deleted, fenced against new references. */

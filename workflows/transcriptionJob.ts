@@ -9,6 +9,7 @@ import {
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
   upsertMemo,
@@ -28,6 +29,7 @@ import {
   isFailureClass,
   isPausing,
   isPermanent,
+  KEY_MISMATCH,
   STALE_ATTEMPT,
 } from '../core/failures';
 import {
@@ -54,18 +56,94 @@ export const STAGE_MEMO_PATCH = 'quire-stage-memo';
 export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
 export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
 
+const KEY_FAULT_RETRY_MAX_MS = 10_000;
+
+/**
+ * D1: a step whose attempt token no key of its worker opens ran on a process configured with
+ * another key. That is the fleet's fault, not the attempt's: nothing is charged and the
+ * attempt stays running; the same step runs again after a pause (1 s doubling to 10 s),
+ * on whichever worker picks it up, until one holding the key does.
+ */
+function keyFaultTolerant<T extends object>(activities: T): T {
+  return new Proxy(activities, {
+    get(target, name) {
+      const call = Reflect.get(target, name) as (...args: unknown[]) => Promise<unknown>;
+      return async (...args: unknown[]) => {
+        for (let faults = 0; ; faults++) {
+          try {
+            return await call(...args);
+          } catch (error) {
+            if (failureType(error) !== KEY_MISMATCH) throw error;
+            log.error('attempt token does not open on this worker: fleet key mismatch', {
+              activity: String(name),
+            });
+            await sleep(Math.min(KEY_FAULT_RETRY_MAX_MS, 1_000 * 2 ** Math.min(faults, 4)));
+          }
+        }
+      };
+    },
+  });
+}
+
 // Database writes are short and idempotent: Temporal retries them through transient errors
 // (a Postgres restart). A dead token is final, so `StaleAttempt` is never retried.
-const db = proxyActivities<TranscriptionActivities>({
-  startToCloseTimeout: '30s',
-  scheduleToCloseTimeout: '10m',
-  retry: {
-    initialInterval: '500ms',
-    backoffCoefficient: 2,
-    maximumInterval: '30s',
-    nonRetryableErrorTypes: [STALE_ATTEMPT],
-  },
-});
+const db = keyFaultTolerant(
+  proxyActivities<TranscriptionActivities>({
+    startToCloseTimeout: '30s',
+    scheduleToCloseTimeout: '10m',
+    retry: {
+      initialInterval: '500ms',
+      backoffCoefficient: 2,
+      maximumInterval: '30s',
+      nonRetryableErrorTypes: [STALE_ATTEMPT, KEY_MISMATCH],
+    },
+  }),
+);
+
+// The same short database steps as local activities (P1, fewer round trips): run by the worker
+// that runs the workflow task, recorded as one marker in its completion, with no task of
+// their own to schedule, dispatch and report. Same retries; same fence in every write.
+// D1: a token this worker's key cannot open (a fleet misconfigured with two keys) is no
+// failure of the attempt: the step goes to the task queue instead, where a worker holding the
+// sealing key can take it, as the other steps do.
+const dbLocal = keyFaultFallback(
+  proxyLocalActivities<TranscriptionActivities>({
+    startToCloseTimeout: '30s',
+    scheduleToCloseTimeout: '10m',
+    localRetryThreshold: '10s',
+    retry: {
+      initialInterval: '500ms',
+      backoffCoefficient: 2,
+      maximumInterval: '30s',
+      nonRetryableErrorTypes: [STALE_ATTEMPT, KEY_MISMATCH],
+    },
+  }),
+  db,
+);
+
+function keyFaultFallback<T extends object>(local: T, queued: T): T {
+  return new Proxy(local, {
+    get(target, name) {
+      const call = Reflect.get(target, name) as (...args: unknown[]) => Promise<unknown>;
+      const fallback = Reflect.get(queued, name) as (...args: unknown[]) => Promise<unknown>;
+      return async (...args: unknown[]) => {
+        try {
+          return await call(...args);
+        } catch (error) {
+          if (failureType(error) !== KEY_MISMATCH) throw error;
+          return fallback(...args);
+        }
+      };
+    },
+  });
+}
+
+/**
+ * D5: workflows started before read-once keep their step structure on replay; new ones claim
+ * and commit in local activities and skip `recognize` (and `polish`) when the page was read,
+ * and polished, in one pass.
+ */
+const READ_ONCE_PATCH = 'quire-read-once';
 
 // Cleanup after cancellation runs outside the cancelled scope and must not give up early.
 const cleanup = proxyActivities<TranscriptionActivities>({
@@ -89,11 +167,13 @@ export async function transcriptionJob(
   // Engine calls run for long and heartbeat: the heartbeat timeout replaces a lease (T3).
   // They are not retried by Temporal: a failed or abandoned run ends the attempt, and the
   // next attempt is claimed (closing this one `lease_expired`) and resumes from checkpoints.
-  const engine = proxyActivities<TranscriptionActivities>({
-    startToCloseTimeout: '2h',
-    heartbeatTimeout: input.heartbeatTimeoutMs,
-    retry: { maximumAttempts: 1 },
-  });
+  const engine = keyFaultTolerant(
+    proxyActivities<TranscriptionActivities>({
+      startToCloseTimeout: '2h',
+      heartbeatTimeout: input.heartbeatTimeoutMs,
+      retry: { maximumAttempts: 1 },
+    }),
+  );
 
   const state: JobProgress = {
     jobId: input.jobId,
@@ -109,6 +189,9 @@ export async function transcriptionJob(
   let resumeSignals = 0;
   let attemptsRun = 0;
   let current: AttemptRef | null = null;
+
+  const readOnce = patched(READ_ONCE_PATCH);
+  const steps = readOnce ? dbLocal : db;
 
   setHandler(progressQuery, () => state);
   setHandler(providerResumedSignal, () => {
@@ -211,25 +294,46 @@ export async function transcriptionJob(
     state.failedSegments = 0;
     try {
       let outcome: RecognizeOutcome;
+      // J3: from attempt polishAttempts + 1 on, the raw text is committed.
+      let usePolish = claim.chargedAttempts <= input.polishAttempts;
+      let polished = false;
       if (claim.kind === 'image') {
         setStage('segment');
-        const { total } = await engine.segmentPage(ref);
-        state.totalSegments = total;
+        const segmented = readOnce
+          ? await engine.segmentPage(ref, { polish: usePolish })
+          : await engine.segmentPage(ref);
+        state.totalSegments = segmented.total;
         setStage('recognize');
         const failures: SegmentFailure[] = [];
-        for (;;) {
-          const chunk = await engine.recognizeSegments(ref, {
-            maxSegments: RECOGNIZE_CHUNK,
-            maxMillis: input.recognizeSliceMs ?? RECOGNIZE_SLICE_MS,
-            skip: failures.map((f) => f.index),
-          });
-          failures.push(...chunk.failures);
-          state.completedSegments = chunk.completed;
+        const read = segmented.read;
+        if (read) {
+          // P1: read in one pass; the lines that came back empty are this attempt's failures.
+          failures.push(...read.failures);
+          polished = read.polished;
+          state.completedSegments = read.completed;
           state.failedSegments = failures.length;
-          if (chunk.pause) return await pause(ref, chunk.pause);
-          if (chunk.remaining <= 0) {
-            outcome = { ...chunk, failures };
-            break;
+          outcome = {
+            total: segmented.total,
+            completed: read.completed,
+            failures,
+            remaining: 0,
+            pause: null,
+          };
+        } else {
+          for (;;) {
+            const chunk = await engine.recognizeSegments(ref, {
+              maxSegments: RECOGNIZE_CHUNK,
+              maxMillis: input.recognizeSliceMs ?? RECOGNIZE_SLICE_MS,
+              skip: failures.map((f) => f.index),
+            });
+            failures.push(...chunk.failures);
+            state.completedSegments = chunk.completed;
+            state.failedSegments = failures.length;
+            if (chunk.pause) return await pause(ref, chunk.pause);
+            if (chunk.remaining <= 0) {
+              outcome = { ...chunk, failures };
+              break;
+            }
           }
         }
       } else {
@@ -252,9 +356,7 @@ export async function transcriptionJob(
         );
       }
 
-      // J3: from attempt polishAttempts + 1 on, the raw text is committed.
-      let usePolish = claim.chargedAttempts <= input.polishAttempts;
-      if (usePolish) {
+      if (usePolish && !polished) {
         setStage('polish');
         try {
           usePolish = (await engine.polishSegments(ref)).polished;
@@ -271,7 +373,7 @@ export async function transcriptionJob(
       }
 
       setStage('commit');
-      const committed = await db.commitTranscript(ref, { usePolish });
+      const committed = await steps.commitTranscript(ref, { usePolish });
       if (committed.state === 'conflict') return final('failed', null, 'conflict');
       return final('completed', committed.revision, null);
     } catch (error) {
@@ -279,13 +381,25 @@ export async function transcriptionJob(
       const type = failureType(error);
       if (type === STALE_ATTEMPT) return { kind: 'again' };
       if (type !== undefined && isFailureClass(type)) {
-        if (isPausing(type)) return await pause(ref, pauseOf(type, error));
-        return await noneSucceeded(
-          ref,
-          type,
-          `stage ${state.stage} failed (${type})`,
-          claim.chargedAttempts,
-        );
+        try {
+          if (isPausing(type)) return await pause(ref, pauseOf(type, error));
+          return await noneSucceeded(
+            ref,
+            type,
+            `stage ${state.stage} failed (${type})`,
+            claim.chargedAttempts,
+          );
+        } catch (closing) {
+          // The token died while the failure was being recorded (the job was canceled or
+          // superseded in the database meanwhile): like every stale path, the next claim
+          // finds out what became of the job, and a canceled job gets its cleanup there.
+          if (
+            failureType(closing) === STALE_ATTEMPT &&
+            !CancellationScope.current().consideredCancelled
+          )
+            return { kind: 'again' };
+          throw closing;
+        }
       }
       // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
       // next claim closes it `lease_expired` and resumes from the checkpoints.
@@ -301,9 +415,18 @@ export async function transcriptionJob(
   try {
     for (;;) {
       const seen = resumeSignals;
-      const claim = await db.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
+      const claim = await steps.claimAttempt({
+        jobId: input.jobId,
+        maxAttempts: input.maxAttempts,
+      });
       if (claim.state === 'inactive') {
         const status = JOB_STATUSES.find((s) => s === claim.status && !isActiveStatus(s));
+        // J5: a job canceled in the database whose workflow the cancel did not reach (its
+        // Temporal cancel failed, or a stale token brought the news first) still gets the
+        // cancel cleanup: the engine's copy of a recording is deleted.
+        if (status === 'canceled' && patched('cleanup-when-found-canceled')) {
+          await cleanup.cancelCleanup({ jobId: input.jobId, attemptNumber: null });
+        }
         return finish(status ?? 'failed', null, null);
       }
       if (claim.state === 'exhausted') return finish('failed', null, claim.category);

@@ -17,6 +17,8 @@ export interface BenchStack {
   pool: Pool;
   temporalAddress: string;
   workflowBundle: string;
+  /** The Temporal dev server's process, for benchmarks that count its CPU. */
+  temporalPid: number | undefined;
   close(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export async function startBenchStack(poolSize = 20): Promise<BenchStack> {
     pool,
     temporalAddress: server.address,
     workflowBundle,
+    temporalPid: server.process.pid,
     async close() {
       await pool.end();
       await server.stop();

@@ -79,6 +79,51 @@ describe('worker processes die and drain (T3)', () => {
     await b.exited;
   });
 
+  it('T3 P1 a worker SIGKILLed mid one-pass read: the next worker reads the page again, all lines or none', async () => {
+    const callLog = join(tmpdir(), `quire-calls-${process.pid}-kill-read.log`);
+    rmSync(callLog, { force: true });
+    const a = spawnWorker(quire, 'read-a', { QUIRE_SIMULATED_CALL_LOG: callLog });
+    workers.push(a);
+    await waitHealthy(a);
+    const pageId = await quire.page(ws);
+    const job = await quire.client.startJob({
+      workspaceId: ws,
+      pageId,
+      options: { simulated: { lines: 20, latencyMs: 200, readPages: true } },
+    });
+    const reads = () =>
+      readCallLog(callLog).filter((c) => c.op === 'read' && c.jobId === job.jobId);
+    for (let waited = 0; reads().length === 0; waited += 100) {
+      if (waited > 60_000) throw new Error('the page read never started');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    a.child.kill('SIGKILL');
+    await a.exited;
+    // Killed inside the pass: nothing of it was saved.
+    const early = await quire.db.pool.query('SELECT 1 FROM job_checkpoints WHERE job_id = $1', [
+      job.jobId,
+    ]);
+    expect(early.rows).toEqual([]);
+    const b = spawnWorker(quire, 'read-b', { QUIRE_SIMULATED_CALL_LOG: callLog });
+    workers.push(b);
+    const done = await untilStatus(quire, ws, job.jobId, 'completed');
+    expect([done.completedSegments, done.totalSegments, done.resultRevision]).toEqual([20, 20, 1]);
+    const attempts = await listAttempts(quire.db.pool, job.jobId);
+    expect(attempts.map((x) => [x.outcome, x.errorCategory])).toEqual([
+      ['lease_expired', 'crashed'],
+      ['completed', null],
+    ]);
+    expect(reads().map((c) => c.attempt)).toEqual([1, 2]);
+    const saved = await quire.db.pool.query(
+      `SELECT DISTINCT attempt_number FROM job_checkpoints WHERE job_id = $1`,
+      [job.jobId],
+    );
+    expect(saved.rows).toEqual([{ attempt_number: 2 }]);
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+    b.child.kill('SIGTERM');
+    await b.exited;
+  });
+
   it('O1 T3 SIGTERM drains the running activity within the grace period and exits 0', async () => {
     const a = spawnWorker(quire, 'drain', { QUIRE_SHUTDOWN_GRACE_MS: '15000' });
     workers.push(a);

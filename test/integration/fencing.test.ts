@@ -139,7 +139,9 @@ describe('A1 fenced attempts', () => {
     const forgedError = await env
       .run(activities.commitTranscript, forged, { usePolish: false })
       .catch((e: unknown) => e);
-    expect((forgedError as ApplicationFailure).type).toBe('StaleAttempt');
+    // D1: a token no key of this worker opens is a fleet configuration fault, not a dead token.
+    expect((forgedError as ApplicationFailure).type).toBe('SecretKeyMismatch');
+    expect((forgedError as ApplicationFailure).nonRetryable).toBe(true);
   });
 
   it('A2 attempt rows never change after leaving running and are never deleted', async () => {

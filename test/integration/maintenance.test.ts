@@ -127,11 +127,14 @@ describe('maintenance schedules (O3)', () => {
       return out;
     });
     expect(results).toEqual({
-      'quire-reconciler': { started: 0 },
+      'quire-reconciler': {
+        started: 0,
+        lost: { checked: 0, continued: 0, canceled: 0, failed: 0 },
+      },
       'quire-blob-cleanup': { deleted: 0, referenced: 0, retrying: 0 },
       'quire-orphan-sweep': { removedTemporaries: 0, scheduledBlobs: 0, removedObjects: 0 },
       'quire-stranded-engine-jobs': { deleted: 0, unrecordedDeleted: 0, skipped: 0, errors: [] },
-      'quire-event-retention': { deliveries: 0, events: 0 },
+      'quire-event-retention': { deliveries: 0, events: 0, unfinishedText: 0 },
     });
   });
 });

@@ -45,7 +45,7 @@ describe('the stack for operators (§7, §11)', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
       status: 'ready',
-      checks: { postgres: 'ok', temporal: 'ok' },
+      checks: { postgres: 'ok', temporal: 'ok', secretKey: 'ok' },
     });
   });
 

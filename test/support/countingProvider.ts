@@ -31,6 +31,15 @@ export class CountingProvider implements TranscriptionProvider {
     this.note('segment', ctx);
     return this.inner.segmentPage(image, ctx);
   }
+  /** P1: reads pages in one pass when the wrapped engine does, counted as `read`. */
+  readsPages(ctx: CallContext) {
+    return this.inner.readPage !== undefined && (this.inner.readsPages?.(ctx) ?? true);
+  }
+  readPage(image: MediaInput, ctx: CallContext) {
+    this.note('read', ctx);
+    if (!this.inner.readPage) throw new Error(`${this.name} does not read pages`);
+    return this.inner.readPage(image, ctx);
+  }
   recognizeLine(image: MediaInput, line: LineBox, ctx: CallContext) {
     this.note('recognize', ctx);
     return this.inner.recognizeLine(image, line, ctx);

@@ -3,12 +3,31 @@ import { ConfigError, parseConfig } from '../../core/config';
 
 describe('configuration (O1)', () => {
   it('runs on laptop defaults', () => {
-    const config = parseConfig({});
-    expect(config.WORKER_CONCURRENCY).toBe(2);
+    const config = parseConfig({}, { cores: 2 });
+    expect(config.QUIRE_ENGINE_THREADS).toBe(2);
+    expect(config.WORKER_CONCURRENCY).toBe(4);
+    expect(config.QUIRE_TESSERACT_ENGINE).toBe('auto');
     expect(config.QUIRE_TASK_QUEUE).toBe('quire-transcription');
     expect(config.QUIRE_MAX_ATTEMPTS).toBe(5);
     expect(config.QUIRE_POLISH_ATTEMPTS).toBe(3);
-    expect(config.usingDevelopmentSecret).toBe(true);
+    expect(config.QUIRE_SECRET_KEYS).toEqual([]);
+  });
+
+  it('P2 engine threads default to the cores and the worker concurrency feeds them', () => {
+    expect(parseConfig({}, { cores: 1 })).toMatchObject({
+      QUIRE_ENGINE_THREADS: 1,
+      WORKER_CONCURRENCY: 2,
+    });
+    expect(parseConfig({}, { cores: 12 })).toMatchObject({
+      QUIRE_ENGINE_THREADS: 12,
+      WORKER_CONCURRENCY: 16,
+    });
+    expect(parseConfig({ QUIRE_ENGINE_THREADS: '3' }, { cores: 2 }).WORKER_CONCURRENCY).toBe(6);
+    expect(
+      parseConfig({ QUIRE_ENGINE_THREADS: '3', WORKER_CONCURRENCY: '3' }).WORKER_CONCURRENCY,
+    ).toBe(3);
+    expect(() => parseConfig({ QUIRE_ENGINE_THREADS: '0' })).toThrow(/QUIRE_ENGINE_THREADS/);
+    expect(() => parseConfig({ QUIRE_TESSERACT_ENGINE: 'gpu' })).toThrow(/QUIRE_TESSERACT_ENGINE/);
   });
 
   it('O1 rejects WORKER_CONCURRENCY outside 1-16 with a clear message', () => {
@@ -20,7 +39,7 @@ describe('configuration (O1)', () => {
   it('requires a real secret in production', () => {
     expect(() => parseConfig({ NODE_ENV: 'production' })).toThrow(/QUIRE_SECRET_KEY/);
     const config = parseConfig({ NODE_ENV: 'production', QUIRE_SECRET_KEY: 'x'.repeat(40) });
-    expect(config.usingDevelopmentSecret).toBe(false);
+    expect(config.QUIRE_SECRET_KEY).toBe('x'.repeat(40));
   });
 
   it('engine settings default to what the engines used before', () => {

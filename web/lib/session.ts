@@ -15,10 +15,17 @@ import { config, pool } from './server';
 export const SESSION_COOKIE = 'quire_session';
 const SESSION_DAYS = 7;
 
-function sign(payload: string): string {
-  return createHmac('sha256', `${config().QUIRE_SECRET_KEY}:console-session`)
-    .update(payload)
-    .digest('base64url');
+function sign(payload: string, key = config().QUIRE_SECRET_KEY): string {
+  return createHmac('sha256', `${key}:console-session`).update(payload).digest('base64url');
+}
+
+/** D1: a session signed with any of the installation's keys holds across a rotation. */
+function signedByAnyKey(payload: string, mac: string): boolean {
+  const given = Buffer.from(mac);
+  return config().QUIRE_SECRET_KEYS.some((key) => {
+    const expected = Buffer.from(sign(payload, key));
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  });
 }
 
 export function sessionValue(principal: Principal, now = Date.now()): string {
@@ -45,9 +52,7 @@ function readSession(value: string | undefined): SessionPayload | undefined {
   if (!value) return undefined;
   const [payload, mac] = value.split('.');
   if (!payload || !mac) return undefined;
-  const expected = Buffer.from(sign(payload));
-  const given = Buffer.from(mac);
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+  if (!signedByAnyKey(payload, mac)) return undefined;
   try {
     const session = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
     return typeof session.e === 'number' && session.e > Date.now() ? session : undefined;
@@ -80,6 +85,14 @@ export async function requirePrincipal(): Promise<Principal> {
   const principal = await currentPrincipal();
   if (!principal) redirect((await currentOperator()) ? '/operator' : '/signin');
   return principal;
+}
+
+/**
+ * The session cookie is `Secure` whenever the console is served over https: the configured
+ * public URL says so, or the proxy in front says the request came over https.
+ */
+export function sessionCookieSecure(publicUrl: string, forwardedProto: string | null): boolean {
+  return publicUrl.toLowerCase().startsWith('https:') || forwardedProto === 'https';
 }
 
 /** For the operator view: the signed-in operator; a workspace session gets not-found (M1). */

@@ -37,8 +37,9 @@ export async function cancelJob(
 }
 
 /**
- * Re-run: a new job for the same page, with the same provider, which supersedes any active
- * job of the page (J4) and reads the page's current revision.
+ * Re-run: a new job for the same page with the same request (provider, model, language,
+ * options, caller's reference and metadata), which supersedes any active job of the page
+ * (J4) and reads the page's current revision.
  */
 export async function rerunJob(principal: Principal, jobId: string): Promise<{ jobId: string }> {
   const job = await getJob(pool(), principal.workspaceId, jobId);
@@ -48,7 +49,11 @@ export async function rerunJob(principal: Principal, jobId: string): Promise<{ j
     workspaceId: principal.workspaceId,
     pageId: job.pageId,
     provider: job.snapshot.provider,
+    model: job.snapshot.model,
+    language: job.snapshot.language,
+    options: job.snapshot.options,
     externalReferenceId: job.externalReferenceId ?? undefined,
+    metadata: job.metadata,
   });
   await recordAudit(pool(), workspaceActor(principal), {
     action: 'job.rerun',

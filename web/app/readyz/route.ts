@@ -1,5 +1,6 @@
 import { bearerOperatorKey } from '@quire/core/operatorKeys';
 import { operationsFigures } from '@quire/db/console';
+import { checkInstallationKey, installationKeyHeld } from '@quire/db/installationKey';
 import { authenticateOperatorKey } from '@quire/db/operatorKeys';
 import { pingDatabase } from '@quire/db/pool';
 import { getProviderStates } from '@quire/db/providerState';
@@ -39,22 +40,32 @@ async function operatorDetail(request: Request | undefined) {
   };
 }
 
-/** Readiness: Postgres and Temporal both answer; 503 names the part that does not. */
+/**
+ * Readiness: Postgres and Temporal both answer, and this process holds the installation's
+ * secret key (D1); 503 names the part that does not.
+ */
 export async function GET(request?: Request) {
-  const [postgres, temporalStatus] = await Promise.all([
+  const [postgres, temporalStatus, secretKey] = await Promise.all([
     check(() => pingDatabase(pool())),
     check(async () => {
       const client = await temporal();
       await client.workflowService.describeNamespace({ namespace: config().TEMPORAL_NAMESPACE });
     }),
+    check(async () => {
+      const keys = config().QUIRE_SECRET_KEYS;
+      let held = await installationKeyHeld(pool(), keys);
+      // The first process to ask records its key, as a process start does.
+      if (held === null) held = (await checkInstallationKey(pool(), keys)).ok;
+      if (!held) throw new Error("QUIRE_SECRET_KEY is not the installation's key");
+    }),
   ]);
-  const ready = postgres === 'ok' && temporalStatus === 'ok';
+  const ready = postgres === 'ok' && temporalStatus === 'ok' && secretKey === 'ok';
   const detail =
     postgres === 'ok' ? await operatorDetail(request).catch(() => undefined) : undefined;
   return Response.json(
     {
       status: ready ? 'ready' : 'unavailable',
-      checks: { postgres, temporal: temporalStatus },
+      checks: { postgres, temporal: temporalStatus, secretKey },
       ...(detail ? { detail } : {}),
     },
     { status: ready ? 200 : 503 },

@@ -2,11 +2,12 @@
 import { isOperatorKeyShape } from '@quire/core/operatorKeys';
 import { authenticateOperatorKey } from '@quire/db/operatorKeys';
 import { authenticateApiKey } from '@quire/db/workspaces';
-import { pool } from '@quire/web/lib/server';
+import { config, pool } from '@quire/web/lib/server';
 import {
   operatorSessionValue,
   SESSION_COOKIE,
   sessionCookieOptions,
+  sessionCookieSecure,
   sessionValue,
 } from '@quire/web/lib/session';
 import { cookies, headers } from 'next/headers';
@@ -27,7 +28,7 @@ export async function signIn(_previous: SignInState, form: FormData): Promise<Si
     (await cookies()).set(
       SESSION_COOKIE,
       operatorSessionValue(operator),
-      sessionCookieOptions(proto === 'https'),
+      sessionCookieOptions(sessionCookieSecure(config().QUIRE_PUBLIC_URL, proto)),
     );
     redirect('/operator');
   }
@@ -36,7 +37,7 @@ export async function signIn(_previous: SignInState, form: FormData): Promise<Si
   (await cookies()).set(
     SESSION_COOKIE,
     sessionValue(principal),
-    sessionCookieOptions(proto === 'https'),
+    sessionCookieOptions(sessionCookieSecure(config().QUIRE_PUBLIC_URL, proto)),
   );
   redirect('/jobs');
 }

@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import type { Pool } from '../../db/pool';
+
+/** CPU seconds of a process from /proc: its own, and that of its waited-for children. */
+export interface CpuSample {
+  self: number;
+  children: number;
+}
+
+const TICKS_PER_SECOND = 100;
+
+export function cpuOf(pid: number): CpuSample {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): state is field 3.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
+    return {
+      self: (utime! + stime!) / TICKS_PER_SECOND,
+      children: (cutime! + cstime!) / TICKS_PER_SECOND,
+    };
+  } catch {
+    return { self: 0, children: 0 };
+  }
+}
+
+/**
+ * CPU seconds of every PostgreSQL backend serving this database, by pid (same host). A
+ * backend that exits between two samples is lost, so the figure is a lower bound.
+ */
+export async function postgresBackendCpu(pool: Pool): Promise<Map<number, number>> {
+  const { rows } = await pool.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+  );
+  return new Map(rows.map((r) => [r.pid, cpuOf(r.pid).self]));
+}

@@ -1,0 +1,418 @@
+/**
+ * bench/ocr (P4): OCR at the engine's speed, measured in one process tree and one run.
+ *
+ * 1. The limit: the bare `tesseract` CLI over N copies of the real fixture scan, one process
+ *    per core at a time (`OMP_THREAD_LIMIT=1`), same model data as Quire (the npm package's
+ *    best_int English model).
+ * 2. Quire end to end with the worker's defaults (engine `auto`, QUIRE_ENGINE_THREADS = cores,
+ *    WORKER_CONCURRENCY from them): one multipart upload of the same N files, timed to the
+ *    last committed revision.
+ * Prints pages/s of both and their ratio, the CER between Quire's committed text (and its raw
+ * recognized lines) and the bare CLI's text of the same page, and the CPU seconds per page of
+ * every process (worker, its engine children, upload server, Temporal, the PostgreSQL
+ * backends of this database), orchestration being all of it minus the engine's. Then the
+ * real Fraktur lines with `frk`: tesseract.js line by line (before) and the native engine
+ * reading each as a page (after), CER against their ground truth.
+ * Env: BENCH_PAGES (40), BENCH_RUNS (3).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { segmentsOf } from '../../core/annotation';
+import type { CallContext } from '../../core/provider';
+import { characterErrors, corpusErrorRate, type ErrorCount } from '../../core/textMetrics';
+import { getPage } from '../../db/pages';
+import { offlinePolish } from '../../providers/polish';
+import { bundledLanguageDir, TesseractProvider } from '../../providers/tesseract';
+import { NativeTesseractProvider } from '../../providers/tesseractNative';
+import {
+  frakturLines,
+  MANIFESTO_PAGE,
+  makeTempDir,
+  REPO_ROOT,
+  removeDir,
+} from '../../test/support/fixtures';
+import { median, round, startBenchStack } from '../lib/stack';
+import { type CpuSample, cpuOf, postgresBackendCpu } from './cpu';
+
+const PAGES = Math.max(1, Number(process.env.BENCH_PAGES ?? 40));
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
+const CORES = os.availableParallelism();
+const FRAKTUR_DATA = '/usr/share/tesseract-ocr/5/tessdata';
+
+const dir = await makeTempDir('quire-bench-ocr-');
+const copies: string[] = [];
+for (let i = 0; i < PAGES; i++) {
+  const copy = path.join(dir, `page-${String(i).padStart(3, '0')}.png`);
+  await copyFile(MANIFESTO_PAGE, copy);
+  copies.push(copy);
+}
+const modelDir = path.join(dir, 'model');
+await mkdir(modelDir);
+await writeFile(
+  path.join(modelDir, 'eng.traineddata'),
+  gunzipSync(await readFile(path.join(bundledLanguageDir(), 'eng.traineddata.gz'))),
+);
+const loadBefore = os.loadavg();
+
+/** The limit: the bare CLI over every copy, CORES processes at a time. */
+async function bareRun(): Promise<{ seconds: number; cpuSeconds: number; texts: string[] }> {
+  const texts: string[] = new Array(PAGES);
+  const before = cpuOf(process.pid);
+  const started = performance.now();
+  let next = 0;
+  const lane = async () => {
+    while (next < PAGES) {
+      const i = next++;
+      texts[i] = await runCli(copies[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: CORES }, lane));
+  const seconds = (performance.now() - started) / 1000;
+  const after = cpuOf(process.pid);
+  return { seconds, cpuSeconds: after.children - before.children, texts };
+}
+
+function runCli(image: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'tesseract',
+      [image, 'stdout', '--tessdata-dir', modelDir, '-l', 'eng', '--oem', '1', '--psm', '3'],
+      {
+        env: { OMP_THREAD_LIMIT: '1' } as unknown as NodeJS.ProcessEnv,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
+    const out: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(Buffer.concat(out).toString('utf8'))
+        : reject(new Error(`tesseract ${code}`)),
+    );
+  });
+}
+
+// --- Quire: a private stack, the worker and the upload server as separate processes.
+const stack = await startBenchStack(5);
+const blobDir = path.join(dir, 'blobs');
+const env = {
+  ...process.env,
+  DATABASE_URL: stack.databaseUrl,
+  TEMPORAL_ADDRESS: stack.temporalAddress,
+  QUIRE_SECRET_KEY: 'b'.repeat(64),
+  QUIRE_BLOB_DIR: blobDir,
+  QUIRE_HEALTH_FILE: path.join(dir, 'health.json'),
+  QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
+  LOG_LEVEL: 'warn',
+};
+// npm start's defaults: nothing about engines or concurrency is set.
+for (const key of [
+  'WORKER_CONCURRENCY',
+  'QUIRE_ENGINE_THREADS',
+  'QUIRE_TESSERACT_ENGINE',
+  'QUIRE_DEFAULT_PROVIDER',
+]) {
+  delete (env as Record<string, string | undefined>)[key];
+}
+
+function startProcess(
+  args: string[],
+  ready: RegExp,
+): Promise<{ child: ChildProcess; line: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      const match = ready.exec(output);
+      if (match) resolve({ child, line: match[0] });
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) =>
+      reject(new Error(`${args[0]} exited ${code}: ${output.slice(-2000)}`)),
+    );
+  });
+}
+
+const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+  cwd: REPO_ROOT,
+  env,
+  stdio: 'ignore',
+});
+const upload = await startProcess(['bench/ocr/ingestServer.ts'], /LISTENING (\d+)/);
+const port = Number(/LISTENING (\d+)/.exec(upload.line)![1]);
+const workspace = (
+  await stack.pool.query(`INSERT INTO workspaces (name) VALUES ('bench-ocr') RETURNING id`)
+).rows[0].id as number;
+for (let waited = 0; ; waited += 200) {
+  if (await readFile(env.QUIRE_HEALTH_FILE!).catch(() => null)) break;
+  if (waited > 180_000) throw new Error('the worker did not become healthy');
+  await new Promise((r) => setTimeout(r, 200));
+}
+
+/** Idle CPU per second of each process (pollers, relays, timers), measured before any upload. */
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
+let idleRate: Record<string, number> = {};
+
+interface ProcessCpu {
+  worker: CpuSample;
+  upload: CpuSample;
+  temporal: CpuSample;
+  postgres: Map<number, number>;
+}
+
+async function sampleCpu(): Promise<ProcessCpu> {
+  return {
+    worker: cpuOf(worker.pid!),
+    upload: cpuOf(upload.child.pid!),
+    temporal: cpuOf(stack.temporalPid!),
+    postgres: await postgresBackendCpu(stack.pool),
+  };
+}
+
+function pgDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, seconds] of after) sum += seconds - (before.get(pid) ?? 0);
+  return sum;
+}
+
+async function quireRun(bare: string[]) {
+  const form = new FormData();
+  for (const copy of copies) {
+    form.append(
+      'files[]',
+      new Blob([await readFile(copy)], { type: 'image/png' }),
+      path.basename(copy),
+    );
+  }
+  const before = await sampleCpu();
+  const started = Date.now();
+  const response = await fetch(`http://127.0.0.1:${port}/ws/${workspace}/batches`, {
+    method: 'POST',
+    body: form,
+  });
+  if (response.status !== 201)
+    throw new Error(`upload failed: ${response.status} ${await response.text()}`);
+  const { batchId, pages } = (await response.json()) as {
+    batchId: string;
+    pages: Array<{ pageId: number }>;
+  };
+  const uploadedMs = Date.now() - started;
+  for (;;) {
+    const { rows } = await stack.pool.query(
+      `SELECT count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS active FROM transcription_jobs WHERE batch_id = $1`,
+      [batchId],
+    );
+    if (rows[0].active === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const after = await sampleCpu();
+  const { rows: jobs } = await stack.pool.query(
+    `SELECT j.id, j.status, j.page_id, extract(epoch FROM j.created_at) * 1000 AS created,
+            extract(epoch FROM j.ended_at) * 1000 AS ended,
+            extract(epoch FROM a.started_at) * 1000 AS claimed,
+            (SELECT extract(epoch FROM c.created_at) * 1000 FROM job_checkpoints c
+              WHERE c.job_id = j.id AND c.stage = 'segment') AS read
+       FROM transcription_jobs j
+       LEFT JOIN transcription_job_attempts a ON a.job_id = j.id AND a.attempt_number = 1
+      WHERE j.batch_id = $1`,
+    [batchId],
+  );
+  const lastCommit = Math.max(...jobs.map((j) => Number(j.ended)));
+  const seconds = (lastCommit - started) / 1000;
+  // CER: committed text (polished) and raw recognized lines, against the bare CLI's text.
+  const committed: ErrorCount[] = [];
+  const raw: ErrorCount[] = [];
+  const polishedBare: ErrorCount[] = [];
+  for (const [i, { pageId }] of pages.entries()) {
+    const page = await getPage(stack.pool, workspace, pageId);
+    const text = segmentsOf(page!.annotationPage)
+      .map((s) => s.text)
+      .join('\n');
+    committed.push(characterErrors(bare[i]!, text));
+    // The same offline polish over the bare CLI's lines: what Quire commits by design (it
+    // joins words hyphenated across lines), so any difference left is the pipeline's.
+    const bareLines = bare[i]!.split('\n').filter((l) => l.trim() !== '');
+    const polished = await offlinePolish(
+      bareLines.join('\n'),
+      'image',
+      new AbortController().signal,
+    );
+    polishedBare.push(characterErrors(polished.text, text));
+    const job = jobs.find((j) => Number(j.page_id) === pageId);
+    const { rows: lines } = await stack.pool.query(
+      `SELECT payload->>'text' AS text FROM job_checkpoints WHERE job_id = $1 AND stage = 'recognize' ORDER BY seq`,
+      [job?.id],
+    );
+    raw.push(characterErrors(bare[i]!, lines.map((l) => l.text).join('\n')));
+  }
+  const engine = after.worker.children - before.worker.children;
+  const perProcess = {
+    workerEngineChildren: engine,
+    worker: after.worker.self - before.worker.self,
+    upload: after.upload.self - before.upload.self,
+    temporal: after.temporal.self - before.temporal.self,
+    postgresBackends: pgDelta(before.postgres, after.postgres),
+  };
+  const orchestration =
+    perProcess.worker + perProcess.upload + perProcess.temporal + perProcess.postgresBackends;
+  // What the pages cost beyond what the same processes burn idle for as long (pollers,
+  // relays): on a loaded machine a run lasts long and the idle share grows with it.
+  const measuredSeconds = (Date.now() - started) / 1000;
+  const idle = Object.values(idleRate).reduce((a, b) => a + b, 0) * measuredSeconds;
+  const stage = (pick: (j: (typeof jobs)[number]) => number) =>
+    round(median(jobs.map(pick)) / 1000, 2);
+  return {
+    seconds,
+    completed: jobs.filter((j) => j.status === 'completed').length,
+    uploadSeconds: uploadedMs / 1000,
+    committedCer: corpusErrorRate(committed),
+    rawCer: corpusErrorRate(raw),
+    polishedBareCer: corpusErrorRate(polishedBare),
+    perProcessCpuSeconds: perProcess,
+    orchestrationCpuSecondsPerPage: orchestration / PAGES,
+    orchestrationBeyondIdleCpuSecondsPerPage: Math.max(0, orchestration - idle) / PAGES,
+    engineCpuSecondsPerPage: engine / PAGES,
+    stagesMedianSeconds: {
+      uploadToClaim: stage((j) => Number(j.claimed) - started),
+      claimToRead: stage((j) => Number(j.read) - Number(j.claimed)),
+      readToCommit: stage((j) => Number(j.ended) - Number(j.read)),
+    },
+  };
+}
+
+{
+  const before = await sampleCpu();
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  const after = await sampleCpu();
+  idleRate = {
+    worker: (after.worker.self - before.worker.self) / IDLE_SECONDS,
+    upload: (after.upload.self - before.upload.self) / IDLE_SECONDS,
+    temporal: (after.temporal.self - before.temporal.self) / IDLE_SECONDS,
+    postgresBackends: pgDelta(before.postgres, after.postgres) / IDLE_SECONDS,
+  };
+}
+
+const bareRuns: Array<Awaited<ReturnType<typeof bareRun>>> = [];
+const quireRuns: Array<Awaited<ReturnType<typeof quireRun>>> = [];
+for (let run = 0; run < RUNS; run++) {
+  const bare = await bareRun();
+  bareRuns.push(bare);
+  quireRuns.push(await quireRun(bare.texts));
+}
+worker.kill('SIGTERM');
+upload.child.kill('SIGTERM');
+await new Promise((r) => worker.once('exit', r));
+
+// --- Fraktur, before (tesseract.js, line by line) and after (native, each line image as a page).
+const ctx = (language: string): CallContext => ({
+  signal: new AbortController().signal,
+  language,
+  options: {},
+  callKey: 'bench',
+});
+const fraktur = await frakturLines();
+const before = new TesseractProvider({ tessdataDir: FRAKTUR_DATA });
+const after = new NativeTesseractProvider({ tessdataDir: FRAKTUR_DATA, threads: CORES });
+const whole = { box: { x: 0, y: 0, w: 1_000_000, h: 1_000_000 } };
+const beforeCounts: ErrorCount[] = [];
+let startedAt = performance.now();
+for (const line of fraktur) {
+  const { text } = await before.recognizeLine(
+    { path: line.image, mediaType: 'image/tiff' },
+    whole,
+    ctx('frk'),
+  );
+  beforeCounts.push(characterErrors(line.text, text));
+}
+const beforeSeconds = (performance.now() - startedAt) / 1000;
+startedAt = performance.now();
+const afterCounts = await Promise.all(
+  fraktur.map(async (line) => {
+    const read = await after.readPage({ path: line.image, mediaType: 'image/tiff' }, ctx('frk'));
+    return characterErrors(line.text, read.lines.map((l) => l.text).join(' '));
+  }),
+);
+const afterSeconds = (performance.now() - startedAt) / 1000;
+await before.close();
+await after.close();
+
+const barePps = median(bareRuns.map((r) => PAGES / r.seconds));
+const quirePps = median(quireRuns.map((r) => PAGES / r.seconds));
+const report = {
+  bench: 'ocr',
+  machine: { cores: CORES, loadAverageBefore: loadBefore, loadAverageAfter: os.loadavg() },
+  pages: PAGES,
+  runs: RUNS,
+  fixture: path.basename(MANIFESTO_PAGE),
+  targets: 'quire/bare >= 0.8 with CER <= 0.01; orchestration <= 0.1 CPU s/page',
+  bare: {
+    command: `tesseract <page> stdout -l eng --oem 1 --psm 3, ${CORES} at a time, OMP_THREAD_LIMIT=1, npm best_int model`,
+    pagesPerSecondMedian: round(barePps, 3),
+    cpuSecondsPerPageMedian: round(median(bareRuns.map((r) => r.cpuSeconds / PAGES)), 3),
+    runsSeconds: bareRuns.map((r) => round(r.seconds, 2)),
+  },
+  quire: {
+    pagesPerSecondMedian: round(quirePps, 3),
+    ratioToBareMedian: round(median(quireRuns.map((r, i) => bareRuns[i]!.seconds / r.seconds)), 3),
+    committedCerMedian: round(median(quireRuns.map((r) => r.committedCer)), 4),
+    rawLinesCerMedian: round(median(quireRuns.map((r) => r.rawCer)), 4),
+    committedVsPolishedBareCerMedian: round(median(quireRuns.map((r) => r.polishedBareCer)), 4),
+    orchestrationCpuSecondsPerPageMedian: round(
+      median(quireRuns.map((r) => r.orchestrationCpuSecondsPerPage)),
+      3,
+    ),
+    orchestrationBeyondIdleCpuSecondsPerPageMedian: round(
+      median(quireRuns.map((r) => r.orchestrationBeyondIdleCpuSecondsPerPage)),
+      3,
+    ),
+    idleCpuSecondsPerSecond: Object.fromEntries(
+      Object.entries(idleRate).map(([k, v]) => [k, round(v, 4)]),
+    ),
+    engineCpuSecondsPerPageMedian: round(
+      median(quireRuns.map((r) => r.engineCpuSecondsPerPage)),
+      3,
+    ),
+    runs: quireRuns.map((r) => ({
+      seconds: round(r.seconds, 2),
+      completed: r.completed,
+      uploadSeconds: round(r.uploadSeconds, 2),
+      committedCer: round(r.committedCer, 4),
+      rawCer: round(r.rawCer, 4),
+      cpuSecondsPerPage: Object.fromEntries(
+        Object.entries(r.perProcessCpuSeconds).map(([k, v]) => [k, round(v / PAGES, 3)]),
+      ),
+      stagesMedianSeconds: r.stagesMedianSeconds,
+    })),
+  },
+  frakturFrk: {
+    lines: fraktur.length,
+    before: {
+      engine: 'tesseract.js, line by line (PSM 7)',
+      cer: round(corpusErrorRate(beforeCounts), 4),
+      seconds: round(beforeSeconds, 2),
+    },
+    after: {
+      engine: `native tesseract, each line image read as a page (PSM 3), ${CORES} at a time`,
+      cer: round(corpusErrorRate(afterCounts), 4),
+      seconds: round(afterSeconds, 2),
+    },
+  },
+};
+process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+await writeFile(
+  path.join(REPO_ROOT, 'bench/ocr/last-run.json'),
+  `${JSON.stringify(report, null, 2)}\n`,
+);
+await stack.close();
+await removeDir(dir);
+process.exit(0);

@@ -1,0 +1,399 @@
+/**
+ * The native OCR engine (P3): Debian's `tesseract` binary (package `tesseract-ocr`), one
+ * process per page, each on one core (`OMP_THREAD_LIMIT=1`), at most `threads` at once (P2).
+ * It reads a whole page in one pass (P1) and reports every line's box, text and confidence from
+ * its TSV output.
+ *
+ * Model data is the same as tesseract.js': the English `4.0.0_best_int` model shipped by the
+ * npm package `@tesseract.js-data/eng`, decompressed once into a cache directory (the binary
+ * reads only uncompressed traineddata); other languages come from `QUIRE_TESSDATA_DIR`, e.g.
+ * Debian's `tesseract-ocr-frk` in `/usr/share/tesseract-ocr/5/tessdata`. The image goes in on
+ * stdin, so a file is never taken for the list of images tesseract also accepts.
+ *
+ * Lines of a page whose boxes already exist (a re-run on corrected boxes) are read one by one
+ * through tesseract.js with the same model data and the same slots: one process per line would
+ * load the model once per line.
+ */
+
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { accessSync, constants } from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { DEFAULT_PROGRAM_PATH } from '../core/config';
+import { ProviderError } from '../core/failures';
+import type { MediaKind } from '../core/media';
+import type {
+  AudioPoll,
+  CallContext,
+  CallCost,
+  EngineIdentity,
+  LineBox,
+  MediaInput,
+  PageReading,
+  ReadLine,
+  TranscriptionProvider,
+} from '../core/provider';
+import { EnginePool, type EnginePoolStats } from './enginePool';
+import { findProgram, tesseractLanguages, throwIfAborted } from './engineSupport';
+import { offlinePolish } from './polish';
+import {
+  BUNDLED_MODEL,
+  bundledLanguageDir,
+  clamp01,
+  isFile,
+  resolveTessdata,
+  TesseractProvider,
+} from './tesseract';
+
+export const TESSERACT_PROGRAM = 'tesseract';
+export const TESSERACT_PACKAGE = 'tesseract-ocr';
+
+export interface NativeTesseractOptions {
+  /** Directory of extra `<lang>.traineddata` files (config `QUIRE_TESSDATA_DIR`). */
+  tessdataDir?: string;
+  /** P2: tesseract processes that may run at once (config `QUIRE_ENGINE_THREADS`); default 1. */
+  threads?: number;
+  /** Where to look for the binary (config `PATH`). */
+  searchPath?: string;
+  /** Where the bundled English model is decompressed; default under the system temp directory. */
+  dataCacheDir?: string;
+  /** Longest a page may take before the call fails `timeout`; default 10 minutes. */
+  pageTimeoutMs?: number;
+}
+
+/** Whether the binary is on the search path: `auto` picks this engine when it is (P3). */
+export function nativeTesseractAvailable(searchPath?: string): boolean {
+  return findProgramSync(TESSERACT_PROGRAM, searchPath) !== undefined;
+}
+
+export class NativeTesseractProvider implements TranscriptionProvider {
+  readonly name = 'tesseract';
+  private readonly tessdataDir: string | undefined;
+  private readonly searchPath: string | undefined;
+  private readonly dataCacheDir: string;
+  private readonly pageTimeoutMs: number;
+  private readonly pool: EnginePool;
+  private readonly lines: TesseractProvider;
+  private readonly running = new Set<ChildProcess>();
+  private bundledDir: Promise<string> | undefined;
+  private version: string | undefined;
+
+  constructor(options: NativeTesseractOptions = {}) {
+    const dir = options.tessdataDir?.trim();
+    this.tessdataDir = dir ? path.resolve(dir) : undefined;
+    this.searchPath = options.searchPath;
+    this.dataCacheDir =
+      options.dataCacheDir ?? path.join(os.tmpdir(), `quire-tessdata-${BUNDLED_MODEL}`);
+    this.pageTimeoutMs = options.pageTimeoutMs ?? 600_000;
+    this.pool = new EnginePool(options.threads ?? 1);
+    this.lines = new TesseractProvider({ tessdataDir: this.tessdataDir, pool: this.pool });
+  }
+
+  identity(model?: string): EngineIdentity {
+    return {
+      engine: 'tesseract',
+      model: model ?? `tessdata-${BUNDLED_MODEL}`,
+      version: this.binaryVersion(),
+    };
+  }
+
+  /** P2: how many tesseract processes (and line readers) are busy and waited for. */
+  poolStats(): EnginePoolStats {
+    return this.pool.stats();
+  }
+
+  /** P1: one tesseract process reads the page (automatic layout, LSTM only). */
+  async readPage(image: MediaInput, ctx: CallContext): Promise<PageReading> {
+    const tsv = await this.recognizePage(image, ctx);
+    return { lines: parseTsvLines(tsv), cost: { units: 1, unit: 'page' } };
+  }
+
+  /** The page's lines without their text (the chat engine segments with this). */
+  async segmentPage(
+    image: MediaInput,
+    ctx: CallContext,
+  ): Promise<{ lines: LineBox[]; cost: CallCost }> {
+    const read = await this.readPage(image, ctx);
+    return {
+      lines: read.lines.map(({ box, confidence }) => ({ box, confidence })),
+      cost: read.cost,
+    };
+  }
+
+  /** A line of a page whose boxes exist: tesseract.js, same model data, same slots. */
+  recognizeLine(image: MediaInput, line: LineBox, ctx: CallContext) {
+    return this.lines.recognizeLine(image, line, ctx);
+  }
+
+  submitAudio(): Promise<{ engineJobId: string; cost: CallCost }> {
+    return Promise.reject(new ProviderError('invalid', 'tesseract reads images only, not audio'));
+  }
+
+  pollAudio(): Promise<AudioPoll> {
+    return Promise.reject(new ProviderError('invalid', 'tesseract reads images only, not audio'));
+  }
+
+  async deleteAudio(): Promise<void> {
+    // Nothing to delete: this engine never holds audio.
+  }
+
+  polish(
+    text: string,
+    kind: MediaKind,
+    ctx: CallContext,
+  ): Promise<{ text: string; cost: CallCost }> {
+    return offlinePolish(text, kind, ctx.signal);
+  }
+
+  /**
+   * At worker shutdown, after the drain: calls still waiting for a slot fail, processes still
+   * running are killed, the line reader's workers end. The provider may be used again.
+   */
+  async close(): Promise<void> {
+    this.pool.close(new ProviderError('internal', 'tesseract engine closed'));
+    const exits = [...this.running].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) resolve();
+          else child.once('close', () => resolve());
+          child.kill('SIGKILL');
+        }),
+    );
+    await Promise.all(exits);
+    await this.lines.close();
+    this.pool.reopen();
+  }
+
+  private binaryVersion(): string {
+    if (this.version) return this.version;
+    try {
+      const program = findProgramSync(TESSERACT_PROGRAM, this.searchPath);
+      if (!program) return 'unknown';
+      const out = execFileSync(program, ['--version'], { encoding: 'utf8', timeout: 10_000 });
+      this.version = /tesseract\s+(\S+)/.exec(out)?.[1] ?? 'unknown';
+      return this.version;
+    } catch {
+      return 'unknown';
+    }
+  }
+
+  private async recognizePage(image: MediaInput, ctx: CallContext): Promise<string> {
+    throwIfAborted(ctx.signal);
+    const program = await findProgram(TESSERACT_PROGRAM, this.searchPath);
+    if (!program) {
+      // The engine is missing on this machine until an operator installs it: `outage` pauses
+      // the queue instead of failing jobs, as for the speech engine's programs.
+      throw new ProviderError(
+        'outage',
+        `missing ${TESSERACT_PROGRAM} (Debian package ${TESSERACT_PACKAGE}): install with apt-get install ${TESSERACT_PACKAGE}`,
+      );
+    }
+    const languages = tesseractLanguages(ctx.language);
+    if (!languages) throw new ProviderError('invalid', 'unsupported language code for tesseract');
+    const source = await resolveTessdata(languages, this.tessdataDir);
+    const dataDir = source.gzip ? await this.bundledData() : source.langPath;
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(image.path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'EIO';
+      throw new ProviderError('internal', `image file could not be read (${code})`);
+    }
+    const args = [
+      'stdin',
+      'stdout',
+      '--tessdata-dir',
+      dataDir,
+      '-l',
+      languages.join('+'),
+      '--oem',
+      '1',
+      '--psm',
+      '3',
+      '-c',
+      'tessedit_create_tsv=1',
+      '-c',
+      'tessedit_create_txt=0',
+    ];
+    const result = await this.pool.run(ctx.signal, () =>
+      this.runTesseract(program, args, bytes, ctx.signal),
+    );
+    if (result.code !== 0) {
+      if (/pixRead|cannot be read|Unsupported image|Error in fopen/i.test(result.stderr)) {
+        throw new ProviderError(
+          'image',
+          `unreadable or unsupported image (${image.mediaType || 'unknown type'})`,
+        );
+      }
+      if (/Failed loading language|Could not initialize/i.test(result.stderr)) {
+        throw new ProviderError(
+          'invalid',
+          `tesseract could not load language data for ${languages.join('+')}`,
+        );
+      }
+      throw new ProviderError('internal', `tesseract exited with ${result.code ?? result.signal}`);
+    }
+    return result.stdout;
+  }
+
+  /** Runs one tesseract process on one core, the image on stdin; killed when the call aborts. */
+  private runTesseract(
+    program: string,
+    args: string[],
+    input: Buffer,
+    signal: AbortSignal,
+  ): Promise<{
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+  }> {
+    throwIfAborted(signal);
+    return new Promise((resolve, reject) => {
+      const child = spawn(program, args, {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        // One core per process: the pool gives each page its own, which beats threads within
+        // a page on a busy machine. No OMP or locale surprises from the caller's environment.
+        env: { OMP_THREAD_LIMIT: '1', LC_ALL: 'C' } as unknown as NodeJS.ProcessEnv,
+      });
+      this.running.add(child);
+      const stdout: Buffer[] = [];
+      let stderr = '';
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        child.kill('SIGKILL');
+      }, this.pageTimeoutMs);
+      timer.unref?.();
+      const onAbort = () => child.kill('SIGKILL');
+      signal.addEventListener('abort', onAbort, { once: true });
+      child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+      child.stderr.on('data', (chunk: Buffer) => {
+        if (stderr.length < 10_000) stderr += chunk.toString('utf8');
+      });
+      // A process that died early closes stdin under us: its exit status tells what happened.
+      child.stdin.on('error', () => {});
+      child.stdin.end(input);
+      child.on('error', (error) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.running.delete(child);
+        reject(new ProviderError('internal', `tesseract could not start (${error.name})`));
+      });
+      child.on('close', (code, killedBy) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.running.delete(child);
+        if (signal.aborted) {
+          reject(signal.reason ?? new Error('aborted'));
+          return;
+        }
+        if (timedOut) {
+          reject(new ProviderError('timeout', 'tesseract took too long on the page'));
+          return;
+        }
+        resolve({ code, signal: killedBy, stdout: Buffer.concat(stdout).toString('utf8'), stderr });
+      });
+    });
+  }
+
+  /** The bundled English model, decompressed once (written under a temporary name, then renamed). */
+  private bundledData(): Promise<string> {
+    this.bundledDir ??= (async () => {
+      const target = path.join(this.dataCacheDir, 'eng.traineddata');
+      if (!(await isFile(target))) {
+        await mkdir(this.dataCacheDir, { recursive: true });
+        const packed = await readFile(path.join(bundledLanguageDir(), 'eng.traineddata.gz'));
+        const temporary = `${target}.${randomUUID()}.tmp`;
+        await writeFile(temporary, gunzipSync(packed));
+        await rename(temporary, target);
+      }
+      return this.dataCacheDir;
+    })();
+    this.bundledDir.catch(() => {
+      this.bundledDir = undefined;
+    });
+    return this.bundledDir;
+  }
+}
+
+/**
+ * Lines from tesseract's TSV (level 4 = line with its box, level 5 = word with its confidence),
+ * in the engine's reading order. A line whose words are all blank is noise (a rule, a speck)
+ * and is left out, as the layout pass of tesseract.js leaves it out.
+ */
+export function parseTsvLines(tsv: string): ReadLine[] {
+  const lines: Array<{ line: ReadLine; words: string[]; confs: number[] }> = [];
+  const byKey = new Map<string, (typeof lines)[number]>();
+  for (const row of tsv.split('\n')) {
+    const cols = row.split('\t');
+    if (cols.length < 12) continue;
+    const level = Number(cols[0]);
+    const key = `${cols[1]}.${cols[2]}.${cols[3]}.${cols[4]}`;
+    const [left, top, width, height, conf] = [6, 7, 8, 9, 10].map((i) => Number(cols[i]));
+    if (level === 4) {
+      const entry = {
+        line: { box: { x: left!, y: top!, w: width!, h: height! }, text: '' },
+        words: [],
+        confs: [],
+      };
+      byKey.set(key, entry);
+      lines.push(entry);
+    } else if (level === 5) {
+      const entry = byKey.get(key);
+      const word = cols.slice(11).join('\t').trim();
+      if (!entry || word === '') continue;
+      entry.words.push(word);
+      if (Number.isFinite(conf) && conf! >= 0) entry.confs.push(conf!);
+    }
+  }
+  const out: ReadLine[] = [];
+  for (const { line, words, confs } of lines) {
+    if (words.length === 0 || line.box.w <= 0 || line.box.h <= 0) continue;
+    const mean = confs.length ? confs.reduce((a, b) => a + b, 0) / confs.length : 0;
+    out.push({ box: line.box, text: words.join(' '), confidence: clamp01(mean / 100) });
+  }
+  return out;
+}
+
+function findProgramSync(name: string, searchPath = DEFAULT_PROGRAM_PATH): string | undefined {
+  const dirs = searchPath.split(path.delimiter).filter(Boolean);
+  for (const dir of dirs) {
+    const candidate = path.join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+export type TesseractEngineChoice = 'auto' | 'native' | 'js';
+
+/**
+ * The `tesseract` provider of a worker (P3): the native binary when it is installed (or when
+ * asked for), tesseract.js otherwise; both with `threads` engines at once (P2).
+ */
+export function createTesseractEngine(options: {
+  engine: TesseractEngineChoice;
+  threads: number;
+  tessdataDir?: string;
+  searchPath?: string;
+}): NativeTesseractProvider | TesseractProvider {
+  const native =
+    options.engine === 'native' ||
+    (options.engine === 'auto' && nativeTesseractAvailable(options.searchPath));
+  if (native) {
+    return new NativeTesseractProvider({
+      tessdataDir: options.tessdataDir,
+      threads: options.threads,
+      searchPath: options.searchPath,
+    });
+  }
+  return new TesseractProvider({ tessdataDir: options.tessdataDir, threads: options.threads });
+}

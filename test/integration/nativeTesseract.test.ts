@@ -1,0 +1,233 @@
+import { execFile } from 'node:child_process';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ProviderError } from '../../core/failures';
+import type { CallContext } from '../../core/provider';
+import { characterErrors, corpusErrorRate } from '../../core/textMetrics';
+import { bundledLanguageDir, TesseractProvider } from '../../providers/tesseract';
+import {
+  createTesseractEngine,
+  NativeTesseractProvider,
+  parseTsvLines,
+} from '../../providers/tesseractNative';
+import {
+  frakturLines,
+  MANIFESTO_PAGE,
+  makeTempDir,
+  PAGE_LINES,
+  removeDir,
+  renderPage,
+} from '../support/fixtures';
+
+/**
+ * P3: the native engine is Debian's `tesseract` binary with the bundled best_int English
+ * model; it reads a page in one pass as the bare CLI does, and refuses cleanly without the
+ * binary. P2: its slots (and tesseract.js' workers) run pages side by side.
+ */
+const run = promisify(execFile);
+const FRAKTUR_DATA = '/usr/share/tesseract-ocr/5/tessdata';
+let dir: string;
+let modelDir: string;
+
+function ctx(language = 'en'): CallContext {
+  return { signal: new AbortController().signal, language, options: {}, callKey: 'native' };
+}
+
+beforeAll(async () => {
+  dir = await makeTempDir('quire-native-');
+  // The bare CLI gets the same model data as the provider: the npm package's, decompressed.
+  modelDir = path.join(dir, 'model');
+  await mkdir(modelDir);
+  const packed = await readFile(path.join(bundledLanguageDir(), 'eng.traineddata.gz'));
+  await writeFile(path.join(modelDir, 'eng.traineddata'), gunzipSync(packed));
+});
+
+afterAll(async () => {
+  await removeDir(dir);
+});
+
+/** What the bare CLI prints for the page, line by line, blank lines dropped. */
+async function bareCliLines(image: string): Promise<string[]> {
+  const { stdout } = await run(
+    'tesseract',
+    [image, 'stdout', '--tessdata-dir', modelDir, '-l', 'eng', '--oem', '1', '--psm', '3'],
+    { env: { OMP_THREAD_LIMIT: '1' } as unknown as NodeJS.ProcessEnv, maxBuffer: 10_000_000 },
+  );
+  return stdout
+    .split('\n')
+    .map((l) => l.replace(/\s+/g, ' ').trim())
+    .filter((l) => l !== '');
+}
+
+describe('native tesseract (P3)', () => {
+  it('P3 reads the title, byline and first paragraph of the real scan as the bare CLI reads them', async () => {
+    const provider = new NativeTesseractProvider({ dataCacheDir: path.join(dir, 'cache') });
+    try {
+      const [reading, bare] = await Promise.all([
+        provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx()),
+        bareCliLines(MANIFESTO_PAGE),
+      ]);
+      const texts = reading.lines.map((l) => l.text);
+      // Title (3 lines), a stray mark, byline, then the first paragraph (5 lines).
+      const firstParagraph = bare.findIndex((l) => l.startsWith('A SPECTRE'));
+      expect(firstParagraph).toBeGreaterThan(2);
+      const head = bare.slice(0, firstParagraph + 5);
+      expect(texts.slice(0, head.length)).toEqual(head);
+      expect(head.slice(0, 3)).toEqual(['MANIFESTO', 'OF THE', 'COMMUNIST PARTY']);
+      expect(head.join('\n')).toMatch(/KARL MARX .* FREDERICK ENGELS/);
+      expect(head.at(-1)).toMatch(/police-spies\.$/);
+      // The whole page agrees with the bare CLI, line for line.
+      expect(texts).toEqual(bare);
+      for (const line of reading.lines) {
+        expect(line.box.w).toBeGreaterThan(0);
+        expect(line.confidence).toBeGreaterThan(0);
+        expect(line.confidence).toBeLessThanOrEqual(1);
+      }
+      expect(provider.identity()).toMatchObject({
+        engine: 'tesseract',
+        model: 'tessdata-4.0.0_best_int',
+      });
+      expect(provider.identity().version).toMatch(/^\d+\.\d+/);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('P3 refuses cleanly when the binary is missing; auto falls back to tesseract.js', async () => {
+    const missing = new NativeTesseractProvider({ searchPath: path.join(dir, 'no-bin') });
+    const attempt = missing.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx());
+    await expect(attempt).rejects.toBeInstanceOf(ProviderError);
+    await expect(attempt).rejects.toMatchObject({
+      category: 'outage',
+      message: expect.stringMatching(/apt-get install tesseract-ocr/),
+    });
+    expect(missing.poolStats()).toMatchObject({ busy: 0, waiting: 0, peakBusy: 0 });
+    expect(
+      createTesseractEngine({ engine: 'auto', threads: 1, searchPath: path.join(dir, 'no-bin') }),
+    ).toBeInstanceOf(TesseractProvider);
+    expect(createTesseractEngine({ engine: 'auto', threads: 1 })).toBeInstanceOf(
+      NativeTesseractProvider,
+    );
+    expect(createTesseractEngine({ engine: 'js', threads: 1 })).toBeInstanceOf(TesseractProvider);
+  });
+
+  it('P3 Q3 an unreadable image fails image, a missing language invalid, a missing file internal', async () => {
+    const provider = new NativeTesseractProvider({ dataCacheDir: path.join(dir, 'cache') });
+    const junk = path.join(dir, 'junk.png');
+    await writeFile(junk, 'not an image at all');
+    await expect(
+      provider.readPage({ path: junk, mediaType: 'image/png' }, ctx()),
+    ).rejects.toMatchObject({ category: 'image' });
+    await expect(
+      provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx('frk')),
+    ).rejects.toMatchObject({ category: 'invalid' });
+    await expect(
+      provider.readPage({ path: path.join(dir, 'gone.png'), mediaType: 'image/png' }, ctx()),
+    ).rejects.toMatchObject({ category: 'internal' });
+  });
+
+  it('P3 reads Fraktur with the frk model from QUIRE_TESSDATA_DIR (Debian tesseract-ocr-frk)', async () => {
+    const provider = new NativeTesseractProvider({ tessdataDir: FRAKTUR_DATA });
+    try {
+      const counts = [];
+      for (const line of await frakturLines()) {
+        const { lines } = await provider.readPage(
+          { path: line.image, mediaType: 'image/tiff' },
+          ctx('frk'),
+        );
+        counts.push(characterErrors(line.text, lines.map((l) => l.text).join(' ')));
+      }
+      const cer = corpusErrorRate(counts);
+      console.info(JSON.stringify({ test: 'native-fraktur-frk', lines: counts.length, cer }));
+      expect(counts).toHaveLength(20);
+      expect(cer).toBeLessThan(0.12);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('P3 TSV lines: words joined, blank lines dropped, confidence the mean of the words', () => {
+    const tsv = [
+      'level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext',
+      '4\t1\t1\t1\t1\t0\t10\t20\t300\t40\t-1\t',
+      '5\t1\t1\t1\t1\t1\t10\t20\t100\t40\t90\tOld',
+      '5\t1\t1\t1\t1\t2\t120\t20\t190\t40\t70\tletters',
+      '4\t1\t1\t1\t2\t0\t10\t70\t300\t5\t-1\t',
+      '5\t1\t1\t1\t2\t1\t10\t70\t300\t5\t95\t ',
+    ].join('\n');
+    expect(parseTsvLines(tsv)).toEqual([
+      { box: { x: 10, y: 20, w: 300, h: 40 }, text: 'Old letters', confidence: 0.8 },
+    ]);
+  });
+});
+
+describe('engine slots (P2)', () => {
+  it('P2 two pages at once keep two native engine processes busy; one slot runs them in turn', async () => {
+    const two = new NativeTesseractProvider({ threads: 2, dataCacheDir: path.join(dir, 'cache') });
+    const one = new NativeTesseractProvider({ threads: 1, dataCacheDir: path.join(dir, 'cache') });
+    const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
+    try {
+      const busy: number[] = [];
+      const sampler = setInterval(() => busy.push(two.poolStats().busy), 20);
+      const [a, b] = await Promise.all([two.readPage(page, ctx()), two.readPage(page, ctx())]);
+      clearInterval(sampler);
+      expect(a.lines.map((l) => l.text)).toEqual(b.lines.map((l) => l.text));
+      expect(two.poolStats().peakBusy).toBe(2);
+      // Both were busy together for most of the run, not one after the other.
+      expect(busy.filter((n) => n === 2).length).toBeGreaterThan(busy.length / 2);
+
+      const waited: number[] = [];
+      const sampler1 = setInterval(() => waited.push(one.poolStats().waiting), 20);
+      await Promise.all([one.readPage(page, ctx()), one.readPage(page, ctx())]);
+      clearInterval(sampler1);
+      expect(one.poolStats().peakBusy).toBe(1);
+      expect(Math.max(...waited)).toBe(1);
+    } finally {
+      await Promise.all([two.close(), one.close()]);
+    }
+  });
+
+  it('P2 tesseract.js runs two pages on two engine workers at once', async () => {
+    const image = await renderPage(dir, 'page.png', PAGE_LINES);
+    const provider = new TesseractProvider({ threads: 2 });
+    try {
+      const page = { path: image, mediaType: 'image/png' };
+      const [a, b] = await Promise.all([
+        provider.readPage(page, ctx()),
+        provider.readPage(page, ctx()),
+      ]);
+      expect(a.lines).toHaveLength(PAGE_LINES.length);
+      expect(b.lines.map((l) => l.text)).toEqual(a.lines.map((l) => l.text));
+      expect(provider.poolStats().peakBusy).toBe(2);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('P2 close() ends running engine processes and fails the calls waiting for a slot', async () => {
+    const provider = new NativeTesseractProvider({
+      threads: 1,
+      dataCacheDir: path.join(dir, 'cache'),
+    });
+    const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
+    const first = provider.readPage(page, ctx()).catch((e: unknown) => e);
+    const second = provider.readPage(page, ctx()).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(provider.poolStats()).toMatchObject({ busy: 1, waiting: 1 });
+    await provider.close();
+    expect(await second).toMatchObject({ category: 'internal' });
+    expect(await first).toBeInstanceOf(ProviderError);
+    expect(provider.poolStats()).toMatchObject({ busy: 0, waiting: 0 });
+    const processes = await readdir('/proc');
+    const tesseracts = [];
+    for (const pid of processes.filter((p) => /^\d+$/.test(p))) {
+      const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      if (cmd.includes('tesseract\0stdin') && cmd.includes(path.join(dir, 'cache')))
+        tesseracts.push(pid);
+    }
+    expect(tesseracts).toEqual([]);
+  });
+});

@@ -1,0 +1,165 @@
+import type { Worker } from '@temporalio/worker';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { segmentsOf } from '../../core/annotation';
+import { auditInvariants } from '../../db/audit';
+import { getJob, listAttempts } from '../../db/jobs';
+import { getPage } from '../../db/pages';
+import { createProviderRegistry } from '../../providers/registry';
+import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
+import { CountingProvider } from '../support/countingProvider';
+import { createTestQuire, type TestQuire } from '../support/quire';
+
+/**
+ * P1: an engine that reads whole pages reads a fresh page once; its lines are saved with the
+ * segment checkpoint in one transaction; pages whose boxes exist are read line by line.
+ */
+const counting = new CountingProvider(new SimulatedProvider());
+let quire: TestQuire;
+let worker: Worker;
+let running: Promise<void>;
+let ws: number;
+
+beforeAll(async () => {
+  quire = await createTestQuire({}, createProviderRegistry([counting]));
+  ws = await quire.workspace();
+  worker = await quire.newWorker();
+  running = worker.run();
+});
+
+afterEach(async () => {
+  expect(await auditInvariants(quire.db.pool)).toEqual([]);
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await quire?.close();
+});
+
+async function run(pageId: number, simulated: SimulatedOptions) {
+  const job = await quire.client.startJob({ workspaceId: ws, pageId, options: { simulated } });
+  const outcome = await quire.temporal.workflow.getHandle(job.workflowId).result();
+  return { job, outcome };
+}
+
+function callsOf(jobId: string, op: string) {
+  return counting.calls.filter((c) => c.jobId === jobId && c.op === op);
+}
+
+async function pageTexts(pageId: number) {
+  const page = await getPage(quire.db.pool, ws, pageId);
+  return segmentsOf(page!.annotationPage).map((s) => s.text);
+}
+
+async function checkpointRows(jobId: string) {
+  const { rows } = await quire.db.pool.query(
+    `SELECT stage, seq, attempt_number, created_at FROM job_checkpoints WHERE job_id = $1 ORDER BY stage, seq`,
+    [jobId],
+  );
+  return rows as Array<{ stage: string; seq: number; attempt_number: number; created_at: Date }>;
+}
+
+describe('read once (P1)', () => {
+  it('P1 a fresh page is read in one engine pass: one page call, no segment or line calls', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(pageId, { lines: 6, readPages: true });
+    expect(outcome.status).toBe('completed');
+    expect(callsOf(job.jobId, 'read')).toHaveLength(1);
+    expect(callsOf(job.jobId, 'segment')).toHaveLength(0);
+    expect(callsOf(job.jobId, 'recognize')).toHaveLength(0);
+    const texts = await pageTexts(pageId);
+    expect(texts).toHaveLength(6);
+    expect(texts[0]).toMatch(/^Line 1 .*\.$/);
+    const rows = await checkpointRows(job.jobId);
+    const lines = rows.filter((r) => r.stage !== 'polish');
+    expect(lines.map((r) => `${r.stage}${r.seq}`)).toEqual([
+      'recognize0',
+      'recognize1',
+      'recognize2',
+      'recognize3',
+      'recognize4',
+      'recognize5',
+      'segment0',
+    ]);
+    // One transaction: every row carries its transaction's start time.
+    expect(new Set(lines.map((r) => r.created_at.getTime())).size).toBe(1);
+    const row = await getJob(quire.db.pool, ws, job.jobId);
+    expect([row?.completedSegments, row?.failedSegments, row?.totalSegments]).toEqual([6, 0, 6]);
+  });
+
+  it('P1 a fresh page runs one activity task; claim and commit are local activities', async () => {
+    const pageId = await quire.page(ws);
+    const { job } = await run(pageId, { lines: 4, readPages: true });
+    const history = await quire.temporal.workflow.getHandle(job.workflowId).fetchHistory();
+    const scheduled = (history.events ?? []).flatMap((e) =>
+      e.activityTaskScheduledEventAttributes
+        ? [e.activityTaskScheduledEventAttributes.activityType?.name]
+        : [],
+    );
+    expect(scheduled).toEqual(['segmentPage']);
+    const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
+    // The patch marker, the claim and the commit.
+    expect(markers.length).toBe(3);
+  });
+
+  it('P1 a re-run on the existing boxes reads line by line, no page call', async () => {
+    const pageId = await quire.page(ws);
+    await run(pageId, { lines: 5, readPages: true });
+    const { job, outcome } = await run(pageId, { lines: 5, readPages: true, seed: 'second' });
+    expect(outcome.status).toBe('completed');
+    expect(callsOf(job.jobId, 'read')).toHaveLength(0);
+    expect(callsOf(job.jobId, 'segment')).toHaveLength(0);
+    expect(callsOf(job.jobId, 'recognize').map((c) => c.segment)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('J2 lines a one-pass read returns empty are failed lines; the others commit', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(pageId, {
+      lines: 5,
+      readPages: true,
+      faults: [{ op: 'recognize', category: 'timeout', segments: [1, 3] }],
+    });
+    expect(outcome.status).toBe('completed');
+    const row = await getJob(quire.db.pool, ws, job.jobId);
+    expect([row?.completedSegments, row?.failedSegments, row?.totalSegments]).toEqual([3, 2, 5]);
+    const texts = await pageTexts(pageId);
+    expect(texts).toHaveLength(5);
+    expect([texts[1], texts[3]]).toEqual(['', '']);
+    expect(texts[0]).toMatch(/^Line 1 /);
+    expect(callsOf(job.jobId, 'recognize')).toHaveLength(0);
+  });
+
+  it('T2 P1 a pass cut off by a pause saves no line; the next attempt reads the page again, once', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(pageId, {
+      lines: 4,
+      readPages: true,
+      faults: [{ op: 'read', category: 'outage', attempts: [1], retryAfterMs: 100 }],
+    });
+    expect(outcome.status).toBe('completed');
+    const attempts = await listAttempts(quire.db.pool, job.jobId);
+    expect(attempts.map((a) => [a.outcome, a.refunded])).toEqual([
+      ['retryable_failed', true],
+      ['completed', false],
+    ]);
+    expect(callsOf(job.jobId, 'read').map((c) => c.attempt)).toEqual([1, 2]);
+    // All or none: nothing of attempt 1 was saved.
+    const rows = await checkpointRows(job.jobId);
+    expect(rows.every((r) => r.attempt_number === 2)).toBe(true);
+    expect(rows.filter((r) => r.stage === 'recognize')).toHaveLength(4);
+  });
+
+  it('J3 P1 a page whose every line comes back empty fails without committing', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(pageId, {
+      lines: 3,
+      readPages: true,
+      faults: [{ op: 'recognize', category: 'timeout' }],
+    });
+    expect(outcome.status).toBe('failed');
+    expect(outcome.errorCategory).toBe('content');
+    const page = await getPage(quire.db.pool, ws, pageId);
+    expect(page?.revision).toBe(0);
+    expect(callsOf(job.jobId, 'read')).toHaveLength(1);
+  });
+});
