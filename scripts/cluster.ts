@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createPool } from '../db/pool';
-import { authenticateApiKey, createWorkspace } from '../db/workspaces';
 import { type Cluster, startCluster } from './lib/cluster';
+import { ensureDevWorkspace } from './lib/devWorkspace';
 
 /**
  * `npm run start:cluster` (D2): the production topology on this machine. Builds what is
@@ -117,19 +116,7 @@ for (const process of [
     log(`${process.name} exited (${signal ?? code}); see ${process.logFile}`);
 }
 
-const pool = createPool(running.databaseUrl, 2);
-const workspaceFile = join(dir, 'workspace.json');
-let workspace: { workspaceId: number; apiKey: string } | undefined;
-if (existsSync(workspaceFile)) {
-  const saved = JSON.parse(readFileSync(workspaceFile, 'utf8'));
-  if (await authenticateApiKey(pool, saved.apiKey)) workspace = saved;
-}
-if (!workspace) {
-  const created = await createWorkspace(pool, 'Development');
-  workspace = { workspaceId: created.workspace.id, apiKey: created.apiKey };
-  writeFileSync(workspaceFile, JSON.stringify(workspace), { mode: 0o600 });
-}
-await pool.end();
+const workspace = await ensureDevWorkspace(running.databaseUrl, join(dir, 'workspace.json'));
 
 const pids = Object.fromEntries(
   [running.temporal, running.objectServer, running.ui, ...running.workers, ...running.webs]

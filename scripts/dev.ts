@@ -1,11 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { configFiles, LOCAL_SECRET_KEY_FILE, parseConfig, requireSecretKeys } from '../core/config';
 import { ensureDatabase, migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
-import { authenticateApiKey, createWorkspace } from '../db/workspaces';
+import { ensureDevWorkspace } from './lib/devWorkspace';
 import { ensurePostgres } from './lib/postgres';
 import {
   type DevServer,
@@ -141,19 +140,7 @@ try {
   });
 }
 
-const pool = createPool(config.DATABASE_URL, 2);
-const workspaceFile = join(DATA, 'dev-workspace.json');
-let workspace: { workspaceId: number; apiKey: string } | undefined;
-if (existsSync(workspaceFile)) {
-  const saved = JSON.parse(readFileSync(workspaceFile, 'utf8'));
-  if (await authenticateApiKey(pool, saved.apiKey)) workspace = saved;
-}
-if (!workspace) {
-  const created = await createWorkspace(pool, 'Development');
-  workspace = { workspaceId: created.workspace.id, apiKey: created.apiKey };
-  writeFileSync(workspaceFile, JSON.stringify(workspace), { mode: 0o600 });
-}
-await pool.end();
+const workspace = await ensureDevWorkspace(config.DATABASE_URL, join(DATA, 'dev-workspace.json'));
 
 if (!hot) {
   const { built } = await ensureWebBuild(resolve('.'), '.next', log, join(DATA, 'next-build.log'));
