@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import { migrate } from '../../db/migrate';
@@ -38,7 +37,6 @@ export async function startBenchStack(poolSize = 20): Promise<BenchStack> {
   const server: DevServer = await startDevServer(
     findOrBuildTemporal(() => {}),
     {
-      port: await freePort(),
       headless: true,
       // The server's own log, when a run needs looking into.
       logFile: process.env.QUIRE_BENCH_TEMPORAL_LOG,
@@ -67,18 +65,6 @@ export async function startBenchStack(poolSize = 20): Promise<BenchStack> {
 }
 
 const silent = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -64,6 +64,23 @@ function goBinary(): string | undefined {
   return existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined;
 }
 
+/**
+ * `go install` into `gobin`, one build at a time per cache directory: processes that start
+ * together (test runs in two checkouts, `npm start` beside `npm test`) wait for the first
+ * build under an flock(1) lock and then find its binaries, instead of building them again.
+ */
+export function goInstall(go: string, packages: string[], gobin: string) {
+  mkdirSync(gobin, { recursive: true });
+  const env = { ...process.env, GOBIN: gobin, GOFLAGS: '-mod=mod' };
+  const stdio: ['ignore', 'inherit', 'inherit'] = ['ignore', 'inherit', 'inherit'];
+  const install = ['install', ...packages];
+  const flock = spawnSync('sh', ['-c', 'command -v flock'], { encoding: 'utf8' });
+  if (flock.status !== 0) return spawnSync(go, install, { env, stdio });
+  // Under the lock, a build that finished meanwhile leaves nothing to do but a quick relink
+  // check: `go install` reuses its build cache.
+  return spawnSync('flock', [join(gobin, '.build.lock'), go, ...install], { env, stdio });
+}
+
 /** The module's source directory in the Go module cache (after a build it is there). */
 function goModuleDir(go: string, modulePath: string, version: string): string {
   const found = spawnSync(go, ['mod', 'download', '-json', `${modulePath}@v${version}`], {
@@ -97,11 +114,7 @@ export function findOrBuild(
     );
   }
   log(`building ${spec.name} v${spec.version} with ${go} (once; a few minutes)...`);
-  mkdirSync(dir, { recursive: true });
-  const build = spawnSync(go, ['install', ...spec.packages], {
-    env: { ...process.env, GOBIN: dir, GOFLAGS: '-mod=mod' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const build = goInstall(go, spec.packages, dir);
   const missing = Object.values(paths).filter((p) => !existsSync(p));
   if (build.status !== 0 || missing.length > 0) {
     throw new Error(`building ${spec.name} failed (exit ${build.status}); see the output above`);

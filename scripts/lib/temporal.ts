@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Connection } from '@temporalio/client';
+import { goInstall } from './goBuilds';
 
 /**
  * Finds, builds and starts the Temporal CLI's dev server (`temporal server start-dev`).
@@ -64,14 +66,10 @@ export function findOrBuildTemporal(log: (line: string) => void = console.log): 
     );
   }
   log(`building the Temporal CLI v${TEMPORAL_CLI_VERSION} with ${go} (once; a few minutes)...`);
-  mkdirSync(temporalCacheDir(), { recursive: true });
-  const build = spawnSync(
+  const build = goInstall(
     go,
-    ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`],
-    {
-      env: { ...process.env, GOBIN: temporalCacheDir(), GOFLAGS: '-mod=mod' },
-      stdio: 'inherit',
-    },
+    [`github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`],
+    temporalCacheDir(),
   );
   if (build.status !== 0 || !existsSync(cached)) {
     throw new Error(
@@ -82,7 +80,8 @@ export function findOrBuildTemporal(log: (line: string) => void = console.log): 
 }
 
 export interface DevServerOptions {
-  port: number;
+  /** Omitted: a free loopback port, tried again with another when the server loses the race for it. */
+  port?: number;
   uiPort?: number;
   /** SQLite file; omitted means in memory. */
   dbFile?: string;
@@ -100,13 +99,45 @@ export async function startDevServer(
   binary: string,
   options: DevServerOptions,
 ): Promise<DevServer> {
+  if (options.port !== undefined) return startDevServerOn(binary, options.port, options);
+  // A port found free can be taken before the server binds it (tests and benchmarks start
+  // many processes at once): the server then exits at start, and another port is tried.
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startDevServerOn(binary, await freePort(), options);
+    } catch (error) {
+      if (!(error instanceof DevServerExited) || tries >= 3) throw error;
+    }
+  }
+}
+
+class DevServerExited extends Error {}
+
+/** A loopback port nothing listens on at the moment of asking. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function startDevServerOn(
+  binary: string,
+  port: number,
+  options: DevServerOptions,
+): Promise<DevServer> {
   const args = [
     'server',
     'start-dev',
     '--ip',
     '127.0.0.1',
     '--port',
-    String(options.port),
+    String(port),
     '--log-level',
     'warn',
   ];
@@ -129,12 +160,17 @@ export async function startDevServer(
     stdio = ['ignore', fd, fd];
   }
   const child = spawn(binary, args, { stdio, detached: false });
-  const address = `127.0.0.1:${options.port}`;
+  const address = `127.0.0.1:${port}`;
   let exited: number | null = null;
   child.on('exit', (code) => {
     exited = code ?? -1;
   });
-  await waitForTemporal(address, 90_000, () => exited);
+  try {
+    await waitForTemporal(address, 90_000, () => exited);
+  } catch (error) {
+    if (exited === null) child.kill('SIGKILL');
+    throw exited === null ? error : new DevServerExited((error as Error).message);
+  }
   return {
     address,
     process: child,

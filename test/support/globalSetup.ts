@@ -1,5 +1,4 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import { migrate } from '../../db/migrate';
@@ -35,7 +34,6 @@ export default async function setup() {
     const binary = findOrBuildTemporal();
     mkdirSync('.data', { recursive: true });
     server = await startDevServer(binary, {
-      port: await freePort(),
       headless: true,
       logFile: `.data/test-temporal-${process.pid}.log`,
     });
@@ -61,18 +59,6 @@ export default async function setup() {
       await cleanup.end();
     }
   };
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 const quietLogger = {

@@ -9,7 +9,7 @@ import {
   objectServerProcess,
 } from '../../scripts/lib/objectServer';
 import type { ManagedProcess } from '../../scripts/lib/processes';
-import { freePort } from './globalSetup';
+import { freePort } from '../../scripts/lib/temporal';
 
 /** A real S3-compatible server (versitygw, built once into ~/.cache/quire) on a free port. */
 export interface TestObjectServer {

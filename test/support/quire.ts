@@ -168,12 +168,19 @@ export async function untilStatus(
   timeoutMs = 90_000,
 ) {
   const { getJob } = await import('../../db/jobs');
-  return eventually(
-    async () => {
-      const job = await getJob(quire.db.pool, workspaceId, jobId);
-      return job?.status === status ? job : undefined;
-    },
-    timeoutMs,
-    200,
-  );
+  let seen = 'no such job';
+  try {
+    return await eventually(
+      async () => {
+        const job = await getJob(quire.db.pool, workspaceId, jobId);
+        if (job) seen = `${job.status}, stage ${job.stage}, attempt ${job.lastAttemptNumber}`;
+        return job?.status === status ? job : undefined;
+      },
+      timeoutMs,
+      200,
+    );
+  } catch (error) {
+    // Say where the job stood, so a timeout tells a stuck job from a wrongly ended one.
+    throw new Error(`job ${jobId} not ${status}, last seen ${seen}: ${(error as Error).message}`);
+  }
 }

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from './globalSetup';
+import { freePort } from '../../scripts/lib/temporal';
 
 /**
  * Real web processes for tests: `next build web` once per test process into a dist directory
