@@ -56,14 +56,26 @@ export const STAGE_MEMO_PATCH = 'quire-stage-memo';
 export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
 export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
 
-const KEY_FAULT_RETRY_MAX_MS = 10_000;
-
 /**
  * D1: a step whose attempt token no key of its worker opens ran on a process configured with
  * another key. That is the fleet's fault, not the attempt's: nothing is charged and the
- * attempt stays running; the same step runs again after a pause (1 s doubling to 10 s),
- * on whichever worker picks it up, until one holding the key does.
+ * attempt stays running; the same step runs again, on whichever worker picks it up, until
+ * one holding the key does. Which worker takes a task is the task queue's coin to toss, so
+ * the first tries come quickly (1 s apart: eight wrong tosses in a row are rare); a fault that
+ * outlasts them is a fleet with no worker holding the key, which waits longer between tries
+ * (doubling to 1 min) so that its history does not grow fast while an operator fixes it.
  */
+const KEY_FAULT_QUICK_TRIES = 8;
+const KEY_FAULT_RETRY_MAX_MS = 60_000;
+
+export function keyFaultPauseMs(faults: number): number {
+  if (faults < KEY_FAULT_QUICK_TRIES) return 1_000;
+  return Math.min(
+    KEY_FAULT_RETRY_MAX_MS,
+    1_000 * 2 ** Math.min(faults - KEY_FAULT_QUICK_TRIES + 1, 6),
+  );
+}
+
 function keyFaultTolerant<T extends object>(activities: T): T {
   return new Proxy(activities, {
     get(target, name) {
@@ -77,7 +89,7 @@ function keyFaultTolerant<T extends object>(activities: T): T {
             log.error('attempt token does not open on this worker: fleet key mismatch', {
               activity: String(name),
             });
-            await sleep(Math.min(KEY_FAULT_RETRY_MAX_MS, 1_000 * 2 ** Math.min(faults, 4)));
+            await sleep(keyFaultPauseMs(faults));
           }
         }
       };
