@@ -69,7 +69,10 @@ async function spawnReplicas(
   }
   const deadline = Date.now() + 120_000;
   while (!healthFiles.every((f) => existsSync(f))) {
-    if (Date.now() > deadline) throw new Error('worker replicas did not become healthy');
+    if (Date.now() > deadline) {
+      await stopReplicas(children);
+      throw new Error('worker replicas did not become healthy');
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
   return children;
@@ -80,6 +83,7 @@ async function stopReplicas(children: ChildProcess[]): Promise<void> {
     children.map(
       (child) =>
         new Promise((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve(undefined);
           child.once('exit', resolve);
           child.kill('SIGTERM');
         }),
@@ -105,6 +109,15 @@ async function oneRun(concurrency: number, run: number, pageCount = pages) {
     replicas,
     Math.ceil(concurrency / replicas),
   );
+  try {
+    return await measure(client, concurrency, pageCount);
+  } finally {
+    // A failed run leaves no worker process behind.
+    await stopReplicas(workers);
+  }
+}
+
+async function measure(client: QuireClient, concurrency: number, pageCount: number) {
   const pageIds: number[] = [];
   await withTransaction(stack.pool, async (tx) => {
     await ensureItem(tx, workspace, 'bench');
@@ -133,7 +146,6 @@ async function oneRun(concurrency: number, run: number, pageCount = pages) {
   );
   await Promise.all(jobs.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
   const seconds = (Date.now() - started) / 1000;
-  await stopReplicas(workers);
   const { rows } = await stack.pool.query(
     `SELECT j.status, extract(epoch FROM j.ended_at - j.created_at) AS queued_to_commit,
             extract(epoch FROM j.ended_at - a.started_at) AS claim_to_commit
@@ -162,49 +174,57 @@ async function oneRun(concurrency: number, run: number, pageCount = pages) {
   };
 }
 
-const results = [];
-for (const concurrency of concurrencies) {
-  const samples = [];
-  for (let run = 0; run < runs; run++) samples.push(await oneRun(concurrency, run));
-  results.push({
-    concurrency,
-    replicas: Math.ceil(concurrency / 16),
+try {
+  process.stdout.write(`${JSON.stringify(await benchmark(), null, 2)}\n`);
+} finally {
+  // Whatever happened, the run's Temporal dev server and database go with it.
+  await clientConnection.close();
+  await stack.close();
+}
+
+async function benchmark() {
+  const results = [];
+  for (const concurrency of concurrencies) {
+    const samples = [];
+    for (let run = 0; run < runs; run++) samples.push(await oneRun(concurrency, run));
+    results.push({
+      concurrency,
+      replicas: Math.ceil(concurrency / 16),
+      runs,
+      engineBoundSegmentsPerSecond: samples[0]!.limit,
+      segmentsPerSecondMedian: round(median(samples.map((s) => s.segmentsPerSecond)), 1),
+      ratioToEngineBoundMedian: round(median(samples.map((s) => s.ratio)), 3),
+      orchestrationOverheadSeconds: {
+        p50Median: round(median(samples.map((s) => s.overheadP50)), 3),
+        p95Median: round(median(samples.map((s) => s.overheadP95)), 3),
+      },
+      submitToCommitP50SecondsMedian: round(median(samples.map((s) => s.submitToCommitP50)), 2),
+      completedJobs: samples.map((s) => s.completed),
+    });
+  }
+  // Orchestration overhead without queueing: fewer pages than slots, so no job waits for one.
+  const probe: number[] = [];
+  for (let run = 0; run < runs; run++) {
+    const sample = await oneRun(32, 100 + run, 16);
+    probe.push(...sample.unqueuedOverhead);
+  }
+  const overheadWithoutQueueing = {
+    concurrency: 32,
+    pages: 16,
     runs,
-    engineBoundSegmentsPerSecond: samples[0]!.limit,
-    segmentsPerSecondMedian: round(median(samples.map((s) => s.segmentsPerSecond)), 1),
-    ratioToEngineBoundMedian: round(median(samples.map((s) => s.ratio)), 3),
-    orchestrationOverheadSeconds: {
-      p50Median: round(median(samples.map((s) => s.overheadP50)), 3),
-      p95Median: round(median(samples.map((s) => s.overheadP95)), 3),
-    },
-    submitToCommitP50SecondsMedian: round(median(samples.map((s) => s.submitToCommitP50)), 2),
-    completedJobs: samples.map((s) => s.completed),
-  });
+    p50Seconds: round(percentile(probe, 50), 3),
+    p95Seconds: round(percentile(probe, 95), 3),
+    engineSecondsPerJob: (lines * latencyMs) / 1000,
+  };
+  const report = {
+    bench: 'throughput',
+    pages,
+    lines,
+    latencyMs,
+    engineReads: readPages ? 'pages' : 'lines',
+    target: 'ratio >= 0.85 at concurrency 32; overhead without queueing p95 < 0.25 s',
+    results,
+    overheadWithoutQueueing,
+  };
+  return report;
 }
-// Orchestration overhead without queueing: fewer pages than slots, so no job waits for one.
-const probe: number[] = [];
-for (let run = 0; run < runs; run++) {
-  const sample = await oneRun(32, 100 + run, 16);
-  probe.push(...sample.unqueuedOverhead);
-}
-const overheadWithoutQueueing = {
-  concurrency: 32,
-  pages: 16,
-  runs,
-  p50Seconds: round(percentile(probe, 50), 3),
-  p95Seconds: round(percentile(probe, 95), 3),
-  engineSecondsPerJob: (lines * latencyMs) / 1000,
-};
-const report = {
-  bench: 'throughput',
-  pages,
-  lines,
-  latencyMs,
-  engineReads: readPages ? 'pages' : 'lines',
-  target: 'ratio >= 0.85 at concurrency 32; overhead without queueing p95 < 0.25 s',
-  results,
-  overheadWithoutQueueing,
-};
-process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-await clientConnection.close();
-await stack.close();
