@@ -77,6 +77,15 @@ const schema = z.object({
   DATABASE_POOL_SIZE: intFrom(1, 100, 10),
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
+  // D2: a Temporal deployment beyond the loopback (Temporal Cloud, a self-hosted cluster with
+  // mTLS), under the names Temporal's own clients read. An API key implies TLS; never logged.
+  TEMPORAL_API_KEY: trimmedOptional,
+  /** `true`: TLS with the system's roots; unset: TLS when any setting below or an API key is set. */
+  TEMPORAL_TLS: z.enum(['true', 'false']).optional(),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: trimmedOptional,
+  TEMPORAL_TLS_CLIENT_KEY_PATH: trimmedOptional,
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: trimmedOptional,
+  TEMPORAL_TLS_SERVER_NAME: trimmedOptional,
   QUIRE_TASK_QUEUE: z.string().min(1).default('quire-transcription'),
   QUIRE_MAINTENANCE_TASK_QUEUE: z.string().min(1).default(MAINTENANCE_TASK_QUEUE),
   QUIRE_TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
@@ -329,6 +338,13 @@ export function parseConfig(
   if (Boolean(config.QUIRE_S3_ACCESS_KEY_ID) !== Boolean(config.QUIRE_S3_SECRET_ACCESS_KEY)) {
     throw new ConfigError(
       'QUIRE_S3_ACCESS_KEY_ID and QUIRE_S3_SECRET_ACCESS_KEY are set together or not at all',
+    );
+  }
+  if (
+    Boolean(config.TEMPORAL_TLS_CLIENT_CERT_PATH) !== Boolean(config.TEMPORAL_TLS_CLIENT_KEY_PATH)
+  ) {
+    throw new ConfigError(
+      'TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH are set together or not at all',
     );
   }
   if (config.QUIRE_RETRY_MAX_MS < config.QUIRE_RETRY_INITIAL_MS) {

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../client';
 import { loadConfig, type QuireConfig, requireSecretKeys } from '../core/config';
+import { temporalConnectionOptions } from '../core/temporalConnection';
 import { auditInvariants } from '../db/audit';
 import { CLI_ACTOR, listAudit } from '../db/auditLog';
 import { createJobStore } from '../db/jobStore';
@@ -62,7 +63,7 @@ async function withQuireClient<T>(
   work: (client: QuireClient) => Promise<T>,
 ): Promise<T> {
   const connection = await Connection.connect({
-    address: config.TEMPORAL_ADDRESS,
+    ...temporalConnectionOptions(config),
     connectTimeout: 5_000,
   });
   try {

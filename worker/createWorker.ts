@@ -9,6 +9,7 @@ import { localPathWhenAvailable } from '../blobs/available';
 import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
 import type { Logger } from '../core/logger';
+import { temporalConnectionOptions } from '../core/temporalConnection';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
 import { createEngines } from '../providers/catalogue';
@@ -146,6 +147,6 @@ export function createQuireClient(
 }
 
 export async function connectTemporalClient(config: QuireConfig): Promise<Client> {
-  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const connection = await Connection.connect(temporalConnectionOptions(config));
   return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 }

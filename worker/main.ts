@@ -3,6 +3,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createBlobStore } from '../blobs/fromConfig';
 import { loadConfig, requireSecretKeys } from '../core/config';
 import { redactError } from '../core/redact';
+import { temporalConnectionOptions } from '../core/temporalConnection';
 import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
@@ -62,7 +63,7 @@ async function main(): Promise<number> {
     },
     'secret key matches the installation',
   );
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   const temporal = await connectTemporalClient(config);
   // The offline engines are the defaults (Q2); the simulated one serves fault injection;
   // remote engines are registered when configured (QUIRE_OPENAI_BASE_URL, ...).

@@ -2,6 +2,7 @@ import 'server-only';
 import { QuireClient } from '@quire/client';
 import { loadConfig, type QuireConfig } from '@quire/core/config';
 import { DomainError } from '@quire/core/errors';
+import { temporalConnectionOptions } from '@quire/core/temporalConnection';
 import { createJobStore } from '@quire/db/jobStore';
 import { createPool, type Pool } from '@quire/db/pool';
 import { Client, Connection } from '@temporalio/client';
@@ -38,7 +39,7 @@ export function pool(): Pool {
 
 export function temporal(): Promise<Client> {
   globals.quireTemporal ??= Connection.connect({
-    address: config().TEMPORAL_ADDRESS,
+    ...temporalConnectionOptions(config()),
     connectTimeout: 5_000,
   })
     .then((connection) => new Client({ connection, namespace: config().TEMPORAL_NAMESPACE }))

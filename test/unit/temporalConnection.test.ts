@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { type ConfigFiles, parseConfig } from '../../core/config';
+import { temporalConnectionOptions } from '../../core/temporalConnection';
+
+const KEY = 'k'.repeat(64);
+const files: ConfigFiles = {
+  readFile: (path) => (path.startsWith('/certs/') ? `PEM of ${path}` : undefined),
+};
+const options = (env: Record<string, string>) =>
+  temporalConnectionOptions(parseConfig({ QUIRE_SECRET_KEY: KEY, ...env }), files);
+
+describe('how Quire connects to Temporal (D2)', () => {
+  it('D2 with nothing set: the address alone, no TLS, no API key', () => {
+    expect(options({ TEMPORAL_ADDRESS: 'temporal:7233' })).toEqual({ address: 'temporal:7233' });
+  });
+
+  it('D2 an API key implies TLS with the system roots, as Temporal Cloud needs', () => {
+    expect(options({ TEMPORAL_API_KEY: ' tk_abc ' })).toEqual({
+      address: '127.0.0.1:7233',
+      tls: {},
+      apiKey: 'tk_abc',
+    });
+    expect(options({ TEMPORAL_TLS: 'true' }).tls).toEqual({});
+  });
+
+  it('D2 mTLS: the client pair, the server CA and the server name are read from their files', () => {
+    const tls = options({
+      TEMPORAL_TLS_CLIENT_CERT_PATH: '/certs/client.pem',
+      TEMPORAL_TLS_CLIENT_KEY_PATH: '/certs/client.key',
+      TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/certs/ca.pem',
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+    }).tls;
+    expect(tls?.serverNameOverride).toBe('temporal.internal');
+    expect(Buffer.from(tls?.serverRootCACertificate ?? []).toString()).toBe('PEM of /certs/ca.pem');
+    expect(Buffer.from(tls?.clientCertPair?.crt ?? []).toString()).toBe('PEM of /certs/client.pem');
+    expect(Buffer.from(tls?.clientCertPair?.key ?? []).toString()).toBe('PEM of /certs/client.key');
+  });
+
+  it('D2 a certificate without its key, an unreadable file, or TLS switched off against TLS settings is refused, naming the variable', () => {
+    expect(() => options({ TEMPORAL_TLS_CLIENT_CERT_PATH: '/certs/client.pem' })).toThrow(
+      /TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH are set together/,
+    );
+    expect(() => options({ TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/elsewhere/ca.pem' })).toThrow(
+      'TEMPORAL_TLS_SERVER_CA_CERT_PATH: cannot read /elsewhere/ca.pem',
+    );
+    expect(() =>
+      options({ TEMPORAL_TLS: 'false', TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/certs/ca.pem' }),
+    ).toThrow(/TEMPORAL_TLS=false contradicts/);
+    expect(() => options({ TEMPORAL_TLS: 'yes' })).toThrow(/TEMPORAL_TLS/);
+  });
+});
