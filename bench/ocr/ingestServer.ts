@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import { Readable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import { createLocalBlobStore } from '../../blobs';
 import { QuireClient } from '../../client';
@@ -8,12 +6,13 @@ import { providersForWorkspace } from '../../core/jobOptions';
 import type { JobRecord } from '../../core/jobStore';
 import { pricesWith } from '../../core/pricing';
 import { enabledProviders } from '../../core/providerCatalogue';
+import { temporalConnectionOptions } from '../../core/temporalConnection';
 import { createJobStore } from '../../db/jobStore';
 import { providersEnabledFor } from '../../db/operatorControls';
 import { createPool } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
 import { recordJobsForIngest } from '../../ingest/jobs';
-import { httpErrorOf } from '../../web/lib/errors';
+import { serveIngest } from '../lib/ingestHttp';
 
 /**
  * The web's upload path for bench/ocr, without Next's router: `POST /ws/<id>/batches` runs
@@ -24,7 +23,7 @@ import { httpErrorOf } from '../../web/lib/errors';
 const config = loadConfig();
 const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
 const blobStore = createLocalBlobStore(config.QUIRE_BLOB_DIR);
-const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+const connection = await Connection.connect(temporalConnectionOptions(config));
 // As the web builds it (web/lib/server.ts): every catalogued provider is requestable.
 const client = QuireClient.fromConfig(
   config,
@@ -32,26 +31,9 @@ const client = QuireClient.fromConfig(
   createJobStore(pool),
 );
 
-const server = createServer(async (req, res) => {
-  const match = /^\/ws\/(\d+)\/batches$/.exec(req.url ?? '');
-  if (req.method !== 'POST' || !match) {
-    res.statusCode = 404;
-    res.end();
-    return;
-  }
-  const workspaceId = Number(match[1]);
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (typeof value === 'string') headers.set(name, value);
-  }
-  const request = new Request(`http://localhost${req.url}`, {
-    method: 'POST',
-    headers,
-    body: Readable.toWeb(req) as ReadableStream<Uint8Array>,
-    duplex: 'half',
-  } as RequestInit);
-  const records: JobRecord[] = [];
-  try {
+serveIngest({
+  async ingest(workspaceId, request) {
+    const records: JobRecord[] = [];
     const result = await ingestBatch(
       {
         pool,
@@ -73,17 +55,6 @@ const server = createServer(async (req, res) => {
       request,
     );
     await client.startRecordedJobs(records);
-    res.statusCode = 201;
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify(result));
-  } catch (error) {
-    const mapped = httpErrorOf(error);
-    res.statusCode = mapped?.status ?? 500;
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify(mapped?.body ?? { error: { code: 'internal' } }));
-  }
-});
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  process.stdout.write(`LISTENING ${typeof address === 'object' && address ? address.port : 0}\n`);
+    return result;
+  },
 });
