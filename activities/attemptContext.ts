@@ -14,6 +14,7 @@ import { redactError } from '../core/redact';
 import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
 import { type AttemptFence, readRunningAttempt } from '../db/attempts';
 import { checkBudget } from '../db/budget';
+import { installationKeyHeld } from '../db/installationKey';
 import { recordProviderCall } from '../db/ledger';
 import { readAttemptPage } from '../db/pages';
 import type { Pool } from '../db/pool';
@@ -50,6 +51,11 @@ export interface TranscriptionDeps {
   }) => Promise<void>;
   /** Clock for budget days (B1); tests inject one. */
   now?: () => Date;
+  /**
+   * D1: told when this worker finds it does not hold the installation's key (another key's
+   * token reached it, or it was about to claim): the worker stops taking work.
+   */
+  onFleetKeyMismatch?: () => void;
 }
 
 /** What the workflow holds of an attempt: never the clear token. */
@@ -137,8 +143,42 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     return { jobId: ref.jobId, attemptNumber: ref.attemptNumber, tokenHash: hashToken(token) };
   }
 
+  /**
+   * D1: whether this worker holds the installation's current key, asked of PostgreSQL at
+   * most once a minute while it does. A worker that does not (a key that never was, or one
+   * rotated away) would seal tokens the fleet cannot open and fail on every token the fleet
+   * sealed: it claims nothing more, says so, and stops taking work. Nothing recorded yet
+   * (a fleet's first start) is no mismatch.
+   */
+  let keyHeldUntil = 0;
+  async function assertFleetKey(): Promise<void> {
+    if (Date.now() < keyHeldUntil) return;
+    if ((await installationKeyHeld(pool, openingKeys)) !== false) {
+      keyHeldUntil = Date.now() + 60_000;
+      return;
+    }
+    deps.logger.error(
+      { errorClass: KEY_MISMATCH },
+      "this worker does not hold the installation's QUIRE_SECRET_KEY: it takes no more work",
+    );
+    deps.onFleetKeyMismatch?.();
+    throw ApplicationFailure.create({
+      type: KEY_MISMATCH,
+      message: "this worker does not hold the installation's QUIRE_SECRET_KEY",
+      nonRetryable: true,
+    });
+  }
+
   async function attemptContext(ref: AttemptRef): Promise<AttemptContext> {
-    const fence = fenceOf(ref);
+    let fence: AttemptFence;
+    try {
+      fence = fenceOf(ref);
+    } catch (error) {
+      // A token no key of ours opens: find out whether the fault is this worker's.
+      if (error instanceof ApplicationFailure && error.type === KEY_MISMATCH)
+        await assertFleetKey();
+      throw error;
+    }
     const row = await readRunningAttempt(pool, fence);
     return {
       fence,
@@ -306,6 +346,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     deps,
     pool,
     fenceOf,
+    assertFleetKey,
     pageMedia,
     callContext,
     ledger,

@@ -31,6 +31,8 @@ export function createAttemptActivities(kit: AttemptKit) {
     /** A1: claims the next attempt; the clear token never leaves this function but sealed. */
     async claimAttempt(input: { jobId: string; maxAttempts: number }): Promise<ClaimOutcome> {
       return kit.guarded('db', undefined, async () => {
+        // D1: a token sealed with a key the fleet does not hold could never be opened.
+        await kit.assertFleetKey();
         const token = newAttemptToken();
         const claim = await claimAttemptRow(pool, {
           jobId: input.jobId,

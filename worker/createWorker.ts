@@ -49,10 +49,19 @@ export interface QuireWorkerDeps {
   onProviderPaused?: TranscriptionDeps['onProviderPaused'];
   /** Injected clock (tests of budget days). */
   now?: () => Date;
+  /** D1: told when the worker stops because it does not hold the installation's key. */
+  onFleetKeyMismatch?: () => void;
 }
 
 export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> {
   const identity = deps.identity ?? workerIdentity();
+  // D1: a worker that finds it does not hold the installation's key stops polling at once
+  // (its running activities finish); the process says why and exits 78 (worker/main.ts).
+  let worker: Worker | undefined;
+  const stopOnKeyMismatch = () => {
+    deps.onFleetKeyMismatch?.();
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+  };
   const transcription = createTranscriptionActivities({
     pool: deps.pool,
     providers: deps.providers,
@@ -70,8 +79,9 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     audioPollMs: deps.audioPollMs,
     onProviderPaused: deps.onProviderPaused,
     now: deps.now,
+    onFleetKeyMismatch: stopOnKeyMismatch,
   });
-  return Worker.create({
+  worker = await Worker.create({
     connection: deps.connection,
     namespace: deps.config.TEMPORAL_NAMESPACE,
     taskQueue: deps.config.QUIRE_TASK_QUEUE,
@@ -90,6 +100,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
       Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4),
     ),
   });
+  return worker;
 }
 
 /**

@@ -86,9 +86,13 @@ async function main(): Promise<number> {
       ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) }
       : undefined,
   };
+  let keyMismatch = false;
   const worker = await createQuireWorker({
     ...workerDeps,
     logger,
+    onFleetKeyMismatch: () => {
+      keyMismatch = true;
+    },
     onProviderPaused: async (pause) => {
       await notifyPauseOnce(pool, { url: config.QUIRE_NOTIFY_URL, ...pause });
     },
@@ -163,6 +167,11 @@ async function main(): Promise<number> {
     await temporal.connection.close().catch(() => {});
     await connection.close().catch(() => {});
     await pool.end().catch(() => {});
+  }
+  if (keyMismatch) {
+    throw new FleetKeyError(
+      "QUIRE_SECRET_KEY is no longer among this installation's keys (rotated away, or another installation's): the worker stopped",
+    );
   }
   return 0;
 }

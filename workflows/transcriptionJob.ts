@@ -476,6 +476,8 @@ export async function transcriptionJob(
 function failureType(error: unknown): string | undefined {
   if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure)
     return error.cause.type ?? undefined;
+  // A local activity that fails while its worker shuts down reaches the workflow unwrapped.
+  if (error instanceof ApplicationFailure) return error.type ?? undefined;
   return undefined;
 }
 

@@ -4,9 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { checkInstallationKey, installationKeyHeld } from '../../db/installationKey';
 import { listAttempts } from '../../db/jobs';
+import { ensureItem, insertPage } from '../../db/pages';
+import { withTransaction } from '../../db/pool';
 import { openDeliverySecret, resealWebhookSecrets } from '../../db/webhookSecrets';
 import { createSubscription, listDeliveries } from '../../db/webhooks';
-import { createQuireWorker } from '../../worker/createWorker';
+import { createQuireClient, createQuireWorker } from '../../worker/createWorker';
 import { createWebhookRelay } from '../../worker/webhookRelay';
 import { createTestDatabase } from '../support/db';
 import {
@@ -17,6 +19,7 @@ import {
   temporalAddress,
   untilStatus,
 } from '../support/quire';
+import { waitUntil } from '../support/wait';
 import { commitEvent, uniqueSecret } from '../support/webhookFixtures';
 import { spawnWorker, type WorkerProcess, waitHealthy } from '../support/workerProcess';
 
@@ -110,13 +113,15 @@ describe('one fleet configuration (D1)', () => {
     }
   });
 
-  it('D1 tokens sealed by a worker with another key are a configuration fault: no attempt is charged, jobs complete on the right worker', async () => {
-    // Two workers on one queue, each sealing with its own key: every step may land on the
-    // worker that cannot open its attempt's token.
+  it('D1 a worker that does not hold the installation key stops taking work at its first claim or foreign token; no attempt is charged and jobs complete on the right worker', async () => {
+    // The fleet's first worker records the key at start (worker/main.ts); this one is built
+    // in-process past that check, as a worker whose key was rotated away would be running.
+    await checkInstallationKey(quire.db.pool, quire.config.QUIRE_SECRET_KEYS);
     const otherKey = key();
     const good = await quire.newWorker('fleet-good');
     // Another process: its own connection to Temporal.
     const otherConnection = await NativeConnection.connect({ address: temporalAddress() });
+    let stoppedItself = 0;
     const other: Worker = await createQuireWorker({
       config: { ...quire.config, QUIRE_SECRET_KEY: otherKey, QUIRE_SECRET_KEYS: [otherKey] },
       pool: quire.db.pool,
@@ -126,36 +131,100 @@ describe('one fleet configuration (D1)', () => {
       blobStore: quire.blobStore,
       logger: silentLogger,
       identity: 'fleet-other',
+      onFleetKeyMismatch: () => {
+        stoppedItself += 1;
+      },
       workflowBundle: process.env.QUIRE_TEST_WORKFLOW_BUNDLE
         ? { codePath: process.env.QUIRE_TEST_WORKFLOW_BUNDLE }
         : undefined,
     });
+    // Alone on the queue, the stranger takes the first job's workflow task; its claim finds
+    // it does not hold the installation's key, so it seals nothing and stops polling.
+    const otherRun = other.run();
     const jobs: Array<{ jobId: string }> = [];
-    await Promise.all([
-      other.runUntil(async () => {
-        await good.runUntil(async () => {
-          for (let i = 0; i < 4; i++) {
-            const pageId = await quire.page(ws);
-            jobs.push(
-              await quire.client.startJob({
-                workspaceId: ws,
-                pageId,
-                options: { simulated: { lines: 3 } },
-              }),
-            );
-          }
-          for (const job of jobs) await untilStatus(quire, ws, job.jobId, 'completed', 110_000);
-        });
-      }),
-    ]);
-    await otherConnection.close();
+    const startOne = async () =>
+      jobs.push(
+        await quire.client.startJob({
+          workspaceId: ws,
+          pageId: await quire.page(ws),
+          options: { simulated: { lines: 3 } },
+        }),
+      );
+    try {
+      await startOne();
+      await waitUntil(() => stoppedItself > 0, 30_000);
+      await otherRun;
+      expect(other.getState()).toBe('STOPPED');
+      await good.runUntil(async () => {
+        for (let i = 0; i < 3; i++) await startOne();
+        for (const job of jobs) await untilStatus(quire, ws, job.jobId, 'completed', 90_000);
+      });
+    } finally {
+      if (other.getState() === 'RUNNING') other.shutdown();
+      await otherRun.catch(() => {});
+      await otherConnection.close();
+    }
     for (const job of jobs) {
       const attempts = await listAttempts(quire.db.pool, job.jobId);
-      // Each job ran one attempt, never closed lease_expired or charged for the key fault.
+      // Each job ran one attempt, claimed by a worker holding the key (this one, or the
+      // same-key processes of the first test), never closed lease_expired or charged.
       expect(attempts.map((a) => [a.outcome, a.errorCategory])).toEqual([['completed', null]]);
+      expect(attempts[0]?.owner).not.toBe('fleet-other');
     }
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   }, 120_000);
+
+  it('D1 a running worker whose key is rotated away stops with exit 78 at its next claim, and claims nothing', async () => {
+    const db = await createTestDatabase();
+    const older = key();
+    const newer = key();
+    try {
+      const worker = spawnWorker(quire, 'fleet-rotated', {
+        DATABASE_URL: db.url,
+        QUIRE_SECRET_KEY: older,
+        QUIRE_TASK_QUEUE: `${quire.config.QUIRE_TASK_QUEUE}-rotated`,
+        QUIRE_MAINTENANCE_TASK_QUEUE: `${quire.config.QUIRE_TASK_QUEUE}-rotated-maintenance`,
+      });
+      processes.push(worker);
+      await waitHealthy(worker);
+      // The operator rotates the installation to a new key, and retires the old one.
+      expect(await checkInstallationKey(db.pool, [newer, older])).toMatchObject({ ok: true });
+      expect((await checkInstallationKey(db.pool, [newer])).ok).toBe(true);
+      const client = createQuireClient(
+        {
+          ...quire.config,
+          DATABASE_URL: db.url,
+          QUIRE_TASK_QUEUE: `${quire.config.QUIRE_TASK_QUEUE}-rotated`,
+        },
+        quire.temporal,
+        db.pool,
+        ['simulated'],
+      );
+      const { rows } = await db.pool.query(
+        `INSERT INTO workspaces (name) VALUES ('rotated') RETURNING id`,
+      );
+      const wsId = rows[0].id as number;
+      const page = await withTransaction(db.pool, async (tx) => {
+        await ensureItem(tx, wsId, 'item-1');
+        return insertPage(
+          tx,
+          { workspaceId: wsId, itemId: 'item-1', position: 1, kind: 'image' },
+          'http://quire.test',
+        );
+      });
+      const job = await client.startJob({
+        workspaceId: wsId,
+        pageId: page.id,
+        options: { simulated: { lines: 1 } },
+      });
+      const exit = await worker.exited;
+      expect(exit.code).toBe(78);
+      expect(worker.output()).toMatch(/no longer among this installation's keys/);
+      expect(await listAttempts(db.pool, job.jobId)).toEqual([]);
+    } finally {
+      await db.drop();
+    }
+  });
 
   it('D1 a webhook secret that does not open with the relay key spends no delivery attempt; a relay with the key delivers it', async () => {
     const sealedWith = key();
