@@ -191,6 +191,22 @@ function clampBox(box: Box, width: number, height: number): Box {
   return { x, y, w: right - x, h: bottom - y };
 }
 
+const AUDIO_REFUSED = 'tesseract reads images only, not audio';
+
+/** What both tesseract engines answer outside reading images: no audio, the offline polish. */
+export const tesseractImageOnly = {
+  submitAudio: (): Promise<{ engineJobId: string; cost: CallCost }> =>
+    Promise.reject(new ProviderError('invalid', AUDIO_REFUSED)),
+  pollAudio: (): Promise<AudioPoll> => Promise.reject(new ProviderError('invalid', AUDIO_REFUSED)),
+  // Nothing to delete: these engines never hold audio.
+  deleteAudio: async (): Promise<void> => {},
+  polish: (
+    text: string,
+    kind: MediaKind,
+    ctx: CallContext,
+  ): Promise<{ text: string; cost: CallCost }> => offlinePolish(text, kind, ctx.signal),
+};
+
 /** Turns tesseract's rejection (a string or Error) into a classified failure without its text. */
 function engineFailure(error: unknown, what: string): ProviderError {
   if (error instanceof ProviderError) return error;
@@ -326,25 +342,11 @@ export class TesseractProvider implements TranscriptionProvider {
     };
   }
 
-  submitAudio(): Promise<{ engineJobId: string; cost: CallCost }> {
-    return Promise.reject(new ProviderError('invalid', 'tesseract reads images only, not audio'));
-  }
-
-  pollAudio(): Promise<AudioPoll> {
-    return Promise.reject(new ProviderError('invalid', 'tesseract reads images only, not audio'));
-  }
-
-  async deleteAudio(): Promise<void> {
-    // Nothing to delete: this engine never holds audio.
-  }
-
-  polish(
-    text: string,
-    kind: MediaKind,
-    ctx: CallContext,
-  ): Promise<{ text: string; cost: CallCost }> {
-    return offlinePolish(text, kind, ctx.signal);
-  }
+  // Images only; the offline polish (shared by both tesseract engines).
+  submitAudio = tesseractImageOnly.submitAudio;
+  pollAudio = tesseractImageOnly.pollAudio;
+  deleteAudio = tesseractImageOnly.deleteAudio;
+  polish = tesseractImageOnly.polish;
 
   /** Ends every engine worker. The provider may still be used: the next call starts a new one. */
   async close(): Promise<void> {

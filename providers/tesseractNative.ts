@@ -24,9 +24,7 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { DEFAULT_PROGRAM_PATH } from '../core/config';
 import { ProviderError } from '../core/failures';
-import type { MediaKind } from '../core/media';
 import type {
-  AudioPoll,
   CallContext,
   CallCost,
   EngineIdentity,
@@ -38,7 +36,6 @@ import type {
 } from '../core/provider';
 import { EnginePool, type EnginePoolStats } from './enginePool';
 import { findProgram, tesseractLanguages, throwIfAborted } from './engineSupport';
-import { offlinePolish } from './polish';
 import {
   BUNDLED_MODEL,
   bundledLanguageDir,
@@ -46,6 +43,7 @@ import {
   isFile,
   resolveTessdata,
   TesseractProvider,
+  tesseractImageOnly,
 } from './tesseract';
 
 export const TESSERACT_PROGRAM = 'tesseract';
@@ -128,25 +126,11 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     return this.lines.recognizeLine(image, line, ctx);
   }
 
-  submitAudio(): Promise<{ engineJobId: string; cost: CallCost }> {
-    return Promise.reject(new ProviderError('invalid', 'tesseract reads images only, not audio'));
-  }
-
-  pollAudio(): Promise<AudioPoll> {
-    return Promise.reject(new ProviderError('invalid', 'tesseract reads images only, not audio'));
-  }
-
-  async deleteAudio(): Promise<void> {
-    // Nothing to delete: this engine never holds audio.
-  }
-
-  polish(
-    text: string,
-    kind: MediaKind,
-    ctx: CallContext,
-  ): Promise<{ text: string; cost: CallCost }> {
-    return offlinePolish(text, kind, ctx.signal);
-  }
+  // Images only; the offline polish (shared by both tesseract engines).
+  submitAudio = tesseractImageOnly.submitAudio;
+  pollAudio = tesseractImageOnly.pollAudio;
+  deleteAudio = tesseractImageOnly.deleteAudio;
+  polish = tesseractImageOnly.polish;
 
   /**
    * At worker shutdown, after the drain: calls still waiting for a slot fail, processes still
