@@ -1,3 +1,4 @@
+import { backoffCeilingMs } from '../core/backoff';
 import type { BlobStore } from './store';
 import { BlobStoreUnavailableError } from './store';
 
@@ -13,8 +14,7 @@ export async function localPathWhenAvailable(
   options: { onWait: () => void; signal?: AbortSignal; maxWaitMs?: number },
 ): Promise<string> {
   const deadline = Date.now() + (options.maxWaitMs ?? 10 * 60_000);
-  let delayMs = 250;
-  for (;;) {
+  for (let step = 0; ; step += 1) {
     try {
       return await store.localPath(key);
     } catch (error) {
@@ -22,7 +22,6 @@ export async function localPathWhenAvailable(
       if (Date.now() > deadline || options.signal?.aborted) throw error;
     }
     options.onWait();
-    await new Promise((resolve) => setTimeout(resolve, delayMs));
-    delayMs = Math.min(delayMs * 2, 1_000);
+    await new Promise((resolve) => setTimeout(resolve, backoffCeilingMs(step, 250, 1_000)));
   }
 }

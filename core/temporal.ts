@@ -58,25 +58,37 @@ export function isActiveStatus(status: string): status is ActiveStatus {
   return (ACTIVE_STATUSES as readonly string[]).includes(status);
 }
 
-export type AttemptOutcome =
-  | 'running'
-  | 'completed'
-  | 'retryable_failed'
-  | 'failed'
-  | 'canceled'
-  | 'superseded'
-  | 'lease_expired';
+/** How an attempt ended, or `running` while it holds its claim (A1). */
+export const ATTEMPT_OUTCOMES = [
+  'running',
+  'completed',
+  'retryable_failed',
+  'failed',
+  'canceled',
+  'superseded',
+  'lease_expired',
+] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
-export type Stage =
-  | 'queued'
-  | 'segment'
-  | 'recognize'
-  | 'submit'
-  | 'polish'
-  | 'commit'
-  | 'paused'
-  | 'backoff'
-  | 'done';
+/** Where a job stands: its live progress and `transcription_jobs.stage`. */
+export const STAGES = [
+  'queued',
+  'segment',
+  'recognize',
+  'submit',
+  'polish',
+  'commit',
+  'paused',
+  'backoff',
+  'done',
+] as const;
+export type Stage = (typeof STAGES)[number];
+
+/** T2: the working stages of a job on each kind of page, in the order it passes them. */
+export const STAGES_BY_KIND = {
+  image: ['segment', 'recognize', 'polish', 'commit'],
+  audio: ['submit', 'recognize', 'polish', 'commit'],
+} as const satisfies Record<MediaKind, readonly Stage[]>;
 
 /** Workflow input: everything the workflow needs, since it may not read config or the database. */
 export interface TranscriptionJobInput {

@@ -19,7 +19,8 @@ import { withTransaction } from './pool';
 /** Advisory lock namespace of the quota guards: (class, workspaceId) and (class, 0) = global. */
 const QUOTA_GUARD_CLASS = 7_401_120;
 const GLOBAL_GUARD = 0;
-const PENDING = `('staged', 'due', 'failing')`;
+/** `('staged', 'due', 'failing')`: cleanup rows not yet done; their bytes still count. */
+export const PENDING_CLEANUP_LIST = `('staged', 'due', 'failing')`;
 export const GLOBAL_QUOTA_SETTING = 'global_quota_bytes';
 /** How long a cleanup runner owns a claimed row before another runner may take it over. */
 export const CLEANUP_LEASE_MS = 15 * 60 * 1000;
@@ -87,7 +88,7 @@ export async function takeQuotaGuards(client: PoolClient, workspaceId: number): 
 function usageSql(where: string): string {
   return `
     WITH pending AS (
-      SELECT workspace_id, blob_key, size_bytes FROM blob_cleanups WHERE status IN ${PENDING}
+      SELECT workspace_id, blob_key, size_bytes FROM blob_cleanups WHERE status IN ${PENDING_CLEANUP_LIST}
     ), held AS (
       SELECT workspace_id, size_bytes FROM pending
       UNION ALL
@@ -349,7 +350,7 @@ export async function scheduleBlobDeletion(
     `INSERT INTO blob_cleanups (blob_key, workspace_id, size_bytes, status, reserve_until, next_attempt_at, reason)
      SELECT key, workspace_id, size_bytes, 'due', $3, $3, $4 FROM blobs
       WHERE key = $1 AND workspace_id = $2 AND deleted_at IS NULL
-     ON CONFLICT (blob_key) WHERE status IN ${PENDING} DO NOTHING`,
+     ON CONFLICT (blob_key) WHERE status IN ${PENDING_CLEANUP_LIST} DO NOTHING`,
     [key, workspaceId, now, options.reason ?? 'delete'],
   );
 }
@@ -370,7 +371,7 @@ const DUE = `((status = 'staged' AND reserve_until <= $1)
 /** Ids of cleanup rows due at `now`: staged rows past their reservation, due and failing rows. */
 export async function dueCleanupIds(db: Queryable, now: Date, limit: number): Promise<number[]> {
   const { rows } = await db.query<{ id: number }>(
-    `SELECT id FROM blob_cleanups WHERE status IN ${PENDING} AND ${DUE} ORDER BY id LIMIT $2`,
+    `SELECT id FROM blob_cleanups WHERE status IN ${PENDING_CLEANUP_LIST} AND ${DUE} ORDER BY id LIMIT $2`,
     [now, limit],
   );
   return rows.map((r) => r.id);
@@ -407,7 +408,7 @@ export async function fenceCleanup(
       attempts: number;
     }>(
       `SELECT id, blob_key, temp_key, attempts FROM blob_cleanups
-        WHERE id = $2 AND status IN ${PENDING} AND ${DUE} FOR UPDATE SKIP LOCKED`,
+        WHERE id = $2 AND status IN ${PENDING_CLEANUP_LIST} AND ${DUE} FOR UPDATE SKIP LOCKED`,
       [now, cleanupId],
     );
     const row = rows[0];
@@ -520,7 +521,7 @@ export async function unreferencedBlobs(
     `SELECT b.key, b.workspace_id FROM blobs b
       WHERE b.deleted_at IS NULL AND b.created_at < $1
         AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.blob_key = b.key)
-        AND NOT EXISTS (SELECT 1 FROM blob_cleanups c WHERE c.blob_key = b.key AND c.status IN ${PENDING})
+        AND NOT EXISTS (SELECT 1 FROM blob_cleanups c WHERE c.blob_key = b.key AND c.status IN ${PENDING_CLEANUP_LIST})
       ORDER BY b.created_at LIMIT $2`,
     [olderThan, limit],
   );
@@ -536,9 +537,9 @@ export async function knownObjectKeys(
   const { rows } = await db.query<{ key: string }>(
     `SELECT key FROM blobs WHERE key = ANY($1::text[]) AND deleted_at IS NULL
      UNION
-     SELECT blob_key FROM blob_cleanups WHERE blob_key = ANY($1::text[]) AND status IN ${PENDING}
+     SELECT blob_key FROM blob_cleanups WHERE blob_key = ANY($1::text[]) AND status IN ${PENDING_CLEANUP_LIST}
      UNION
-     SELECT temp_key FROM blob_cleanups WHERE temp_key = ANY($1::text[]) AND status IN ${PENDING}`,
+     SELECT temp_key FROM blob_cleanups WHERE temp_key = ANY($1::text[]) AND status IN ${PENDING_CLEANUP_LIST}`,
     [keys],
   );
   return new Set(rows.map((r) => r.key));
@@ -563,7 +564,7 @@ export async function blobUsage(db: Queryable, now: Date = new Date()): Promise<
     `SELECT count(*)::bigint AS pending,
             count(*) FILTER (WHERE status = 'failing')::bigint AS failing,
             min(created_at) AS oldest
-       FROM blob_cleanups WHERE status IN ${PENDING}`,
+       FROM blob_cleanups WHERE status IN ${PENDING_CLEANUP_LIST}`,
   );
   const c = cleanups.rows[0];
   const workspaces = perWorkspace.rows.map((r) => ({

@@ -1,5 +1,13 @@
+import { PENDING_CLEANUP_LIST } from './blobs';
 import type { Queryable } from './pool';
-import { ACTIVE_STATUS_LIST } from './sql';
+import {
+  ACTIVE_STATUS_LIST,
+  GIVEN_UP_DELIVERY_LIST,
+  sqlAttemptOutcome,
+  sqlDeliveryStatus,
+  sqlJobStatus,
+  sqlJobStatuses,
+} from './sql';
 
 /**
  * Read models of the console (SPEC §9) that no other repository serves: the operations
@@ -26,27 +34,27 @@ export async function operationsFigures(
 ): Promise<OperationsFigures> {
   const [jobs, oldest, attempts, deliveries] = await Promise.all([
     db.query<{ pending: number; running: number; failed_today: number }>(
-      `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
-              count(*) FILTER (WHERE status = 'running')::int AS running,
-              count(*) FILTER (WHERE status = 'failed' AND ended_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::int
+      `SELECT count(*) FILTER (WHERE status = ${sqlJobStatus('pending')})::int AS pending,
+              count(*) FILTER (WHERE status = ${sqlJobStatus('running')})::int AS running,
+              count(*) FILTER (WHERE status = ${sqlJobStatus('failed')} AND ended_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::int
                 AS failed_today
          FROM transcription_jobs WHERE ($1::bigint IS NULL OR workspace_id = $1)
-          AND status IN ('pending', 'running', 'failed')`,
+          AND status IN ${sqlJobStatuses(['pending', 'running', 'failed'])}`,
       [workspaceId],
     ),
     db.query<{ id: string; page_id: number; created_at: Date; stage: string | null }>(
       `SELECT id, page_id, created_at, stage FROM transcription_jobs
-        WHERE ($1::bigint IS NULL OR workspace_id = $1) AND status = 'pending' ORDER BY id LIMIT 1`,
+        WHERE ($1::bigint IS NULL OR workspace_id = $1) AND status = ${sqlJobStatus('pending')} ORDER BY id LIMIT 1`,
       [workspaceId],
     ),
     db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM transcription_job_attempts a JOIN transcription_jobs j ON j.id = a.job_id
-        WHERE ($1::bigint IS NULL OR j.workspace_id = $1) AND a.outcome = 'running'`,
+        WHERE ($1::bigint IS NULL OR j.workspace_id = $1) AND a.outcome = ${sqlAttemptOutcome('running')}`,
       [workspaceId],
     ),
     db.query<{ failed: number; pending: number }>(
-      `SELECT count(*) FILTER (WHERE status IN ('failed', 'dead'))::int AS failed,
-              count(*) FILTER (WHERE status = 'pending')::int AS pending
+      `SELECT count(*) FILTER (WHERE status IN ${GIVEN_UP_DELIVERY_LIST})::int AS failed,
+              count(*) FILTER (WHERE status = ${sqlDeliveryStatus('pending')})::int AS pending
          FROM webhook_deliveries WHERE ($1::bigint IS NULL OR workspace_id = $1)`,
       [workspaceId],
     ),
@@ -78,7 +86,7 @@ export async function workspaceCleanupFigures(
   const { rows } = await db.query<{ pending: number; failing: number; oldest: Date | null }>(
     `SELECT count(*)::int AS pending, count(*) FILTER (WHERE status = 'failing')::int AS failing,
             min(created_at) AS oldest
-       FROM blob_cleanups WHERE workspace_id = $1 AND status IN ('staged', 'due', 'failing')`,
+       FROM blob_cleanups WHERE workspace_id = $1 AND status IN ${PENDING_CLEANUP_LIST}`,
     [workspaceId],
   );
   const r = rows[0];
@@ -109,9 +117,9 @@ export async function recentBatches(
     `SELECT b.id, b.created_at,
             count(j.id)::int AS jobs,
             count(j.id) FILTER (WHERE j.status IN ${ACTIVE_STATUS_LIST})::int AS active,
-            count(j.id) FILTER (WHERE j.status = 'completed')::int AS completed,
-            count(j.id) FILTER (WHERE j.status = 'failed')::int AS failed,
-            count(j.id) FILTER (WHERE j.status = 'canceled')::int AS canceled
+            count(j.id) FILTER (WHERE j.status = ${sqlJobStatus('completed')})::int AS completed,
+            count(j.id) FILTER (WHERE j.status = ${sqlJobStatus('failed')})::int AS failed,
+            count(j.id) FILTER (WHERE j.status = ${sqlJobStatus('canceled')})::int AS canceled
        FROM batches b LEFT JOIN transcription_jobs j ON j.batch_id = b.id AND j.workspace_id = b.workspace_id
       WHERE b.workspace_id = $1
       GROUP BY b.id, b.created_at

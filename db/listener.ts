@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { backoffCeilingMs } from '../core/backoff';
 
 /**
  * A dedicated LISTEN connection that comes back by itself after Postgres restarts: the wake-up
@@ -31,7 +32,9 @@ export function createNotificationListener(
   options: NotificationListenerOptions,
 ): NotificationListener {
   const baseReconnectMs = options.reconnectMs ?? 1_000;
-  let reconnectMs = baseReconnectMs;
+  /** Failed connections since the last one that held; each doubles the next delay. */
+  let reconnectStep = 0;
+  const reconnectMs = () => backoffCeilingMs(reconnectStep, baseReconnectMs, MAX_RECONNECT_MS);
   let client: pg.Client | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let listening = false;
@@ -42,9 +45,9 @@ export function createNotificationListener(
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined;
       void connect();
-    }, reconnectMs);
+    }, reconnectMs());
     reconnectTimer.unref();
-    reconnectMs = Math.min(reconnectMs * 2, MAX_RECONNECT_MS);
+    reconnectStep += 1;
   }
 
   async function connect() {
@@ -56,7 +59,7 @@ export function createNotificationListener(
       listening = false;
       current.end().catch(() => {});
       if (stopped) return;
-      options.onLost?.(reason, reconnectMs);
+      options.onLost?.(reason, reconnectMs());
       scheduleReconnect();
     };
     current.on('error', lost);
@@ -71,7 +74,7 @@ export function createNotificationListener(
         return;
       }
       listening = true;
-      reconnectMs = baseReconnectMs;
+      reconnectStep = 0;
       options.onNotify();
     } catch (error) {
       lost(error);

@@ -1,4 +1,5 @@
 import type { MediaKind } from '../core/media';
+import { isActiveStatus } from '../core/temporal';
 import { cancelJobIfActive, failJobIn, JOB_COLUMNS, type JobRow, toJob } from './jobs';
 import { type Pool, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
@@ -65,7 +66,7 @@ export async function settleLostJob(
       [jobId],
     );
     const job = rows[0];
-    if (!job || !['pending', 'running'].includes(job.status)) return 'finished';
+    if (!job || !isActiveStatus(job.status)) return 'finished';
     await client.query(`UPDATE transcription_jobs SET workflow_checked_at = now() WHERE id = $1`, [
       jobId,
     ]);

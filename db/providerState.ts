@@ -1,3 +1,4 @@
+import { backoffCeilingMs } from '../core/backoff';
 import type { FailureClass, PauseReason } from '../core/failures';
 import { appendEvent } from './events';
 import { EVENT_TYPES } from './jobs';
@@ -23,7 +24,8 @@ import { ACTIVE_STATUS_LIST } from './sql';
 /** Null: the installation's row; a number: that workspace's row. */
 export type PauseKey = number | null;
 
-/** The longest outage pause: 1, 2, 4 ... 60 minutes, unless the provider says otherwise. */
+/** Outage pauses last 1, 2, 4 ... 60 minutes, unless the provider says otherwise. */
+const OUTAGE_BASE_MS = 60_000;
 const OUTAGE_MAX_MS = 60 * 60_000;
 
 export function nextUtcMidnight(now: Date): Date {
@@ -64,7 +66,7 @@ export async function pauseProviderIn(
   let outageStep = state.outage_step as number;
   if (reason === 'outage') {
     // 1, 2, 4 ... 60 minutes, or the provider's own Retry-After.
-    const backoff = Math.min(OUTAGE_MAX_MS, 60_000 * 2 ** outageStep);
+    const backoff = backoffCeilingMs(outageStep, OUTAGE_BASE_MS, OUTAGE_MAX_MS);
     resumeAt = new Date(now.getTime() + (retryAfterMs ?? backoff));
     outageStep += 1;
   } else if (reason === 'budget') {

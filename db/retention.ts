@@ -1,4 +1,5 @@
 import type { Queryable } from './pool';
+import { ENDED_DELIVERY_LIST } from './sql';
 
 /** The `retention_marks` row of the event outbox (see `eventsPurgedBefore`). */
 export const EVENT_RETENTION_MARK = 'event_outbox';
@@ -26,7 +27,7 @@ export async function purgeOldEvents(
     [EVENT_RETENTION_MARK, cutoff],
   );
   const deliveries = await db.query(
-    `DELETE FROM webhook_deliveries WHERE status IN ('succeeded', 'failed', 'dead') AND updated_at < $1`,
+    `DELETE FROM webhook_deliveries WHERE status IN ${ENDED_DELIVERY_LIST} AND updated_at < $1`,
     [cutoff],
   );
   const events = await db.query(

@@ -1,4 +1,5 @@
 import type { Queryable } from './pool';
+import { UNFINISHED_STATUS_LIST } from './sql';
 
 /**
  * O3 retention of text that was never committed: a job that ended `failed`, `canceled` or
@@ -15,7 +16,7 @@ export async function purgeUnfinishedText(
   const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
   const deleted = await db.query(
     `DELETE FROM job_checkpoints c USING transcription_jobs j
-      WHERE c.job_id = j.id AND j.status IN ('failed', 'canceled', 'superseded')
+      WHERE c.job_id = j.id AND j.status IN ${UNFINISHED_STATUS_LIST}
         AND j.ended_at < $1`,
     [cutoff],
   );

@@ -2,6 +2,7 @@ import { DomainError } from '../core/errors';
 import { uuidv7 } from '../core/ids';
 import { sealSecret } from '../core/secretBox';
 import { DEFAULT_RETRY_SCHEDULE, nextAttemptAt, type RetrySchedule } from '../core/webhookSchedule';
+import { type DeliveryStatus, isGivenUpDelivery } from '../core/webhookStatus';
 import {
   assertSubscriptionCapacity,
   validateEventTypes,
@@ -9,6 +10,7 @@ import {
   validateWebhookUrl,
 } from '../core/webhookValidation';
 import { type Pool, type Queryable, withTransaction } from './pool';
+import { GIVEN_UP_DELIVERY_LIST } from './sql';
 
 /**
  * W1/W2: webhook subscriptions, their deliveries and the attempt log. Every read and write
@@ -390,7 +392,7 @@ export interface DeliveryView {
   subscriptionId: string;
   eventId: number;
   eventType: string;
-  status: 'pending' | 'succeeded' | 'failed' | 'dead';
+  status: DeliveryStatus;
   attemptCount: number;
   nextAttemptAt: Date | null;
   lastStatusCode: number | null;
@@ -516,7 +518,7 @@ export async function replayDelivery(
     );
     const row = rows[0];
     if (!row) throw new WebhookNotFoundError('delivery_not_found', 'delivery not found');
-    if (row.status !== 'failed' && row.status !== 'dead') {
+    if (!isGivenUpDelivery(row.status)) {
       throw new DeliveryStateError(
         'delivery_not_replayable',
         `a ${row.status} delivery cannot be replayed`,
@@ -529,7 +531,7 @@ export async function replayDelivery(
       `UPDATE webhook_deliveries
           SET status = 'pending', attempt_count = 0, next_attempt_at = now(), retry_origin_at = now(),
               claimed_at = NULL, updated_at = now()
-        WHERE id = $1 AND workspace_id = $2 AND status IN ('failed', 'dead')`,
+        WHERE id = $1 AND workspace_id = $2 AND status IN ${GIVEN_UP_DELIVERY_LIST}`,
       [deliveryId, workspaceId],
     );
     if (updated.rowCount !== 1) throw new Error('delivery changed while locked');

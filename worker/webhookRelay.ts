@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type pg from 'pg';
+import { backoffCeilingMs } from '../core/backoff';
 import { cloudEventBody } from '../core/cloudevents';
 import type { Logger } from '../core/logger';
 import { redactError } from '../core/redact';
@@ -97,6 +98,12 @@ export interface WebhookRelay {
 
 /** D1: how long a delivery whose secret this relay cannot open waits for another relay. */
 const KEY_FAULT_RETRY_MS = 30_000;
+/**
+ * After a failed pass (the database unreachable, say) the next waits the poll interval
+ * doubled once per failure in a row, five times at most, and never more than 30 s.
+ */
+const FAILED_PASS_MAX_DOUBLINGS = 5;
+const FAILED_PASS_MAX_MS = 30_000;
 
 export const NOTIFY_CHANNELS = ['quire_events', 'quire_webhook_deliveries'] as const;
 
@@ -279,7 +286,11 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
         if (dueInMs !== undefined) waitMs = Math.min(waitMs, Math.max(dueInMs, 5));
       } catch (error) {
         failures += 1;
-        waitMs = Math.min(pollIntervalMs * 2 ** Math.min(failures, 5), 30_000);
+        waitMs = backoffCeilingMs(
+          Math.min(failures, FAILED_PASS_MAX_DOUBLINGS),
+          pollIntervalMs,
+          FAILED_PASS_MAX_MS,
+        );
         logger.warn(
           { component: 'webhook-relay', error: redactError(error), retryInMs: waitMs },
           'webhook relay pass failed',

@@ -2,6 +2,7 @@ import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { jobRequestFields, jsonObject, languageTag } from '@quire/core/jobRequest';
 import { MEDIA_KINDS } from '@quire/core/media';
 import { JOB_STATUSES } from '@quire/core/temporal';
+import { DELIVERY_STATUSES } from '@quire/core/webhookStatus';
 import { z } from 'zod';
 
 /**
@@ -100,7 +101,7 @@ export const createWebhookBody = z
   })
   .strict();
 
-export const deliveryStatusSchema = z.enum(['pending', 'succeeded', 'failed', 'dead']);
+export const deliveryStatusSchema = z.enum(DELIVERY_STATUSES);
 export const deliveriesQuery = z.object({
   status: deliveryStatusSchema.optional(),
   pageSize: pageSizeSchema,

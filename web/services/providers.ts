@@ -1,9 +1,13 @@
 import 'server-only';
 import { awaitsOperator } from '@quire/core/failures';
-import { credentialScope, enabledProviders } from '@quire/core/providerCatalogue';
+import {
+  credentialScope,
+  enabledProviders,
+  type ProviderDescription,
+} from '@quire/core/providerCatalogue';
 import { NotFoundError } from '@quire/db/errors';
 import { resumeProviderRecorded } from '@quire/db/operatorControls';
-import { getProviderStates } from '@quire/db/providerState';
+import { getProviderStates, type ProviderStateRow } from '@quire/db/providerState';
 import type { Principal } from '@quire/db/workspaces';
 import { availableQuireClient, config, pool } from '@quire/web/lib/server';
 
@@ -38,8 +42,8 @@ export async function resumeProvider(
 export interface ProviderQueue {
   name: string;
   /** Whose credentials its calls use: `installation` (shared) or `workspace` (each its own). */
-  credentials: 'installation' | 'workspace';
-  status: 'active' | 'paused';
+  credentials: ProviderDescription['credentials'];
+  status: ProviderStateRow['status'];
   reason: string | null;
   pausedAt: Date | null;
   resumeAt: Date | null;

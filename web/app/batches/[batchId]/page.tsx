@@ -1,3 +1,4 @@
+import { isActiveStatus, type JobStatus } from '@quire/core/temporal';
 import { getBatchCreatedAt, jobsDigest } from '@quire/db/console';
 import { listJobSummaries } from '@quire/db/jobList';
 import { CancelBatchButton } from '@quire/web/components/CancelBatchButton';
@@ -23,8 +24,8 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
     listJobSummaries(pool(), principal.workspaceId, { batchId, limit: 100 }),
     jobsDigest(pool(), principal.workspaceId),
   ]);
-  const count = (status: string) => jobs.filter((j) => j.status === status).length;
-  const active = count('pending') + count('running');
+  const count = (status: JobStatus) => jobs.filter((j) => j.status === status).length;
+  const active = jobs.filter((j) => isActiveStatus(j.status)).length;
   const done = jobs.length - active;
   return (
     <main>

@@ -1,5 +1,5 @@
 import type { MediaKind } from '@quire/core/media';
-import { isActiveStatus } from '@quire/core/temporal';
+import { isActiveStatus, type JobStatus, STAGES_BY_KIND } from '@quire/core/temporal';
 import { jobsDigest } from '@quire/db/console';
 import { getJob, listAttempts } from '@quire/db/jobs';
 import { getPage } from '@quire/db/pages';
@@ -21,20 +21,15 @@ export async function generateMetadata({ params }: { params: Promise<{ jobId: st
   return { title: `Job ${shortId(jobId)} · Quire` };
 }
 
-const STAGES = {
-  image: ['segment', 'recognize', 'polish', 'commit'],
-  audio: ['submit', 'recognize', 'polish', 'commit'],
-} as const;
-
 type StepState = 'done' | 'current' | 'todo' | 'stopped';
 
 function timeline(
   kind: MediaKind,
-  status: string,
+  status: JobStatus,
   stage: string | null,
 ): Array<{ name: string; state: StepState }> {
-  const stages = STAGES[kind];
-  const index = stage ? stages.indexOf(stage as never) : -1;
+  const stages: readonly string[] = STAGES_BY_KIND[kind];
+  const index = stage ? stages.indexOf(stage) : -1;
   return stages.map((name, i) => {
     if (status === 'completed') return { name, state: 'done' };
     if (status === 'pending' && index < 0) return { name, state: 'todo' };

@@ -1,3 +1,4 @@
+import { DELIVERY_STATUSES, isGivenUpDelivery } from '@quire/core/webhookStatus';
 import { getSubscription, listDeliveries } from '@quire/db/webhooks';
 import { DeleteWebhookButton } from '@quire/web/components/DeleteWebhookButton';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
@@ -12,8 +13,6 @@ import { notFound } from 'next/navigation';
 export const metadata = { title: 'Webhook deliveries · Quire' };
 export const dynamic = 'force-dynamic';
 
-const STATUSES = ['pending', 'succeeded', 'failed', 'dead'] as const;
-
 export default async function WebhookPage({
   params,
   searchParams,
@@ -27,7 +26,7 @@ export default async function WebhookPage({
   const subscription = await getSubscription(pool(), principal.workspaceId, webhookId);
   if (!subscription) notFound();
   const rawStatus = (await searchParams).status;
-  const status = STATUSES.find((s) => s === rawStatus);
+  const status = DELIVERY_STATUSES.find((s) => s === rawStatus);
   const deliveries = await listDeliveries(pool(), principal.workspaceId, webhookId, {
     limit: 100,
     status,
@@ -52,7 +51,7 @@ export default async function WebhookPage({
         <Link href={`/webhooks/${webhookId}`} aria-current={!status ? 'page' : undefined}>
           All
         </Link>
-        {STATUSES.map((s) => (
+        {DELIVERY_STATUSES.map((s) => (
           <Link
             key={s}
             href={`/webhooks/${webhookId}?status=${s}`}
@@ -132,9 +131,7 @@ export default async function WebhookPage({
                       <Time date={d.createdAt} />
                     </td>
                     <td data-label="Actions">
-                      {d.status === 'failed' || d.status === 'dead' ? (
-                        <ReplayButton deliveryId={d.id} />
-                      ) : null}
+                      {isGivenUpDelivery(d.status) ? <ReplayButton deliveryId={d.id} /> : null}
                     </td>
                   </tr>
                 );
