@@ -3,7 +3,7 @@ import type { MediaKind } from '../core/media';
 import { scheduleBlobDeletion } from './blobs';
 import { appendEvent } from './events';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
-import { commitRevision } from './revisions';
+import { commitRevision, type RevisionProvenance } from './revisions';
 
 export interface PageRow {
   id: number;
@@ -131,7 +131,7 @@ export async function savePageEdit(
 
 export interface RevisionSummary {
   revision: number;
-  source: 'initial' | 'engine' | 'human' | 'import';
+  source: RevisionProvenance['source'];
   engine: string | null;
   model: string | null;
   modelVersion: string | null;
