@@ -9,8 +9,9 @@ import {
   polishInput,
   recognizedSegments,
 } from '../core/transcript';
-import { commitPageRevision, failOnConflict, recordProgress } from '../db/attempts';
+import { recordProgress } from '../db/attempts';
 import { loadCheckpoints, saveCheckpoint } from '../db/checkpoints';
+import { commitPageRevision, failOnConflict } from '../db/commit';
 import { readAttemptPage } from '../db/pages';
 import type { AttemptContext, AttemptKit, AttemptRef } from './attemptContext';
 

@@ -7,8 +7,8 @@ import type {
 } from '../core/checkpoints';
 import { StaleAttemptError } from '../core/failures';
 import type { LineBox } from '../core/provider';
-import { type AttemptFence, FENCE_JOB_THEN_ATTEMPT, lockRunningAttempt } from './attempts';
 import { recordEngineJob } from './engineJobs';
+import { type AttemptFence, FENCE_JOB_THEN_ATTEMPT, lockRunningAttempt } from './fence';
 import { releaseRecordedAudio } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 

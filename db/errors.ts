@@ -1,4 +1,5 @@
 import { DomainError } from '../core/errors';
+import type { RevisionConflict } from './revisions';
 
 /** Typed repository errors with stable codes; web/lib/errors.ts maps them to HTTP statuses. */
 export class NotFoundError extends DomainError {
@@ -12,6 +13,21 @@ export class ConflictError extends DomainError {
   override name = 'ConflictError';
   constructor(code: string, message: string) {
     super('conflict', code, message);
+  }
+}
+
+/**
+ * A page revision written against a revision the page is no longer at (`RevisionConflict` of
+ * db/revisions.ts), thrown by a writer that cannot go on without it: an ingest writing a new
+ * page's revision 0 or its imported revision 1.
+ */
+export class RevisionConflictError extends ConflictError {
+  override name = 'RevisionConflictError';
+  constructor(
+    readonly pageId: number,
+    readonly conflict: RevisionConflict,
+  ) {
+    super('revision_conflict', `page ${pageId} is now at revision ${conflict.currentRevision}`);
   }
 }
 

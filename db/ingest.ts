@@ -1,12 +1,14 @@
-import { emptyAnnotationPage } from '../core/annotation';
-import { canvasUriFor } from '../core/ids';
+import { canvasUriFor, uuidv7 } from '../core/ids';
 import type { MediaKind } from '../core/media';
+import { RevisionConflictError } from './errors';
 import type { PoolClient, Queryable } from './pool';
+import { commitRevision } from './revisions';
 
 /**
  * The rows one ingest writes (SPEC §7 `POST /workspaces/{ws}/batches`): the batch, its items,
  * a page per file at revision 0 with its `initial` revision row, and the batch's page list.
- * All of it is written by one transaction in `ingest/batch.ts`.
+ * All of it is written by one transaction in `ingest/commit.ts`. These are the only writers of
+ * batches, items and new pages: tests and benches seed through them too.
  */
 
 export interface BatchResultPage {
@@ -21,17 +23,28 @@ export interface BatchResult {
   pages: BatchResultPage[];
 }
 
-/** Inserts the batch; false when the idempotency key already names a batch (a retry). */
-export async function insertBatch(
-  client: PoolClient,
-  batch: { id: string; workspaceId: number; idempotencyKey: string | null },
-): Promise<boolean> {
-  const result = await client.query(
+/**
+ * Creates a batch; `undefined` when its idempotency key already names one (a retried
+ * ingest). Without a key no batch can be named already, so the id is always returned.
+ */
+export function createBatch(db: Queryable, workspaceId: number): Promise<string>;
+export function createBatch(
+  db: Queryable,
+  workspaceId: number,
+  idempotencyKey: string | null,
+): Promise<string | undefined>;
+export async function createBatch(
+  db: Queryable,
+  workspaceId: number,
+  idempotencyKey: string | null = null,
+): Promise<string | undefined> {
+  const id = uuidv7();
+  const result = await db.query(
     `INSERT INTO batches (id, workspace_id, idempotency_key) VALUES ($1, $2, $3)
      ON CONFLICT (workspace_id, idempotency_key) DO NOTHING`,
-    [batch.id, batch.workspaceId, batch.idempotencyKey],
+    [id, workspaceId, idempotencyKey],
   );
-  return result.rowCount === 1;
+  return result.rowCount === 1 ? id : undefined;
 }
 
 export async function findBatchByIdempotencyKey(
@@ -87,7 +100,7 @@ export async function prepareItem(
     title: string | null;
     externalReferenceId: string | null;
     metadata: Record<string, unknown>;
-  },
+  } = { title: null, externalReferenceId: null, metadata: {} },
 ): Promise<number> {
   await client.query(
     `INSERT INTO items (workspace_id, id, title, external_reference_id, metadata)
@@ -115,25 +128,27 @@ export async function prepareItem(
   return rows[0]?.next ?? 0;
 }
 
-export interface IngestedPageInput {
+export interface NewPage {
   workspaceId: number;
   itemId: string;
   position: number;
   kind: MediaKind;
-  blobKey: string;
-  mediaType: string;
-  width: number | null;
-  height: number | null;
-  durationMs: number | null;
+  /** The stored media; none for a page whose engine reads no file (the simulated one). */
+  blobKey?: string | null;
+  mediaType?: string | null;
+  width?: number | null;
+  height?: number | null;
+  durationMs?: number | null;
 }
 
 /**
- * A page at revision 0: the empty AnnotationPage of its canvas and the `initial` revision row.
- * The caller has already locked the blob for reference (`lockBlobForReference`).
+ * Creates a page at revision 0: the empty AnnotationPage of its canvas and the `initial`
+ * revision row. A caller with media has already locked its blob for reference
+ * (`lockBlobForReference`).
  */
-export async function insertIngestedPage(
+export async function createPage(
   client: PoolClient,
-  page: IngestedPageInput,
+  page: NewPage,
   publicBaseUrl: string,
 ): Promise<{ pageId: number; canvasUri: string }> {
   // The id comes first because the canvas URI (and so the AnnotationPage) contains it.
@@ -142,12 +157,13 @@ export async function insertIngestedPage(
   );
   const pageId = next.rows[0]!.id;
   const canvasUri = canvasUriFor(publicBaseUrl, page.workspaceId, page.itemId, pageId);
-  const annotationPage = JSON.stringify(emptyAnnotationPage(canvasUri));
+  // Revision 0's AnnotationPage is written below, by the one writer of revisions, before
+  // this transaction lets anyone see the row.
   await client.query(
     `INSERT INTO pages (id, workspace_id, item_id, position, kind, canvas_uri, blob_key, media_type, width, height,
        duration_ms, revision, annotation_page)
      OVERRIDING SYSTEM VALUE
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, '{}'::jsonb)`,
     [
       pageId,
       page.workspaceId,
@@ -155,18 +171,20 @@ export async function insertIngestedPage(
       page.position,
       page.kind,
       canvasUri,
-      page.blobKey,
-      page.mediaType,
-      page.width,
-      page.height,
-      page.durationMs,
-      annotationPage,
+      page.blobKey ?? null,
+      page.mediaType ?? null,
+      page.width ?? null,
+      page.height ?? null,
+      page.durationMs ?? null,
     ],
   );
-  await client.query(
-    `INSERT INTO page_revisions (page_id, revision, annotation_page, source) VALUES ($1, 0, $2, 'initial')`,
-    [pageId, annotationPage],
-  );
+  const initial = await commitRevision(client, {
+    pageId,
+    expectedRevision: null,
+    segments: [],
+    provenance: { source: 'initial' },
+  });
+  if (initial.state === 'conflict') throw new RevisionConflictError(pageId, initial);
   return { pageId, canvasUri };
 }
 

@@ -1,55 +1,5 @@
-import {
-  type AnnotationPage,
-  buildAnnotationPage,
-  plainText,
-  type Segment,
-} from '../core/annotation';
-import type { PoolClient, Queryable } from './pool';
-
-/**
- * I3: the revision an imported transcript becomes. Written in the ingest's own transaction,
- * right after the page's revision 0, so a page with an imported transcript never exists
- * without it (and a refused upload stores neither).
- */
-
-export interface ImportProvenance {
-  format: 'page' | 'alto';
-  /** The file's schema namespace (PAGE release, ALTO version). */
-  namespace: string;
-  /** The software or creator the file names; null when it names none. */
-  producer: string | null;
-  /** SHA-256 (hex) of the uploaded transcript file. */
-  sha256: string;
-  filename: string | null;
-}
-
-export async function insertImportedRevision(
-  client: PoolClient,
-  args: {
-    pageId: number;
-    canvasUri: string;
-    segments: Segment[];
-    language?: string;
-    provenance: ImportProvenance;
-  },
-): Promise<number> {
-  const revision = 1;
-  const annotationPage = JSON.stringify(
-    buildAnnotationPage(args.canvasUri, revision, args.segments, args.language),
-  );
-  const updated = await client.query(
-    `UPDATE pages SET revision = $2, annotation_page = $3, search_text = $4, updated_at = now()
-      WHERE id = $1 AND revision = 0`,
-    [args.pageId, revision, annotationPage, plainText(args.segments)],
-  );
-  if (updated.rowCount !== 1) throw new Error(`page ${args.pageId} is not at revision 0`);
-  await client.query(
-    `INSERT INTO page_revisions (page_id, revision, annotation_page, source, provenance)
-     VALUES ($1, $2, $3, 'import', $4)`,
-    [args.pageId, revision, annotationPage, JSON.stringify(args.provenance)],
-  );
-  return revision;
-}
+import type { AnnotationPage } from '../core/annotation';
+import type { Queryable } from './pool';
 
 /**
  * I1: who reads an item's IIIF resources. `draft`: the workspace's own key or console

@@ -378,20 +378,6 @@ export async function cancelBatch(pool: Pool, workspaceId: number, batchId: stri
   });
 }
 
-export async function createBatch(
-  db: Queryable,
-  workspaceId: number,
-  idempotencyKey?: string | null,
-): Promise<string> {
-  const id = uuidv7();
-  await db.query('INSERT INTO batches (id, workspace_id, idempotency_key) VALUES ($1, $2, $3)', [
-    id,
-    workspaceId,
-    idempotencyKey ?? null,
-  ]);
-  return id;
-}
-
 export async function markWorkflowStarted(db: Queryable, jobId: string): Promise<void> {
   await db.query(
     `UPDATE transcription_jobs SET workflow_started_at = coalesce(workflow_started_at, now()) WHERE id = $1`,

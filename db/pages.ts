@@ -1,15 +1,9 @@
-import {
-  type AnnotationPage,
-  buildAnnotationPage,
-  emptyAnnotationPage,
-  plainText,
-  type Segment,
-} from '../core/annotation';
-import { canvasUriFor } from '../core/ids';
+import type { AnnotationPage, Segment } from '../core/annotation';
 import type { MediaKind } from '../core/media';
 import { scheduleBlobDeletion } from './blobs';
 import { appendEvent } from './events';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+import { commitRevision, type RevisionProvenance } from './revisions';
 
 export interface PageRow {
   id: number;
@@ -101,87 +95,14 @@ export async function releaseRecordedAudio(
   }
 }
 
-export interface NewPage {
-  workspaceId: number;
-  itemId: string;
-  position: number;
-  kind: MediaKind;
-  blobKey?: string | null;
-  mediaType?: string | null;
-  width?: number | null;
-  height?: number | null;
-  durationMs?: number | null;
-}
-
-/** Inserts the item when new; used by tests, seeding and ingest. */
-export async function ensureItem(
-  client: Queryable,
-  workspaceId: number,
-  itemId: string,
-  fields: {
-    title?: string | null;
-    externalReferenceId?: string | null;
-    metadata?: Record<string, unknown>;
-  } = {},
-): Promise<void> {
-  await client.query(
-    `INSERT INTO items (workspace_id, id, title, external_reference_id, metadata)
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workspace_id, id) DO NOTHING`,
-    [
-      workspaceId,
-      itemId,
-      fields.title ?? null,
-      fields.externalReferenceId ?? null,
-      JSON.stringify(fields.metadata ?? {}),
-    ],
-  );
-}
-
-/** Creates a page at revision 0 (the empty AnnotationPage) with its revision-0 history row. */
-export async function insertPage(
-  client: PoolClient,
-  page: NewPage,
-  publicBaseUrl: string,
-): Promise<PageRow> {
-  const { rows } = await client.query(
-    `INSERT INTO pages (workspace_id, item_id, position, kind, canvas_uri, blob_key, media_type, width, height,
-       duration_ms, annotation_page)
-     VALUES ($1, $2, $3, $4, '', $5, $6, $7, $8, $9, '{}'::jsonb)
-     RETURNING id`,
-    [
-      page.workspaceId,
-      page.itemId,
-      page.position,
-      page.kind,
-      page.blobKey ?? null,
-      page.mediaType ?? null,
-      page.width ?? null,
-      page.height ?? null,
-      page.durationMs ?? null,
-    ],
-  );
-  const id = rows[0]!.id as number;
-  const canvasUri = canvasUriFor(publicBaseUrl, page.workspaceId, page.itemId, id);
-  const annotationPage = emptyAnnotationPage(canvasUri);
-  const updated = await client.query(
-    `UPDATE pages SET canvas_uri = $2, annotation_page = $3 WHERE id = $1 RETURNING ${PAGE_COLUMNS}`,
-    [id, canvasUri, JSON.stringify(annotationPage)],
-  );
-  await client.query(
-    `INSERT INTO page_revisions (page_id, revision, annotation_page, source) VALUES ($1, 0, $2, 'initial')`,
-    [id, JSON.stringify(annotationPage)],
-  );
-  return toPage(updated.rows[0]);
-}
-
 export interface PageEditResult {
   state: 'saved' | 'stale' | 'missing';
   revision: number;
 }
 
 /**
- * A human edit by compare-and-set on the revision the editor read (If-Match). A stale
- * revision changes nothing and reports the current one.
+ * A human edit by compare-and-set on the revision the editor read (If-Match), in the caller's
+ * transaction. A stale revision changes nothing and reports the current one.
  */
 export async function savePageEdit(
   client: PoolClient,
@@ -196,29 +117,21 @@ export async function savePageEdit(
 ): Promise<PageEditResult> {
   const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
   if (!page) return { state: 'missing', revision: -1 };
-  if (page.revision !== args.expectedRevision) return { state: 'stale', revision: page.revision };
-  const revision = page.revision + 1;
-  const annotationPage = buildAnnotationPage(
-    page.canvasUri,
-    revision,
-    args.segments,
-    args.language,
-  );
-  await client.query(
-    `UPDATE pages SET revision = $2, annotation_page = $3, search_text = $4, updated_at = now()
-      WHERE id = $1 AND revision = $5`,
-    [page.id, revision, JSON.stringify(annotationPage), plainText(args.segments), page.revision],
-  );
-  await client.query(
-    `INSERT INTO page_revisions (page_id, revision, annotation_page, source, edited_by) VALUES ($1, $2, $3, 'human', $4)`,
-    [page.id, revision, JSON.stringify(annotationPage), args.editedBy],
-  );
-  return { state: 'saved', revision };
+  const written = await commitRevision(client, {
+    pageId: page.id,
+    expectedRevision: args.expectedRevision,
+    segments: args.segments,
+    language: args.language,
+    provenance: { source: 'human', editedBy: args.editedBy },
+  });
+  return written.state === 'conflict'
+    ? { state: 'stale', revision: written.currentRevision }
+    : { state: 'saved', revision: written.revision };
 }
 
 export interface RevisionSummary {
   revision: number;
-  source: 'initial' | 'engine' | 'human' | 'import';
+  source: RevisionProvenance['source'];
   engine: string | null;
   model: string | null;
   modelVersion: string | null;

@@ -1,5 +1,5 @@
 import type { EngineIdentity, PageReading } from '../core/provider';
-import { type AttemptFence, lockRunningAttempt } from './attempts';
+import { type AttemptFence, lockRunningAttempt } from './fence';
 import type { Pool } from './pool';
 import { withTransaction } from './pool';
 
@@ -34,7 +34,7 @@ export async function saveReadPage(
       : [{ seq, payload: { text: line.text, confidence: line.confidence ?? null } }],
   );
   return withTransaction(pool, async (client) => {
-    // Lock order as every fenced write: the job, then the attempt (db/attempts.ts).
+    // Lock order as every fenced write: the job, then the attempt (db/fence.ts).
     await lockRunningAttempt(client, fence, 'SHARE');
     // The engine was paid for whether or not this save is a replay.
     await client.query(

@@ -6,17 +6,18 @@ import {
   lockStagedCleanups,
   retireBlobCleanup,
 } from '../db/blobs';
+import { RevisionConflictError } from '../db/errors';
 import {
   type BatchResult,
+  createBatch,
+  createPage,
   findBatchByIdempotencyKey,
-  insertBatch,
   insertBatchPage,
-  insertIngestedPage,
   prepareItem,
   recordBatchJobs,
 } from '../db/ingest';
-import { insertImportedRevision } from '../db/interchange';
 import { type Pool, type PoolClient, withTransaction } from '../db/pool';
+import { commitRevision } from '../db/revisions';
 import type { IngestRequestFields } from './request';
 import type { StoredTranscript } from './transcripts';
 
@@ -79,13 +80,8 @@ export async function commitBatch(
         tx,
         files.map((f) => f.cleanupId),
       );
-      const batchId = uuidv7();
-      const inserted = await insertBatch(tx, {
-        id: batchId,
-        workspaceId,
-        idempotencyKey: fields.idempotencyKey,
-      });
-      if (!inserted) {
+      const batchId = await createBatch(tx, workspaceId, fields.idempotencyKey);
+      if (batchId === undefined) {
         // A concurrent request with the same key committed first: roll back, return its result.
         throw new Replay(await loadLatestResult(tx, workspaceId, fields.idempotencyKey!));
       }
@@ -118,7 +114,7 @@ export async function commitBatch(
         });
         // U3: the same check every reference creator makes, in the page's own transaction.
         await lockBlobForReference(tx, workspaceId, file.key);
-        const page = await insertIngestedPage(
+        const page = await createPage(
           tx,
           {
             workspaceId,
@@ -134,20 +130,26 @@ export async function commitBatch(
           publicBaseUrl,
         );
         if (file.transcript) {
+          // I3: the imported transcript is revision 1, in the page's own transaction, so a page
+          // with one never exists without it (and a refused upload stores neither).
           const { parsed, sha256, filename } = file.transcript;
-          await insertImportedRevision(tx, {
+          const written = await commitRevision(tx, {
             pageId: page.pageId,
-            canvasUri: page.canvasUri,
+            expectedRevision: 0,
             segments: parsed.segments,
             ...(parsed.language ? { language: parsed.language } : {}),
             provenance: {
-              format: parsed.format,
-              namespace: parsed.namespace,
-              producer: parsed.producer,
-              sha256,
-              filename,
+              source: 'import',
+              import: {
+                format: parsed.format,
+                namespace: parsed.namespace,
+                producer: parsed.producer,
+                sha256,
+                filename,
+              },
             },
           });
+          if (written.state === 'conflict') throw new RevisionConflictError(page.pageId, written);
           imported.add(page.pageId);
         }
         await retireBlobCleanup(tx, file.cleanupId);

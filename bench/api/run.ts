@@ -58,6 +58,8 @@ async function main() {
   await migrate(databaseUrl);
 
   const { createWorkspace } = await import('../../db/workspaces');
+  const { createPage, prepareItem } = await import('../../db/ingest');
+  const { withTransaction } = await import('../../db/pool');
   const { encodePageToken } = await import('../../core/pageToken');
   const { parseConfig } = await import('../../core/config');
   const server = await import('../../web/lib/server');
@@ -80,12 +82,17 @@ async function main() {
     const { workspace, apiKey } = await createWorkspace(pool, 'bench');
     const ws = workspace.id;
     const seedStarted = performance.now();
-    await pool.query(`INSERT INTO items (workspace_id, id) VALUES ($1, 'item-1')`, [ws]);
-    await pool.query(
-      `INSERT INTO pages (workspace_id, item_id, position, kind, canvas_uri, annotation_page)
-       SELECT $1, 'item-1', g, 'image', 'http://bench/canvas/' || g, '{}'::jsonb FROM generate_series(1, 1000) g`,
-      [ws],
-    );
+    // Pages as an ingest writes them, one after the other: their ids are consecutive.
+    await withTransaction(pool, async (tx) => {
+      let position = await prepareItem(tx, ws, 'item-1');
+      for (let g = 0; g < 1000; g++) {
+        await createPage(
+          tx,
+          { workspaceId: ws, itemId: 'item-1', position: position++, kind: 'image' },
+          'http://bench',
+        );
+      }
+    });
     const { rows: pageRows } = await pool.query('SELECT min(id) AS lo FROM pages');
     const firstPage = Number(pageRows[0].lo);
     // Ids sort like UUIDv7 text (time-ordered); statuses are terminal so no workflow is implied.
@@ -219,7 +226,6 @@ async function main() {
     }
     const connectMs = Math.round(performance.now() - connectStarted);
     const { appendEvent } = await import('../../db/events');
-    const { withTransaction } = await import('../../db/pool');
     const committedAt = new Map<number, number>();
     for (let i = 0; i < EVENTS; i++) {
       const id = await withTransaction(pool, (client) =>

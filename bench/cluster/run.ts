@@ -8,8 +8,8 @@ import { EventSource } from 'eventsource';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
 import { appendEvent } from '../../db/events';
+import { createPage, prepareItem } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
-import { ensureItem, insertPage } from '../../db/pages';
 import { createPool, type Pool, withTransaction } from '../../db/pool';
 import { createWorkspace } from '../../db/workspaces';
 import { startCluster } from '../../scripts/lib/cluster';
@@ -65,19 +65,17 @@ async function target(
   return { name, pool, temporal, client, workspaceId: rows[0].id };
 }
 
-let position = 0;
 async function batch(t: Target, count: number): Promise<{ seconds: number; jobIds: string[] }> {
   const pageIds: number[] = [];
   await withTransaction(t.pool, async (tx) => {
-    await ensureItem(tx, t.workspaceId, 'bench');
+    let position = await prepareItem(tx, t.workspaceId, 'bench');
     for (let i = 0; i < count; i++) {
-      position += 1;
-      const page = await insertPage(
+      const page = await createPage(
         tx,
-        { workspaceId: t.workspaceId, itemId: 'bench', position, kind: 'image' },
+        { workspaceId: t.workspaceId, itemId: 'bench', position: position++, kind: 'image' },
         'http://bench',
       );
-      pageIds.push(page.id);
+      pageIds.push(page.pageId);
     }
   });
   const started = Date.now();

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
+import { createPage, prepareItem } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
-import { ensureItem, insertPage } from '../../db/pages';
 import type { Pool } from '../../db/pool';
 import { withTransaction } from '../../db/pool';
 import { median, percentile, round, startBenchStack } from '../lib/stack';
@@ -30,7 +30,6 @@ const SECRET = 'f'.repeat(64);
 const stack = await startBenchStack(20);
 const clientConnection = await Connection.connect({ address: stack.temporalAddress });
 const temporal = new Client({ connection: clientConnection });
-let position = 0;
 
 async function workspace(pool: Pool, name: string): Promise<number> {
   const { rows } = await pool.query('INSERT INTO workspaces (name) VALUES ($1) RETURNING id', [
@@ -41,16 +40,15 @@ async function workspace(pool: Pool, name: string): Promise<number> {
 
 async function pages(workspaceId: number, count: number): Promise<number[]> {
   return withTransaction(stack.pool, async (tx) => {
-    await ensureItem(tx, workspaceId, 'bench');
+    let position = await prepareItem(tx, workspaceId, 'bench');
     const ids: number[] = [];
     for (let i = 0; i < count; i++) {
-      position += 1;
-      const page = await insertPage(
+      const page = await createPage(
         tx,
-        { workspaceId, itemId: 'bench', position, kind: 'image' },
+        { workspaceId, itemId: 'bench', position: position++, kind: 'image' },
         'http://bench',
       );
-      ids.push(page.id);
+      ids.push(page.pageId);
     }
     return ids;
   });

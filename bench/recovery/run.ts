@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
+import { createPage, prepareItem } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
-import { ensureItem, insertPage } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { median, round, startBenchStack } from '../lib/stack';
 
@@ -81,15 +81,13 @@ for (const heartbeatMs of heartbeats) {
     const client = QuireClient.fromConfig(config, temporal, createJobStore(stack.pool));
     const a = spawnWorker(taskQueue, heartbeatMs, `a${run}`);
     await until(async () => (existsSync(a.health) ? true : undefined), 60_000, 200);
-    const pageId = await withTransaction(stack.pool, async (tx) => {
-      await ensureItem(tx, workspace, 'bench');
-      return (
-        await insertPage(
-          tx,
-          { workspaceId: workspace, itemId: 'bench', position: heartbeatMs + run, kind: 'image' },
-          'http://bench',
-        )
-      ).id;
+    const { pageId } = await withTransaction(stack.pool, async (tx) => {
+      const position = await prepareItem(tx, workspace, 'bench');
+      return createPage(
+        tx,
+        { workspaceId: workspace, itemId: 'bench', position, kind: 'image' },
+        'http://bench',
+      );
     });
     const job = await client.startJob({
       workspaceId: workspace,

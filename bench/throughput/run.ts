@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
+import { createPage, prepareItem } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
-import { ensureItem, insertPage } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { median, percentile, round, startBenchStack } from '../lib/stack';
 
@@ -34,7 +34,6 @@ const workspace = (
 ).rows[0].id;
 const clientConnection = await Connection.connect({ address: stack.temporalAddress });
 const temporal = new Client({ connection: clientConnection });
-let position = 0;
 const SECRET = 'c'.repeat(64);
 
 async function spawnReplicas(
@@ -120,18 +119,14 @@ async function oneRun(concurrency: number, run: number, pageCount = pages) {
 async function measure(client: QuireClient, concurrency: number, pageCount: number) {
   const pageIds: number[] = [];
   await withTransaction(stack.pool, async (tx) => {
-    await ensureItem(tx, workspace, 'bench');
+    let position = await prepareItem(tx, workspace, 'bench');
     for (let i = 0; i < pageCount; i++) {
-      position += 1;
-      pageIds.push(
-        (
-          await insertPage(
-            tx,
-            { workspaceId: workspace, itemId: 'bench', position, kind: 'image' },
-            'http://bench',
-          )
-        ).id,
+      const page = await createPage(
+        tx,
+        { workspaceId: workspace, itemId: 'bench', position: position++, kind: 'image' },
+        'http://bench',
       );
+      pageIds.push(page.pageId);
     }
   });
   const started = Date.now();

@@ -6,7 +6,7 @@ import { canonicalKeyFor, newUploadId, temporaryKeyFor } from '../../blobs';
 import { createBlobStore } from '../../blobs/fromConfig';
 import { QUIRE_EVENT_TYPES } from '../../core/cloudevents';
 import { insertBlob, lockBlobForReference, workspaceUsageBytes } from '../../db/blobs';
-import { insertIngestedPage, prepareItem } from '../../db/ingest';
+import { createPage, prepareItem } from '../../db/ingest';
 import { type Pool, withTransaction } from '../../db/pool';
 import type { ManagedProcess } from '../../scripts/lib/processes';
 import { startTestCluster, type TestCluster } from '../support/cluster';
@@ -99,7 +99,7 @@ async function storedImagePage(
       metadata: {},
     });
     await lockBlobForReference(tx, workspaceId, key);
-    const page = await insertIngestedPage(
+    const page = await createPage(
       tx,
       {
         workspaceId,

@@ -20,7 +20,7 @@ import {
   scheduleBlobDeletion,
   workspaceUsageBytes,
 } from '../../db/blobs';
-import { insertIngestedPage, prepareItem } from '../../db/ingest';
+import { createPage, prepareItem } from '../../db/ingest';
 import { withTransaction } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
 import { s3ClientFor } from '../../scripts/lib/objectServer';
@@ -68,7 +68,7 @@ async function referenceBlob(key: string, itemId: string): Promise<number> {
       metadata: {},
     });
     await lockBlobForReference(tx, ws, key);
-    const page = await insertIngestedPage(
+    const page = await createPage(
       tx,
       {
         workspaceId: ws,

@@ -6,15 +6,9 @@ import { hashToken, newAttemptToken } from '../../core/attemptToken';
 import { claimAttempt } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
 import { saveSegmentCheckpoint } from '../../db/checkpoints';
+import { createBatch } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
-import {
-  cancelBatch,
-  cancelJob,
-  createBatch,
-  createJobIn,
-  getJob,
-  listAttempts,
-} from '../../db/jobs';
+import { cancelBatch, cancelJob, createJobIn, getJob, listAttempts } from '../../db/jobs';
 import { withTransaction } from '../../db/pool';
 import { createWorkspace } from '../../db/workspaces';
 import { buildSnapshot } from '../../providers/registry';

@@ -4,17 +4,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTranscriptionActivities } from '../../activities/transcription';
 import { hashToken, newAttemptToken, sealToken } from '../../core/attemptToken';
 import { StaleAttemptError } from '../../core/failures';
-import {
-  type AttemptFence,
-  claimAttempt,
-  closeAttempt,
-  commitPageRevision,
-  pauseProvider,
-  recordProgress,
-} from '../../db/attempts';
+import { claimAttempt, closeAttempt, pauseProvider, recordProgress } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
 import { saveCheckpoint } from '../../db/checkpoints';
-import { cancelBatch, createBatch, createJob, getJobById, listAttempts } from '../../db/jobs';
+import { commitPageRevision } from '../../db/commit';
+import type { AttemptFence } from '../../db/fence';
+import { createBatch } from '../../db/ingest';
+import { cancelBatch, createJob, getJobById, listAttempts } from '../../db/jobs';
 import { buildSnapshot, createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { createTestQuire, silentLogger, type TestQuire } from '../support/quire';

@@ -4,13 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { checkInstallationKey, installationKeyHeld } from '../../db/installationKey';
 import { listAttempts } from '../../db/jobs';
-import { ensureItem, insertPage } from '../../db/pages';
-import { withTransaction } from '../../db/pool';
 import { openDeliverySecret, resealWebhookSecrets } from '../../db/webhookSecrets';
 import { createSubscription, listDeliveries } from '../../db/webhooks';
 import { createQuireClient, createQuireWorker } from '../../worker/createWorker';
 import { createWebhookRelay } from '../../worker/webhookRelay';
 import { createTestDatabase } from '../support/db';
+import { seedPage } from '../support/pages';
 import {
   createTestQuire,
   eventually,
@@ -204,17 +203,10 @@ describe('one fleet configuration (D1)', () => {
         `INSERT INTO workspaces (name) VALUES ('rotated') RETURNING id`,
       );
       const wsId = rows[0].id as number;
-      const page = await withTransaction(db.pool, async (tx) => {
-        await ensureItem(tx, wsId, 'item-1');
-        return insertPage(
-          tx,
-          { workspaceId: wsId, itemId: 'item-1', position: 1, kind: 'image' },
-          'http://quire.test',
-        );
-      });
+      const { pageId } = await seedPage(db.pool, { workspaceId: wsId });
       const job = await client.startJob({
         workspaceId: wsId,
-        pageId: page.id,
+        pageId,
         options: { simulated: { lines: 1 } },
       });
       const exit = await worker.exited;

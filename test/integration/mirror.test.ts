@@ -2,11 +2,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getMirrorRow } from '../../db/mirrorOutbox';
-import { ensureItem, insertPage, publishPage, savePageEdit } from '../../db/pages';
+import { publishPage, savePageEdit } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { createWorkspace } from '../../db/workspaces';
 import { deliverMirrorOutbox } from '../../worker/mirrorRelay';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { seedPage } from '../support/pages';
 import { waitUntil } from '../support/wait';
 
 /**
@@ -56,17 +57,12 @@ afterAll(async () => {
 });
 
 async function pageWithRevisions(itemId: string, revisions: number): Promise<number> {
+  const { pageId } = await seedPage(db.pool, { workspaceId, itemId, width: 100, height: 100 });
   return withTransaction(db.pool, async (client) => {
-    await ensureItem(client, workspaceId, itemId);
-    const page = await insertPage(
-      client,
-      { workspaceId, itemId, position: 0, kind: 'image', width: 100, height: 100 },
-      'http://quire.test',
-    );
     for (let r = 0; r < revisions; r++) {
       const saved = await savePageEdit(client, {
         workspaceId,
-        pageId: page.id,
+        pageId,
         expectedRevision: r,
         segments: [
           { index: 0, target: { kind: 'xywh', box: { x: 0, y: 0, w: 10, h: 10 } }, text: `r${r}` },
@@ -75,7 +71,7 @@ async function pageWithRevisions(itemId: string, revisions: number): Promise<num
       });
       expect(saved.state).toBe('saved');
     }
-    return page.id;
+    return pageId;
   });
 }
 

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken, newAttemptToken } from '../../core/attemptToken';
 import { buildSnapshot } from '../../core/pricing';
-import { claimAttempt, commitPageRevision } from '../../db/attempts';
+import { claimAttempt } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
+import { commitPageRevision } from '../../db/commit';
 import { createJob } from '../../db/jobs';
-import { ensureItem, insertPage } from '../../db/pages';
-import { withTransaction } from '../../db/pool';
 import { eventsPurgedBefore, purgeOldEvents } from '../../db/retention';
 import { fanOutEvents } from '../../db/webhooks';
 import { createWorkspace } from '../../db/workspaces';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { seedPage } from '../support/pages';
 
 /**
  * O3 event retention and the invariant auditor (E1) against real Postgres, with rows made old
@@ -30,15 +30,7 @@ afterAll(async () => {
 
 /** A job committed through the real claim and commit, with its completion event. */
 async function completedJob(itemId: string): Promise<string> {
-  const pageId = await withTransaction(db.pool, async (client) => {
-    await ensureItem(client, workspaceId, itemId);
-    const page = await insertPage(
-      client,
-      { workspaceId, itemId, position: 0, kind: 'image', width: 100, height: 100 },
-      'http://quire.test',
-    );
-    return page.id;
-  });
+  const { pageId } = await seedPage(db.pool, { workspaceId, itemId, width: 100, height: 100 });
   const { job } = await createJob(db.pool, {
     workspaceId,
     pageId,

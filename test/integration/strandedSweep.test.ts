@@ -15,6 +15,7 @@ import {
   JOBS_DELETE,
   startFakeProviderServer,
 } from '../support/fakeProviderServer';
+import { seedPage } from '../support/pages';
 
 const HOUR = 60 * 60_000;
 let db: TestDatabase;
@@ -22,7 +23,6 @@ let fake: FakeProviderServer;
 let workspaceId: number;
 let dir: string;
 let audioPath: string;
-let pageSeq = 0;
 
 const ctx = (): CallContext => ({
   signal: new AbortController().signal,
@@ -35,7 +35,6 @@ beforeAll(async () => {
   db = await createTestDatabase();
   const ws = await db.pool.query(`INSERT INTO workspaces (name) VALUES ('sweep') RETURNING id`);
   workspaceId = ws.rows[0].id;
-  await db.pool.query(`INSERT INTO items (workspace_id, id) VALUES ($1, 'item')`, [workspaceId]);
   dir = await mkdtemp(path.join(os.tmpdir(), 'quire-sweep-test-'));
   audioPath = path.join(dir, 'a.wav');
   await writeFile(audioPath, Buffer.from('RIFF fake audio'));
@@ -57,18 +56,13 @@ afterEach(async () => {
 
 /** A Quire job in the given status on a page of its own. */
 async function quireJob(status: 'pending' | 'running' | 'failed' | 'canceled'): Promise<string> {
-  pageSeq += 1;
-  const page = await db.pool.query(
-    `INSERT INTO pages (workspace_id, item_id, position, kind, canvas_uri, annotation_page)
-     VALUES ($1, 'item', $2, 'audio', $3, '{}') RETURNING id`,
-    [workspaceId, pageSeq, `https://example.org/canvas/${pageSeq}`],
-  );
+  const page = await seedPage(db.pool, { workspaceId, itemId: 'item', kind: 'audio' });
   const id = randomUUID();
   const ended = status === 'pending' || status === 'running' ? null : new Date();
   await db.pool.query(
     `INSERT INTO transcription_jobs (id, workspace_id, page_id, workflow_id, status, provider, snapshot, input_revision, ended_at)
      VALUES ($1, $2, $3, $4, $5, 'async-speech', '{}', 0, $6)`,
-    [id, workspaceId, page.rows[0].id, `wf-${id}`, status, ended],
+    [id, workspaceId, page.pageId, `wf-${id}`, status, ended],
   );
   return id;
 }

@@ -7,13 +7,13 @@ import type { QuireClient } from '../../client';
 import { parseConfig, type QuireConfig } from '../../core/config';
 import { auditInvariants } from '../../db/audit';
 import { getJob } from '../../db/jobs';
-import { ensureItem, insertPage } from '../../db/pages';
-import { createPool, type Pool, withTransaction } from '../../db/pool';
+import { createPool, type Pool } from '../../db/pool';
 import { createSubscription } from '../../db/webhooks';
 import { createWorkspace } from '../../db/workspaces';
 import { type Cluster, type ClusterOptions, startCluster } from '../../scripts/lib/cluster';
 import { connectTemporalClient, createQuireClient } from '../../worker/createWorker';
 import { type HttpsReceiver, startHttpsReceiver } from './httpsReceiver';
+import { seedPage } from './pages';
 import { eventually } from './wait';
 
 /**
@@ -83,7 +83,6 @@ export async function startTestCluster(
   const pool = createPool(cluster.databaseUrl, 5);
   const temporal = await connectTemporalClient(config);
   const client = createQuireClient(config, temporal, pool, ['simulated']);
-  let pageCounter = 0;
 
   return {
     cluster,
@@ -105,16 +104,7 @@ export async function startTestCluster(
     async startBatch(workspaceId, count, simulated) {
       const jobIds: string[] = [];
       for (let i = 0; i < count; i++) {
-        pageCounter += 1;
-        const pageId = await withTransaction(pool, async (tx) => {
-          await ensureItem(tx, workspaceId, 'drill-item');
-          const page = await insertPage(
-            tx,
-            { workspaceId, itemId: 'drill-item', position: pageCounter, kind: 'image' },
-            'http://quire.test',
-          );
-          return page.id;
-        });
+        const { pageId } = await seedPage(pool, { workspaceId, itemId: 'drill-item' });
         const job = await client.startJob({ workspaceId, pageId, options: { simulated } });
         jobIds.push(job.jobId);
       }

@@ -7,8 +7,6 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { type BlobStore, createLocalBlobStore } from '../../blobs';
 import type { QuireClient } from '../../client';
 import { parseConfig, type QuireConfig } from '../../core/config';
-import { ensureItem, insertPage } from '../../db/pages';
-import { withTransaction } from '../../db/pool';
 import { createProviderRegistry, type ProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import {
@@ -18,6 +16,7 @@ import {
   type QuireWorkerDeps,
 } from '../../worker/createWorker';
 import { createTestDatabase, type TestDatabase } from './db';
+import { seedPage } from './pages';
 import { eventually } from './wait';
 
 /**
@@ -85,7 +84,6 @@ export async function createTestQuire(
     namespace: config.TEMPORAL_NAMESPACE,
   });
   const client = createQuireClient(config, temporal, db.pool, providers.names());
-  let pageCounter = 0;
   const blobStore = createLocalBlobStore(mkdtempSync(join(tmpdir(), 'quire-blobs-')));
   const workerDeps = {
     config,
@@ -124,16 +122,7 @@ export async function createTestQuire(
       return rows[0].id as number;
     },
     async page(workspaceId, kind = 'image') {
-      pageCounter += 1;
-      return withTransaction(db.pool, async (tx) => {
-        await ensureItem(tx, workspaceId, 'item-1');
-        const page = await insertPage(
-          tx,
-          { workspaceId, itemId: 'item-1', position: pageCounter, kind },
-          'http://quire.test',
-        );
-        return page.id;
-      });
+      return (await seedPage(db.pool, { workspaceId, kind })).pageId;
     },
     async close() {
       await clientConnection.close();

@@ -1,0 +1,109 @@
+import { buildAnnotationPage, plainText, type Segment } from '../core/annotation';
+import type { EngineIdentity } from '../core/provider';
+import type { PoolClient } from './pool';
+
+/**
+ * The one writer of a page revision. The engine commit (J1), a human edit (If-Match), an
+ * imported transcript (I3) and a new page's revision 0 all move a page the same way: a
+ * compare-and-set from the revision the writer read to the next one, which stores the
+ * AnnotationPage, the derived search text and the `page_revisions` row with its provenance.
+ * A page that moved on since is one outcome, `RevisionConflict`, and each writer decides
+ * what it means: the engine fails its job `conflict`, an editor is told `stale`, an import
+ * cannot go on.
+ */
+
+/** I3: where an imported revision came from. */
+export interface ImportProvenance {
+  format: 'page' | 'alto';
+  /** The file's schema namespace (PAGE release, ALTO version). */
+  namespace: string;
+  /** The software or creator the file names; null when it names none. */
+  producer: string | null;
+  /** SHA-256 (hex) of the uploaded transcript file. */
+  sha256: string;
+  filename: string | null;
+}
+
+/** Who wrote a revision, as its `page_revisions` row records it. */
+export type RevisionProvenance =
+  | { source: 'initial' }
+  | { source: 'engine'; engine: EngineIdentity; jobId: string; attemptNumber: number }
+  | { source: 'human'; editedBy: string }
+  | { source: 'import'; import: ImportProvenance };
+
+export interface RevisionWrite {
+  pageId: number;
+  /** The revision the writer read; `null` for a page just created, whose revision is 0. */
+  expectedRevision: number | null;
+  segments: readonly Segment[];
+  language?: string;
+  provenance: RevisionProvenance;
+}
+
+export interface RevisionCommitted {
+  state: 'committed';
+  revision: number;
+}
+
+/** The page is no longer at the revision the writer read; nothing was written. */
+export interface RevisionConflict {
+  state: 'conflict';
+  currentRevision: number;
+}
+
+/**
+ * Writes the next revision of a page in the caller's transaction, or reports the miss. The
+ * compare-and-set takes the page's row lock when the caller does not hold it already, so a
+ * caller that locks other rows first keeps its own lock order.
+ */
+export async function commitRevision(
+  client: PoolClient,
+  write: RevisionWrite,
+): Promise<RevisionCommitted | RevisionConflict> {
+  // The canvas URI never changes, so it may be read before the compare-and-set.
+  const page = await client.query<{ canvas_uri: string }>(
+    'SELECT canvas_uri FROM pages WHERE id = $1',
+    [write.pageId],
+  );
+  const canvasUri = page.rows[0]?.canvas_uri;
+  if (canvasUri === undefined) throw new Error(`page ${write.pageId} not found`);
+  const from = write.expectedRevision ?? 0;
+  const revision = write.expectedRevision === null ? 0 : from + 1;
+  const annotationPage = JSON.stringify(
+    buildAnnotationPage(canvasUri, revision, write.segments, write.language),
+  );
+  // The new revision's row must not exist yet: so revision 0, too, is written only once.
+  const cas = await client.query(
+    `UPDATE pages SET revision = $3, annotation_page = $4, search_text = $5, updated_at = now()
+      WHERE id = $1 AND revision = $2
+        AND NOT EXISTS (SELECT 1 FROM page_revisions WHERE page_id = $1 AND revision = $3)`,
+    [write.pageId, from, revision, annotationPage, plainText(write.segments)],
+  );
+  if (cas.rowCount !== 1) {
+    const now = await client.query<{ revision: number }>(
+      'SELECT revision FROM pages WHERE id = $1',
+      [write.pageId],
+    );
+    return { state: 'conflict', currentRevision: now.rows[0]!.revision };
+  }
+  const p = write.provenance;
+  await client.query(
+    `INSERT INTO page_revisions (page_id, revision, annotation_page, source, engine, model, model_version, job_id,
+       attempt_number, edited_by, provenance)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [
+      write.pageId,
+      revision,
+      annotationPage,
+      p.source,
+      p.source === 'engine' ? p.engine.engine : null,
+      p.source === 'engine' ? p.engine.model : null,
+      p.source === 'engine' ? p.engine.version : null,
+      p.source === 'engine' ? p.jobId : null,
+      p.source === 'engine' ? p.attemptNumber : null,
+      p.source === 'human' ? p.editedBy : null,
+      p.source === 'import' ? JSON.stringify(p.import) : null,
+    ],
+  );
+  return { state: 'committed', revision };
+}
