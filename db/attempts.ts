@@ -71,12 +71,7 @@ export async function claimAttempt(
       : null;
     if (budget) return { state: 'paused', ...budget };
 
-    await client.query(
-      `UPDATE transcription_job_attempts SET outcome = 'lease_expired', error_category = 'crashed',
-              error_detail = 'worker stopped heartbeating', ended_at = now()
-        WHERE job_id = $1 AND outcome = 'running'`,
-      [args.jobId],
-    );
+    await expireRunningAttempt(client, args.jobId, 'worker stopped heartbeating');
     const charged = await chargedAttempts(client, args.jobId);
     if (charged >= args.maxAttempts) {
       const last = await client.query(
@@ -123,6 +118,24 @@ export async function claimAttempt(
       chargedAttempts: charged + 1,
     };
   });
+}
+
+/**
+ * A1: closes the job's attempt that is still `running` although nothing drives it (its worker
+ * stopped heartbeating, or its workflow ended) as a crashed lease: charged, and its token dead.
+ * The caller holds the job row.
+ */
+export async function expireRunningAttempt(
+  client: PoolClient,
+  jobId: string,
+  detail: string,
+): Promise<void> {
+  await client.query(
+    `UPDATE transcription_job_attempts SET outcome = 'lease_expired', error_category = 'crashed',
+            error_detail = $2, ended_at = now()
+      WHERE job_id = $1 AND outcome = 'running'`,
+    [jobId, detail],
+  );
 }
 
 /** The providers a job calls: its own, then its polish provider when another. */

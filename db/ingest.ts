@@ -180,6 +180,7 @@ export async function createPage(
   );
   const initial = await commitRevision(client, {
     pageId,
+    canvasUri,
     expectedRevision: null,
     segments: [],
     provenance: { source: 'initial' },

@@ -1,5 +1,6 @@
 import type { MediaKind } from '../core/media';
 import { isActiveStatus } from '../core/temporal';
+import { expireRunningAttempt } from './attempts';
 import { cancelJobIfActive, failJobIn, JOB_COLUMNS, type JobRow, toJob } from './jobs';
 import { type Pool, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
@@ -87,12 +88,7 @@ export async function settleLostJob(
     // A workflow that completed while its job is active, or one that keeps ending: the
     // job fails with a stated category; its running attempt (nobody drives it) is closed
     // as a crashed lease, as the next claim would have.
-    await client.query(
-      `UPDATE transcription_job_attempts SET outcome = 'lease_expired', error_category = 'crashed',
-              error_detail = 'workflow no longer running', ended_at = now()
-        WHERE job_id = $1 AND outcome = 'running'`,
-      [jobId],
-    );
+    await expireRunningAttempt(client, jobId, 'workflow no longer running');
     const detail = restartable
       ? `workflow ended ${workflow.toLowerCase().replace('_', ' ')} after ${job.workflow_restarts} new runs`
       : `workflow ended ${workflow.toLowerCase().replace('_', ' ')} while the job was active`;

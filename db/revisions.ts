@@ -33,6 +33,8 @@ export type RevisionProvenance =
 
 export interface RevisionWrite {
   pageId: number;
+  /** The page's canvas URI when the writer has it at hand (a page it just created). */
+  canvasUri?: string;
   /** The revision the writer read; `null` for a page just created, whose revision is 0. */
   expectedRevision: number | null;
   segments: readonly Segment[];
@@ -61,11 +63,13 @@ export async function commitRevision(
   write: RevisionWrite,
 ): Promise<RevisionCommitted | RevisionConflict> {
   // The canvas URI never changes, so it may be read before the compare-and-set.
-  const page = await client.query<{ canvas_uri: string }>(
-    'SELECT canvas_uri FROM pages WHERE id = $1',
-    [write.pageId],
-  );
-  const canvasUri = page.rows[0]?.canvas_uri;
+  const canvasUri =
+    write.canvasUri ??
+    (
+      await client.query<{ canvas_uri: string }>('SELECT canvas_uri FROM pages WHERE id = $1', [
+        write.pageId,
+      ])
+    ).rows[0]?.canvas_uri;
   if (canvasUri === undefined) throw new Error(`page ${write.pageId} not found`);
   const from = write.expectedRevision ?? 0;
   const revision = write.expectedRevision === null ? 0 : from + 1;

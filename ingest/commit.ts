@@ -135,6 +135,7 @@ export async function commitBatch(
           const { parsed, sha256, filename } = file.transcript;
           const written = await commitRevision(tx, {
             pageId: page.pageId,
+            canvasUri: page.canvasUri,
             expectedRevision: 0,
             segments: parsed.segments,
             ...(parsed.language ? { language: parsed.language } : {}),
