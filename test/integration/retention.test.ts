@@ -1,15 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken, newAttemptToken } from '../../core/attemptToken';
-import { buildSnapshot } from '../../core/pricing';
-import { claimAttempt } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
 import { commitPageRevision } from '../../db/commit';
-import { createJob } from '../../db/jobs';
 import { eventsPurgedBefore, purgeOldEvents } from '../../db/retention';
 import { fanOutEvents } from '../../db/webhooks';
 import { createWorkspace } from '../../db/workspaces';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { seedPage } from '../support/pages';
+import { seedRunningAttempt } from '../support/pages';
 
 /**
  * O3 event retention and the invariant auditor (E1) against real Postgres, with rows made old
@@ -30,33 +26,21 @@ afterAll(async () => {
 
 /** A job committed through the real claim and commit, with its completion event. */
 async function completedJob(itemId: string): Promise<string> {
-  const { pageId } = await seedPage(db.pool, { workspaceId, itemId, width: 100, height: 100 });
-  const { job } = await createJob(db.pool, {
+  const { job, fence } = await seedRunningAttempt(db.pool, {
     workspaceId,
-    pageId,
-    snapshot: buildSnapshot({ provider: 'simulated' }),
+    itemId,
+    width: 100,
+    height: 100,
   });
-  const tokenHash = hashToken(newAttemptToken());
-  const claim = await claimAttempt(db.pool, {
-    jobId: job.id,
-    owner: 'w',
-    tokenHash,
-    maxAttempts: 5,
+  const committed = await commitPageRevision(db.pool, fence, {
+    segments: [
+      { index: 0, target: { kind: 'xywh', box: { x: 0, y: 0, w: 9, h: 9 } }, text: 'line' },
+    ],
+    completed: 1,
+    failed: 0,
+    total: 1,
+    engine: { engine: 'simulated', model: 'sim-1', version: '1' },
   });
-  if (claim.state !== 'claimed') throw new Error(`claim ${claim.state}`);
-  const committed = await commitPageRevision(
-    db.pool,
-    { jobId: job.id, attemptNumber: claim.attemptNumber, tokenHash },
-    {
-      segments: [
-        { index: 0, target: { kind: 'xywh', box: { x: 0, y: 0, w: 9, h: 9 } }, text: 'line' },
-      ],
-      completed: 1,
-      failed: 0,
-      total: 1,
-      engine: { engine: 'simulated', model: 'sim-1', version: '1' },
-    },
-  );
   expect(committed.state).toBe('committed');
   return job.id;
 }

@@ -4,19 +4,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBlobStore } from '../../blobs';
 import { emptyAnnotationPage, type Segment, segmentsOf } from '../../core/annotation';
-import { hashToken, newAttemptToken } from '../../core/attemptToken';
-import { buildSnapshot } from '../../core/pricing';
-import { claimAttempt } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
 import { commitPageRevision, failOnConflict } from '../../db/commit';
-import { createJob, getJobById } from '../../db/jobs';
+import { getJobById } from '../../db/jobs';
 import { getPage, savePageEdit } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { commitRevision, type RevisionWrite } from '../../db/revisions';
 import { createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { seedPage, TEST_PUBLIC_URL } from '../support/pages';
+import { seedPage, seedRunningAttempt, TEST_PUBLIC_URL } from '../support/pages';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
 import { waitUntil } from '../support/wait';
 
@@ -97,23 +94,12 @@ describe('J1 one writer of page revisions', () => {
   });
 
   it('J1 every writer of a page revision goes through commitRevision: a CAS miss is one typed conflict', async () => {
-    const { pageId } = await seedPage(db.pool, { workspaceId: ws, itemId: 'miss' });
     // A job reads the page at revision 0 ...
-    const { job } = await createJob(db.pool, {
+    const { pageId, job, claim, fence } = await seedRunningAttempt(db.pool, {
       workspaceId: ws,
-      pageId,
-      snapshot: buildSnapshot({ provider: 'simulated' }),
+      itemId: 'miss',
     });
-    const tokenHash = hashToken(newAttemptToken());
-    const claim = await claimAttempt(db.pool, {
-      jobId: job.id,
-      owner: 'w',
-      tokenHash,
-      maxAttempts: 5,
-    });
-    if (claim.state !== 'claimed') throw new Error(`claim ${claim.state}`);
     expect(claim.inputRevision).toBe(0);
-    const fence = { jobId: job.id, attemptNumber: claim.attemptNumber, tokenHash };
     // ... and an editor moves it to revision 1 meanwhile.
     const edit = (expectedRevision: number, text: string) =>
       withTransaction(db.pool, (tx) =>

@@ -1,5 +1,10 @@
+import { hashToken, newAttemptToken } from '../../core/attemptToken';
 import type { MediaKind } from '../../core/media';
+import { buildSnapshot } from '../../core/pricing';
+import { claimAttempt } from '../../db/attempts';
+import type { AttemptFence } from '../../db/fence';
 import { createPage, type NewPage, prepareItem } from '../../db/ingest';
+import { createJob } from '../../db/jobs';
 import { type Pool, withTransaction } from '../../db/pool';
 
 /** The public base URL the tests' canvas URIs are minted under. */
@@ -28,4 +33,22 @@ export async function seedPage(
       TEST_PUBLIC_URL,
     );
   });
+}
+
+/**
+ * A job on a seeded page with its first attempt claimed through the real claim (A1), as a
+ * worker holds it: the fence every write of that attempt goes through.
+ */
+export async function seedRunningAttempt(pool: Pool, page: SeededPage) {
+  const { pageId } = await seedPage(pool, page);
+  const { job } = await createJob(pool, {
+    workspaceId: page.workspaceId,
+    pageId,
+    snapshot: buildSnapshot({ provider: 'simulated' }),
+  });
+  const tokenHash = hashToken(newAttemptToken());
+  const claim = await claimAttempt(pool, { jobId: job.id, owner: 'w', tokenHash, maxAttempts: 5 });
+  if (claim.state !== 'claimed') throw new Error(`claim ${claim.state}`);
+  const fence: AttemptFence = { jobId: job.id, attemptNumber: claim.attemptNumber, tokenHash };
+  return { pageId, job, claim, fence };
 }
