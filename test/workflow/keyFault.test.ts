@@ -79,6 +79,7 @@ describe('a fleet key fault (D1)', () => {
       true,
     ]);
     expect(timersMs(faulted)).toEqual([1_000]);
+    keepHistory(faulted, 'image-key-fault-claim');
   });
 
   it('D1 a local commit that meets a key fault is made on the queue at once, with the same arguments', async () => {
