@@ -55,122 +55,9 @@ export async function transcriptionJob(
     keyFaultReruns: patched(KEY_FAULT_PATCH),
   });
   const sliceMs = input.recognizeSliceMs ?? JOB_DEFAULTS.recognizeSliceMs;
-  const final = (status: JobStatus, revision: number | null, category: FailureClass | null) =>
-    ({ kind: 'final', result: progress.finish(status, revision, category) }) as const;
-
-  /** Q3: the attempt is refunded and its provider paused; the next claim follows the pause. */
-  const pause = async (ref: AttemptRef, request: PauseRequest): Promise<AttemptEnd> => {
-    const seen = progress.resumeSignals();
-    state.pausedReason = request.reason;
-    const counts = {
-      completed: state.completedSegments,
-      failed: state.failedSegments,
-      total: state.totalSegments,
-    };
-    const paused = await steps.pauseProvider(ref, { ...request, counts });
-    await progress.waitForResume(seen, paused.resumeAtMs);
-    return AGAIN;
-  };
-
-  /** J2/J3: an attempt in which no segment succeeded fails the job, or backs off. */
-  const noneSucceeded = async (
-    run: AttemptRun,
-    category: FailureClass,
-    detail: string,
-  ): Promise<AttemptEnd> => {
-    const counts = { completed: 0, failed: state.failedSegments, total: state.totalSegments };
-    const outcome = isPermanent(category) ? 'failed' : 'retryable_failed';
-    const closed = await steps.closeAttempt(run.ref, {
-      outcome,
-      category,
-      detail,
-      counts,
-      maxAttempts: input.maxAttempts,
-    });
-    if (outcome === 'failed' || closed.jobStatus === 'failed')
-      return final('failed', null, category);
-    progress.setStage('backoff');
-    // J3: bounded and jittered, from the workflow's deterministic random.
-    await sleep(cappedBackoffMs(run.chargedAttempts - 1, input.retryInitialMs, input.retryMaxMs));
-    return AGAIN;
-  };
-
-  /** A classified failure of the attempt: its provider pauses, or the attempt is charged. */
-  const failed = async (run: AttemptRun, type: FailureClass, error: unknown) => {
-    try {
-      if (isPausing(type)) return await pause(run.ref, pauseOf(type, error));
-      return await noneSucceeded(run, type, `stage ${state.stage} failed (${type})`);
-    } catch (closing) {
-      if (CancellationScope.current().consideredCancelled) throw closing;
-      if (isKeyFault(closing)) return KEY_FAULT;
-      // The token died while the failure was being recorded (the job was canceled or
-      // superseded in the database meanwhile): like every stale path, the next claim
-      // finds out what became of the job, and a canceled job gets its cleanup there.
-      if (failureType(closing) === STALE_ATTEMPT) return AGAIN;
-      throw closing;
-    }
-  };
-
-  const runAttempt = async (run: AttemptRun, kind: 'image' | 'audio'): Promise<AttemptEnd> => {
-    try {
-      // J3: from attempt polishAttempts + 1 on, the raw text is committed.
-      let usePolish = run.chargedAttempts <= input.polishAttempts;
-      const read =
-        kind === 'image'
-          ? await readImage(steps, progress, run, { polish: usePolish, sliceMs })
-          : await readAudio(steps, progress, run);
-      if ('pause' in read) return await pause(run.ref, read.pause);
-      const { outcome } = read;
-      if (outcome.completed === 0 && outcome.total > 0) {
-        const category = attemptCategory(outcome.failures);
-        return await noneSucceeded(run, category, `no segment succeeded (${category})`);
-      }
-      if (usePolish && !read.polished) {
-        const polished = await polish(steps, progress, run);
-        if ('pause' in polished) return await pause(run.ref, polished.pause);
-        usePolish = polished.polished;
-      }
-      progress.setStage('commit');
-      const committed = await steps.commitTranscript(run.ref, { usePolish });
-      if (committed.state === 'conflict') return final('failed', null, 'conflict');
-      return final('completed', committed.revision, null);
-    } catch (error) {
-      if (CancellationScope.current().consideredCancelled) throw error;
-      if (isKeyFault(error)) return KEY_FAULT;
-      const type = failureType(error);
-      if (type === STALE_ATTEMPT) return AGAIN;
-      if (isFailureClass(type)) return await failed(run, type, error);
-      // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
-      // next claim closes it `lease_expired` and resumes from the checkpoints.
-      log.warn('attempt interrupted', {
-        jobId: input.jobId,
-        attempt: run.ref.attemptNumber,
-        stage: state.stage,
-      });
-      return AGAIN;
-    }
-  };
-
-  /** D1: a claim made by a worker without the installation's key is made again. */
-  const claim = async (): Promise<ClaimOutcome | { state: 'keyFault' }> => {
-    try {
-      return await steps.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
-    } catch (error) {
-      if (isKeyFault(error)) return { state: 'keyFault' };
-      throw error;
-    }
-  };
-
-  // D1: nothing is charged for a key fault; the pause grows while the faults go on.
-  let keyFaults = 0;
-  const afterKeyFault = async () => {
-    log.error('attempt token does not open on this worker: fleet key mismatch', {
-      jobId: input.jobId,
-    });
-    await sleep(keyFaultPauseMs(keyFaults++));
-  };
-
   let current: AttemptRef | null = null;
+  let keyFaults = 0;
+
   try {
     for (;;) {
       const seen = progress.resumeSignals();
@@ -220,5 +107,121 @@ export async function transcriptionJob(
     throw error instanceof CancelledFailure
       ? error
       : new CancelledFailure('transcription job canceled');
+  }
+
+  /** One run of a claimed attempt: read, polish, commit; or why it stopped. */
+  async function runAttempt(run: AttemptRun, kind: 'image' | 'audio'): Promise<AttemptEnd> {
+    try {
+      // J3: from attempt polishAttempts + 1 on, the raw text is committed.
+      let usePolish = run.chargedAttempts <= input.polishAttempts;
+      const read =
+        kind === 'image'
+          ? await readImage(steps, progress, run, { polish: usePolish, sliceMs })
+          : await readAudio(steps, progress, run);
+      if ('pause' in read) return await pause(run.ref, read.pause);
+      const { outcome } = read;
+      if (outcome.completed === 0 && outcome.total > 0) {
+        const category = attemptCategory(outcome.failures);
+        return await noneSucceeded(run, category, `no segment succeeded (${category})`);
+      }
+      if (usePolish && !read.polished) {
+        const polished = await polish(steps, progress, run);
+        if ('pause' in polished) return await pause(run.ref, polished.pause);
+        usePolish = polished.polished;
+      }
+      progress.setStage('commit');
+      const committed = await steps.commitTranscript(run.ref, { usePolish });
+      if (committed.state === 'conflict') return final('failed', null, 'conflict');
+      return final('completed', committed.revision, null);
+    } catch (error) {
+      if (CancellationScope.current().consideredCancelled) throw error;
+      if (isKeyFault(error)) return KEY_FAULT;
+      const type = failureType(error);
+      if (type === STALE_ATTEMPT) return AGAIN;
+      if (isFailureClass(type)) return await failed(run, type, error);
+      // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
+      // next claim closes it `lease_expired` and resumes from the checkpoints.
+      log.warn('attempt interrupted', {
+        jobId: input.jobId,
+        attempt: run.ref.attemptNumber,
+        stage: state.stage,
+      });
+      return AGAIN;
+    }
+  }
+
+  /** Q3: the attempt is refunded and its provider paused; the next claim follows the pause. */
+  async function pause(ref: AttemptRef, request: PauseRequest): Promise<AttemptEnd> {
+    const seen = progress.resumeSignals();
+    state.pausedReason = request.reason;
+    const counts = {
+      completed: state.completedSegments,
+      failed: state.failedSegments,
+      total: state.totalSegments,
+    };
+    const paused = await steps.pauseProvider(ref, { ...request, counts });
+    await progress.waitForResume(seen, paused.resumeAtMs);
+    return AGAIN;
+  }
+
+  /** J2/J3: an attempt in which no segment succeeded fails the job, or backs off. */
+  async function noneSucceeded(
+    run: AttemptRun,
+    category: FailureClass,
+    detail: string,
+  ): Promise<AttemptEnd> {
+    const counts = { completed: 0, failed: state.failedSegments, total: state.totalSegments };
+    const outcome = isPermanent(category) ? 'failed' : 'retryable_failed';
+    const closed = await steps.closeAttempt(run.ref, {
+      outcome,
+      category,
+      detail,
+      counts,
+      maxAttempts: input.maxAttempts,
+    });
+    if (outcome === 'failed' || closed.jobStatus === 'failed')
+      return final('failed', null, category);
+    progress.setStage('backoff');
+    // J3: bounded and jittered, from the workflow's deterministic random.
+    await sleep(cappedBackoffMs(run.chargedAttempts - 1, input.retryInitialMs, input.retryMaxMs));
+    return AGAIN;
+  }
+
+  /** A classified failure of the attempt: its provider pauses, or the attempt is charged. */
+  async function failed(run: AttemptRun, type: FailureClass, error: unknown) {
+    try {
+      if (isPausing(type)) return await pause(run.ref, pauseOf(type, error));
+      return await noneSucceeded(run, type, `stage ${state.stage} failed (${type})`);
+    } catch (closing) {
+      if (CancellationScope.current().consideredCancelled) throw closing;
+      if (isKeyFault(closing)) return KEY_FAULT;
+      // The token died while the failure was being recorded (the job was canceled or
+      // superseded in the database meanwhile): like every stale path, the next claim
+      // finds out what became of the job, and a canceled job gets its cleanup there.
+      if (failureType(closing) === STALE_ATTEMPT) return AGAIN;
+      throw closing;
+    }
+  }
+
+  /** D1: a claim made by a worker without the installation's key is made again. */
+  async function claim(): Promise<ClaimOutcome | { state: 'keyFault' }> {
+    try {
+      return await steps.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
+    } catch (error) {
+      if (isKeyFault(error)) return { state: 'keyFault' };
+      throw error;
+    }
+  }
+
+  /** D1: nothing is charged for a key fault; the pause grows while the faults go on. */
+  async function afterKeyFault() {
+    log.error('attempt token does not open on this worker: fleet key mismatch', {
+      jobId: input.jobId,
+    });
+    await sleep(keyFaultPauseMs(keyFaults++));
+  }
+
+  function final(status: JobStatus, revision: number | null, category: FailureClass | null) {
+    return { kind: 'final', result: progress.finish(status, revision, category) } as const;
   }
 }
