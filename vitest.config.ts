@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Three projects: `unit` (pure, fast), `integration` (real Postgres and a real Temporal dev
- * server, started once by the global setup), `e2e` (a real browser). `chaos` tests kill
- * processes and live beside integration tests under test/chaos.
+ * Projects: `unit` (pure, fast), `workflow` (the real workflow bundle on a real Temporal dev
+ * server, its activities mocked in memory: no database), `integration` (real Postgres and a
+ * real Temporal dev server, started once by the global setup), `cluster` (the production
+ * topology), `e2e` (a real browser). `chaos` tests kill processes and live beside integration
+ * tests under test/chaos. `npm run test:fast` is the inner loop: unit and workflow.
  */
 // web/ modules import `server-only`, which only resolves inside Next; tests load them directly.
 // `@quire/*` is the repository root, as in tsconfig.json's `paths` (web/ imports use it).
@@ -29,6 +31,19 @@ export default defineConfig({
           include: ['test/unit/**/*.test.ts'],
           sequence: { groupOrder: 0 },
           pool: 'forks',
+        },
+      },
+      {
+        resolve,
+        test: {
+          name: 'workflow',
+          include: ['test/workflow/**/*.test.ts'],
+          sequence: { groupOrder: 0 },
+          pool: 'forks',
+          globalSetup: ['test/support/workflowSetup.ts'],
+          setupFiles: ['test/support/workflowSetupFile.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
         },
       },
       {

@@ -26,6 +26,7 @@ import {
 import {
   DEFAULT_TASK_QUEUE,
   fairnessKeyFor,
+  JOB_DEFAULTS,
   type JobProgress,
   QUERIES,
   SEARCH_ATTRIBUTES,
@@ -211,12 +212,12 @@ export class QuireClient {
       pageId: job.pageId,
       kind: job.kind,
       provider: job.provider,
-      maxAttempts: this.options.maxAttempts ?? 5,
-      polishAttempts: this.options.polishAttempts ?? 3,
-      retryInitialMs: this.options.retryInitialMs ?? 2_000,
-      retryMaxMs: this.options.retryMaxMs ?? 60_000,
-      heartbeatTimeoutMs: this.options.heartbeatTimeoutMs ?? 15_000,
-      recognizeSliceMs: this.options.recognizeSliceMs ?? 10_000,
+      maxAttempts: this.options.maxAttempts ?? JOB_DEFAULTS.maxAttempts,
+      polishAttempts: this.options.polishAttempts ?? JOB_DEFAULTS.polishAttempts,
+      retryInitialMs: this.options.retryInitialMs ?? JOB_DEFAULTS.retryInitialMs,
+      retryMaxMs: this.options.retryMaxMs ?? JOB_DEFAULTS.retryMaxMs,
+      heartbeatTimeoutMs: this.options.heartbeatTimeoutMs ?? JOB_DEFAULTS.heartbeatTimeoutMs,
+      recognizeSliceMs: this.options.recognizeSliceMs ?? JOB_DEFAULTS.recognizeSliceMs,
     };
     try {
       await this.options.temporal.workflow.start(TRANSCRIPTION_WORKFLOW, {

@@ -28,3 +28,12 @@ export function cappedBackoffMs(
   const ceiling = backoffCeilingMs(step, baseMs, maxMs);
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
+
+/**
+ * The ceiling of `cappedBackoffMs` at `step`: `baseMs` doubled `step` times, at most `maxMs`
+ * (steps below 0 count as 0). Used alone where a pause must not vary, as the workflow's pause
+ * before a step that met a fleet key fault runs again (D1).
+ */
+export function backoffCeilingMs(step: number, baseMs: number, maxMs: number): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(step, 0), 30));
+}

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AUTO_PROVIDER, describeProvider, enabledProviders } from './providerCatalogue';
 import { MIN_SECRET_KEY_LENGTH, parseKeyList } from './secretKeys';
-import { MAINTENANCE_TASK_QUEUE } from './temporal';
+import { DEFAULT_TASK_QUEUE, JOB_DEFAULTS, MAINTENANCE_TASK_QUEUE } from './temporal';
 
 /**
  * The one typed configuration of Quire, read from the environment and validated at start.
@@ -86,7 +86,7 @@ const schema = z.object({
   TEMPORAL_TLS_CLIENT_KEY_PATH: trimmedOptional,
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: trimmedOptional,
   TEMPORAL_TLS_SERVER_NAME: trimmedOptional,
-  QUIRE_TASK_QUEUE: z.string().min(1).default('quire-transcription'),
+  QUIRE_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE),
   QUIRE_MAINTENANCE_TASK_QUEUE: z.string().min(1).default(MAINTENANCE_TASK_QUEUE),
   QUIRE_TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
   /** O1, P2: activity slots per worker; default twice the engine threads, so engines never wait for work. */
@@ -96,19 +96,19 @@ const schema = z.object({
   /** P3: `auto` (the native binary when installed, else tesseract.js), `native` or `js`. */
   QUIRE_TESSERACT_ENGINE: z.enum(['auto', 'native', 'js']).default('auto'),
   QUIRE_SHUTDOWN_GRACE_MS: intFrom(0, 3_600_000, 30_000),
-  QUIRE_HEARTBEAT_TIMEOUT_MS: intFrom(1_000, 600_000, 15_000),
+  QUIRE_HEARTBEAT_TIMEOUT_MS: intFrom(1_000, 600_000, JOB_DEFAULTS.heartbeatTimeoutMs),
   /** Prebuilt workflow bundle (tests, container images); bundled at start when unset. */
   QUIRE_WORKFLOW_BUNDLE: z.string().optional(),
   /** How long a cached workflow waits for its own worker before any worker may take it. */
   QUIRE_STICKY_TIMEOUT_MS: intFrom(1_000, 600_000, 3_000),
   QUIRE_HEALTH_FILE: z.string().default('.data/worker-health.json'),
   QUIRE_HEALTH_MAX_AGE_MS: intFrom(1_000, 3_600_000, 60_000),
-  QUIRE_MAX_ATTEMPTS: intFrom(1, 100, 5),
-  QUIRE_POLISH_ATTEMPTS: intFrom(0, 100, 3),
-  QUIRE_RETRY_INITIAL_MS: intFrom(1, 3_600_000, 2_000),
+  QUIRE_MAX_ATTEMPTS: intFrom(1, 100, JOB_DEFAULTS.maxAttempts),
+  QUIRE_POLISH_ATTEMPTS: intFrom(0, 100, JOB_DEFAULTS.polishAttempts),
+  QUIRE_RETRY_INITIAL_MS: intFrom(1, 3_600_000, JOB_DEFAULTS.retryInitialMs),
   /** How long one recognize activity runs before the workflow hears of its progress. */
-  QUIRE_RECOGNIZE_SLICE_MS: intFrom(100, 600_000, 10_000),
-  QUIRE_RETRY_MAX_MS: intFrom(1, 86_400_000, 60_000),
+  QUIRE_RECOGNIZE_SLICE_MS: intFrom(100, 600_000, JOB_DEFAULTS.recognizeSliceMs),
+  QUIRE_RETRY_MAX_MS: intFrom(1, 86_400_000, JOB_DEFAULTS.retryMaxMs),
   QUIRE_RECONCILE_AFTER_MS: intFrom(1_000, 86_400_000, 60_000),
   /** A provider name, or `auto`: tesseract for images, pocketsphinx for audio. */
   QUIRE_DEFAULT_PROVIDER: z.string().default('auto'),

@@ -106,6 +106,22 @@ export interface TranscriptionJobInput {
   recognizeSliceMs?: number;
 }
 
+/**
+ * The defaults of the workflow input, the one source for the configuration's defaults
+ * (core/config.ts), the client's (client/index.ts) and the workflow's own for an input
+ * without `recognizeSliceMs` (runs started before it existed).
+ */
+export const JOB_DEFAULTS = {
+  maxAttempts: 5,
+  polishAttempts: 3,
+  retryInitialMs: 2_000,
+  retryMaxMs: 60_000,
+  heartbeatTimeoutMs: 15_000,
+  recognizeSliceMs: 10_000,
+} as const satisfies Required<
+  Omit<TranscriptionJobInput, 'jobId' | 'workspaceId' | 'pageId' | 'kind' | 'provider'>
+>;
+
 export interface JobProgress {
   jobId: string;
   status: JobStatus;

@@ -4,12 +4,15 @@ import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getJob } from '../../db/jobs';
+import { KEY_FAULT_PATCH } from '../../workflows/patches';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
 
 /**
  * Workflow code must replay every history it ever wrote. Histories of the main paths are
  * recorded here and kept as fixtures (QUIRE_RECORD_HISTORIES=1 rewrites them); both the
- * fresh ones and the kept ones replay without nondeterminism.
+ * fresh ones and the kept ones replay without nondeterminism. The key-fault histories are
+ * recorded by the workflow tests (test/workflow/keyFault.test.ts), the one from before the
+ * key-fault patch by the same scenario on the workflow code of that time.
  */
 const FIXTURES = 'test/fixtures/histories';
 let quire: TestQuire;
@@ -22,6 +25,25 @@ beforeAll(async () => {
 afterAll(async () => {
   await quire?.close();
 });
+
+type KeptHistory = {
+  events: Array<{
+    markerRecordedEventAttributes?: {
+      markerName?: string;
+      details?: Record<string, { payloads?: Array<{ data?: string }> }>;
+    };
+    timerStartedEventAttributes?: { startToFireTimeout?: string };
+  }>;
+};
+
+function patchIds(history: KeptHistory): string[] {
+  return history.events.flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.details?.['patch-data']?.payloads?.[0]?.data;
+    if (marker?.markerName !== 'core_patch' || !data) return [];
+    return [JSON.parse(Buffer.from(data, 'base64').toString()).id as string];
+  });
+}
 
 function replayOptions() {
   const codePath = process.env.QUIRE_TEST_WORKFLOW_BUNDLE;
@@ -131,6 +153,24 @@ describe('replay (determinism)', () => {
     expect(files.length).toBeGreaterThanOrEqual(5);
     for (const file of files) {
       const history = JSON.parse(readFileSync(join(FIXTURES, file), 'utf8'));
+      await expect(
+        Worker.runReplayHistory(replayOptions(), history, file),
+      ).resolves.toBeUndefined();
+    }
+  });
+
+  it('D1 D5 kept key-fault histories replay: runs begun before the key-fault patch retry the step in place, runs since run the attempt again', async () => {
+    const kept: Array<[file: string, reruns: boolean]> = [
+      ['image-key-fault.json', true],
+      ['image-key-fault-claim.json', true],
+      ['image-key-fault-before-reruns.json', false],
+    ];
+    for (const [file, reruns] of kept) {
+      const history = JSON.parse(readFileSync(join(FIXTURES, file), 'utf8')) as KeptHistory;
+      expect(patchIds(history).includes(KEY_FAULT_PATCH)).toBe(reruns);
+      // Each met a key fault and paused a second before the step ran again.
+      const timers = history.events.map((e) => e.timerStartedEventAttributes?.startToFireTimeout);
+      expect(timers).toContain('1s');
       await expect(
         Worker.runReplayHistory(replayOptions(), history, file),
       ).resolves.toBeUndefined();

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import { migrate } from '../../db/migrate';
@@ -13,8 +13,6 @@ import { ADMIN_URL, databaseUrl } from './db';
  * its own task queue. Names and ports are per run, so two runs on one machine do not collide.
  * Test files read what is set here from the environment they inherit.
  */
-let server: DevServer | undefined;
-
 export default async function setup() {
   await ensurePostgres(ADMIN_URL);
   const template = `quire_tpl_${process.pid}`;
@@ -29,6 +27,32 @@ export default async function setup() {
   await migrate(databaseUrl(template));
   process.env.QUIRE_TEST_TEMPLATE_DB = template;
 
+  const temporal = await startSharedTemporal();
+  const bundle = await bundleWorkflows();
+  writeFileSync(
+    `.data/test-run-${process.pid}.json`,
+    JSON.stringify({ address: temporal.address, template }),
+  );
+
+  return async () => {
+    bundle.remove();
+    await temporal.stop();
+    const cleanup = new pg.Client({ connectionString: ADMIN_URL });
+    await cleanup.connect();
+    try {
+      await cleanup.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+    } finally {
+      await cleanup.end();
+    }
+  };
+}
+
+/**
+ * The run's Temporal dev server: started here unless a setup of this run (or the caller, in
+ * QUIRE_TEST_TEMPORAL_ADDRESS) already has one; stopped only by the setup that started it.
+ */
+export async function startSharedTemporal(): Promise<{ address: string; stop(): Promise<void> }> {
+  let server: DevServer | undefined;
   let address = process.env.QUIRE_TEST_TEMPORAL_ADDRESS;
   if (!address) {
     const binary = findOrBuildTemporal();
@@ -41,24 +65,20 @@ export default async function setup() {
     process.env.QUIRE_TEST_TEMPORAL_ADDRESS = address;
   }
   process.env.QUIRE_TEMPORAL_BIN_RESOLVED = findOrBuildTemporal();
-  // Workflows are bundled once per run; every test worker loads the same bundle.
-  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  return { address, stop: async () => server?.stop() };
+}
+
+/** Workflows are bundled once per run; every test worker loads the same bundle. */
+export async function bundleWorkflows(): Promise<{ remove(): void }> {
   const bundlePath = `.data/workflow-bundle-${process.pid}.js`;
+  // Another project's setup of this run bundled the same code already.
+  if (process.env.QUIRE_TEST_WORKFLOW_BUNDLE === bundlePath && existsSync(bundlePath))
+    return { remove: () => rmSync(bundlePath, { force: true }) };
+  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  mkdirSync('.data', { recursive: true });
   writeFileSync(bundlePath, bundle.code);
   process.env.QUIRE_TEST_WORKFLOW_BUNDLE = bundlePath;
-  writeFileSync(`.data/test-run-${process.pid}.json`, JSON.stringify({ address, template }));
-
-  return async () => {
-    rmSync(bundlePath, { force: true });
-    await server?.stop();
-    const cleanup = new pg.Client({ connectionString: ADMIN_URL });
-    await cleanup.connect();
-    try {
-      await cleanup.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
-    } finally {
-      await cleanup.end();
-    }
-  };
+  return { remove: () => rmSync(bundlePath, { force: true }) };
 }
 
 const quietLogger = {

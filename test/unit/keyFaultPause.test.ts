@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyFaultPauseMs } from '../../workflows/transcriptionJob';
+import { keyFaultPauseMs } from '../../workflows/keyFault';
 
 describe('pauses between tries of a step that met a fleet key fault (D1)', () => {
   it('D1 the first eight tries come a second apart, then the pause doubles up to a minute', () => {

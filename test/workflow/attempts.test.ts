@@ -1,0 +1,182 @@
+import { Context } from '@temporalio/activity';
+import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { RecognizeOutcome } from '../../activities/transcription';
+import { backoffCeilingMs } from '../../core/backoff';
+import type { FailureClass } from '../../core/failures';
+import { waitUntil } from '../support/wait';
+import { callsOf, classified, closeConnections, recognized, runJob, timersMs } from './harness';
+
+afterAll(closeConnections);
+
+/** An attempt in which every line failed with `category` (J2), until attempt `until`. */
+function noLineUntil(until: number, category: FailureClass = 'timeout') {
+  return async (ref: { attemptNumber: number }): Promise<RecognizeOutcome> => {
+    if (ref.attemptNumber >= until) return recognized(2);
+    const failures = [0, 1].map((index) => ({ index, category }));
+    return { ...recognized(2), completed: 0, failures };
+  };
+}
+
+describe('retries between attempts (J3)', () => {
+  it('J3 a charged attempt backs off before the next claim, within the capped, jittered bounds', async () => {
+    const retryInitialMs = 100;
+    const retryMaxMs = 300;
+    const run = await runJob(
+      { recognizeSegments: noLineUntil(4) },
+      { input: { retryInitialMs, retryMaxMs } },
+    );
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 4 });
+    expect(callsOf(run, 'closeAttempt').map(([ref, args]) => [ref, args])).toEqual(
+      [1, 2, 3].map((attemptNumber) => [
+        expect.objectContaining({ attemptNumber }),
+        expect.objectContaining({ outcome: 'retryable_failed', category: 'timeout' }),
+      ]),
+    );
+    const waits = timersMs(run);
+    expect(waits).toHaveLength(3);
+    waits.forEach((wait, step) => {
+      // Step n of the backoff lies between half its ceiling and the ceiling.
+      const ceiling = backoffCeilingMs(step, retryInitialMs, retryMaxMs);
+      expect(wait).toBeGreaterThanOrEqual(Math.floor(ceiling / 2));
+      expect(wait).toBeLessThanOrEqual(ceiling);
+    });
+    expect(backoffCeilingMs(2, retryInitialMs, retryMaxMs)).toBe(retryMaxMs);
+  });
+
+  it('J3 when the close says the attempts are spent the job fails with the category, without a backoff', async () => {
+    const run = await runJob({
+      recognizeSegments: noLineUntil(99),
+      closeAttempt: async () => ({ jobStatus: 'failed' }),
+    });
+    expect(run.outcome).toMatchObject({ status: 'failed', errorCategory: 'timeout', attempts: 1 });
+    expect(timersMs(run)).toEqual([]);
+  });
+
+  it('J2 every line failing with a permanent class fails the job at once', async () => {
+    const run = await runJob({ recognizeSegments: noLineUntil(99, 'image') });
+    expect(run.outcome).toMatchObject({ status: 'failed', errorCategory: 'image', attempts: 1 });
+    expect(callsOf(run, 'closeAttempt').map(([, args]) => args)).toEqual([
+      expect.objectContaining({ outcome: 'failed', category: 'image' }),
+    ]);
+    expect(callsOf(run, 'claimAttempt')).toHaveLength(1);
+  });
+});
+
+describe('polish (J3, M3)', () => {
+  it('J3 from attempt polishAttempts + 1 on, the raw text is committed and polish is not called', async () => {
+    const run = await runJob(
+      { recognizeSegments: noLineUntil(2) },
+      { input: { polishAttempts: 1 } },
+    );
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(callsOf(run, 'segmentPage').map(([ref, args]) => [ref, args])).toEqual([
+      [expect.objectContaining({ attemptNumber: 1 }), { polish: true }],
+      [expect.objectContaining({ attemptNumber: 2 }), { polish: false }],
+    ]);
+    expect(callsOf(run, 'polishSegments')).toEqual([]);
+    expect(callsOf(run, 'commitTranscript')).toEqual([
+      [expect.objectContaining({ attemptNumber: 2 }), { usePolish: false }],
+    ]);
+  });
+
+  it('M3 a charged polish failure commits the raw text in the same attempt', async () => {
+    const run = await runJob({
+      polishSegments: async () => {
+        throw classified('internal');
+      },
+    });
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(callsOf(run, 'commitTranscript')).toEqual([
+      [expect.objectContaining({ attemptNumber: 1 }), { usePolish: false }],
+    ]);
+    expect(callsOf(run, 'closeAttempt')).toEqual([]);
+  });
+
+  it('P1 a page read and polished in one pass goes straight to the commit', async () => {
+    const run = await runJob({
+      segmentPage: async () => ({
+        total: 2,
+        read: { completed: 2, failures: [], polished: true },
+      }),
+    });
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(callsOf(run, 'recognizeSegments')).toEqual([]);
+    expect(callsOf(run, 'polishSegments')).toEqual([]);
+    expect(callsOf(run, 'commitTranscript')).toEqual([[expect.anything(), { usePolish: true }]]);
+  });
+});
+
+describe('an interrupted attempt (T3)', () => {
+  it('T3 an engine step whose heartbeat stops (its worker died) ends the attempt unclosed; the next claim follows', async () => {
+    let recognizes = 0;
+    const run = await runJob(
+      {
+        async recognizeSegments() {
+          recognizes += 1;
+          // No heartbeat: the heartbeat timeout ends the step, as when its worker dies.
+          if (recognizes === 1) await Context.current().sleep(2_500);
+          return recognized(2);
+        },
+      },
+      { input: { heartbeatTimeoutMs: 1_000 } },
+    );
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(callsOf(run, 'claimAttempt')).toHaveLength(2);
+    // The next claim closes it `lease_expired` in the database; the workflow closes nothing.
+    expect(callsOf(run, 'closeAttempt')).toEqual([]);
+    expect(timersMs(run)).toEqual([]);
+  });
+
+  it('T3 an engine step that fails with an error of no failure class reads as interrupted too', async () => {
+    let segments = 0;
+    const run = await runJob({
+      async segmentPage() {
+        segments += 1;
+        if (segments === 1) throw new Error('engine process exited');
+        return { total: 2 };
+      },
+    });
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(callsOf(run, 'closeAttempt')).toEqual([]);
+  });
+});
+
+describe('cancellation (J5)', () => {
+  it('J5 a canceled run cleans up with its running attempt and ends cancelled', async () => {
+    const run = await runJob(
+      {
+        async recognizeSegments() {
+          const context = Context.current();
+          for (;;) {
+            context.heartbeat();
+            await context.sleep(100);
+          }
+        },
+      },
+      {
+        async during(handle, calls) {
+          await waitUntil(() => calls.some((c) => c.step === 'recognizeSegments'));
+          await handle.cancel();
+        },
+      },
+    );
+    expect(run.outcome).toBeInstanceOf(WorkflowFailedError);
+    expect((run.outcome as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    expect((await run.handle.describe()).status.name).toBe('CANCELLED');
+    expect(callsOf(run, 'cancelCleanup')).toEqual([
+      [{ jobId: expect.any(String), attemptNumber: 1 }],
+    ]);
+    expect(callsOf(run, 'commitTranscript')).toEqual([]);
+  });
+
+  it('J5 a job found canceled in the database gets its cleanup and ends canceled', async () => {
+    const run = await runJob({
+      claimAttempt: async () => ({ state: 'inactive', status: 'canceled' }),
+    });
+    expect(run.outcome).toMatchObject({ status: 'canceled', attempts: 0 });
+    expect(callsOf(run, 'cancelCleanup')).toEqual([
+      [{ jobId: expect.any(String), attemptNumber: null }],
+    ]);
+  });
+});

@@ -1,0 +1,47 @@
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import type { PauseRequest, SegmentFailure } from '../activities/transcription';
+import { type FailureClass, isPermanent, KEY_MISMATCH } from '../core/failures';
+
+/**
+ * How the workflow reads a failed step (Q3). Activities throw `ApplicationFailure`s whose
+ * `type` is a failure class or an attempt fact (`StaleAttempt`, `SecretKeyMismatch`); anything
+ * else (a timeout, a worker that went away) has no type and reads as an interrupted attempt.
+ * Pure, so that it has unit tests of its own.
+ */
+
+/** The application failure a step failed with, as Temporal delivers it to the workflow. */
+function applicationFailureOf(error: unknown): ApplicationFailure | undefined {
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure)
+    return error.cause;
+  // A local activity that fails while its worker shuts down reaches the workflow unwrapped.
+  if (error instanceof ApplicationFailure) return error;
+  return undefined;
+}
+
+/** The failure's type: a failure class, `StaleAttempt`, `SecretKeyMismatch`, or undefined. */
+export function failureType(error: unknown): string | undefined {
+  return applicationFailureOf(error)?.type ?? undefined;
+}
+
+/** D1: the step ran on a worker whose keys do not open the attempt's token. */
+export function isKeyFault(error: unknown): boolean {
+  return failureType(error) === KEY_MISMATCH;
+}
+
+/** The pause a pausing failure asks for, from the details the activity boundary attached. */
+export function pauseOf(type: string, error: unknown): PauseRequest {
+  const details = applicationFailureOf(error)?.details?.[0] as
+    | { retryAfterMs?: number | null; scope?: 'provider' | 'workspace' }
+    | undefined;
+  return {
+    reason: type as PauseRequest['reason'],
+    retryAfterMs: details?.retryAfterMs ?? null,
+    scope: details?.scope,
+  };
+}
+
+/** The category of an attempt where nothing succeeded: permanent only if every failure was. */
+export function attemptCategory(failures: SegmentFailure[]): FailureClass {
+  const retryable = failures.find((f) => !isPermanent(f.category));
+  return (retryable ?? failures[0])?.category ?? 'internal';
+}

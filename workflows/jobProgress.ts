@@ -1,0 +1,104 @@
+import {
+  condition,
+  defineQuery,
+  defineSignal,
+  patched,
+  setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { AttemptRef } from '../activities/transcription';
+import type { FailureClass } from '../core/failures';
+import {
+  type JobProgress,
+  type JobStatus,
+  QUERIES,
+  SEARCH_ATTRIBUTES,
+  SIGNALS,
+  type Stage,
+  type TranscriptionJobResult,
+} from '../core/temporal';
+import { STAGE_MEMO_PATCH } from './patches';
+
+export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
+export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
+
+/** A pause with no end of its own is looked at again this often (a missed Resume). */
+const PAUSE_RECHECK_MS = 10 * 60_000;
+
+/**
+ * What a job's run shows of itself while it runs: the progress query, the status search
+ * attribute, the stage in the memo, and the operator's Resume signal it waits on.
+ */
+export function trackJobProgress(jobId: string) {
+  const state: JobProgress = {
+    jobId,
+    status: 'pending',
+    stage: 'queued',
+    attemptNumber: 0,
+    completedSegments: 0,
+    failedSegments: 0,
+    totalSegments: null,
+    pausedReason: null,
+    errorCategory: null,
+  };
+  let resumeSignals = 0;
+  let attemptsRun = 0;
+  setHandler(progressQuery, () => state);
+  setHandler(providerResumedSignal, () => {
+    resumeSignals += 1;
+  });
+
+  const setStatus = (status: JobStatus) => {
+    if (state.status === status) return;
+    state.status = status;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.status, value: status }]);
+  };
+  const setStage = (stage: Stage) => {
+    state.stage = stage;
+    // The stage is in the memo, so the Temporal UI shows it without a query (which needs a
+    // running worker, exactly what a rolling deploy may lack for a while). Added behind a
+    // patch (D5): runs begun by the previous workflow code replay without it and take it
+    // up from where the new code runs them.
+    if (patched(STAGE_MEMO_PATCH)) upsertMemo({ stage });
+  };
+
+  return {
+    state,
+    setStage,
+    /** How many Resume signals came so far: a wait ends at the next one. */
+    resumeSignals: () => resumeSignals,
+
+    /** A claimed attempt runs: the job is running. */
+    attemptStarted(ref: AttemptRef) {
+      attemptsRun += 1;
+      state.attemptNumber = ref.attemptNumber;
+      setStatus('running');
+      state.failedSegments = 0;
+    },
+
+    /** Waits for an operator's Resume or the pause's own end, whichever comes first. */
+    async waitForResume(seenSignals: number, resumeAtMs: number | null) {
+      setStatus('pending');
+      setStage('paused');
+      const untilResume =
+        resumeAtMs === null ? PAUSE_RECHECK_MS : Math.max(1_000, resumeAtMs - Date.now());
+      await condition(() => resumeSignals > seenSignals, Math.min(untilResume, PAUSE_RECHECK_MS));
+      state.pausedReason = null;
+    },
+
+    /** The job's end as the run reports it. */
+    finish(
+      status: JobStatus,
+      revision: number | null,
+      category: FailureClass | null,
+    ): TranscriptionJobResult {
+      setStatus(status);
+      setStage('done');
+      state.errorCategory = category;
+      return { status, resultRevision: revision, attempts: attemptsRun, errorCategory: category };
+    },
+  };
+}
+
+export type JobProgressTracker = ReturnType<typeof trackJobProgress>;

@@ -1,0 +1,23 @@
+/**
+ * D5: the changes of `transcriptionJob` since the first release, each behind its patch id. A
+ * run begun before a change finds no marker when it replays and keeps the code it began with;
+ * an id is never renamed or reused, and its old branch stays until no such run is left.
+ */
+
+/** The stage in the memo, so the Temporal UI shows it without a query. */
+export const STAGE_MEMO_PATCH = 'quire-stage-memo';
+
+/**
+ * P1: claim and commit as local activities, and no `recognize` (or `polish`) when the page was
+ * read, and polished, in one pass.
+ */
+export const READ_ONCE_PATCH = 'quire-read-once';
+
+/** J5: a job found canceled in the database still gets its cancel cleanup. */
+export const CLEANUP_WHEN_FOUND_CANCELED_PATCH = 'cleanup-when-found-canceled';
+
+/**
+ * D1: a step that met a fleet key fault ends the attempt's run, and the story runs the same
+ * attempt again after a pause, instead of each step retrying itself in place.
+ */
+export const KEY_FAULT_PATCH = 'quire-key-fault-reruns-attempt';
