@@ -2,7 +2,8 @@
  * The ceiling of the one backoff: `baseMs` doubled `step` times, never above `maxMs`. Alone,
  * it is the exact schedule of waits that keep one (a provider's outage pause of 1, 2, 4 ...
  * 60 minutes, a listener's reconnect, the webhook relay's next pass after a failed one, a
- * wait for the object store); `cappedBackoffMs` jitters below it.
+ * wait for the object store, the workflow's pause before a step that met a fleet key fault
+ * runs again); `cappedBackoffMs` jitters below it. Steps below 0 count as 0.
  */
 export function backoffCeilingMs(
   /** 0 for the first retry; each step doubles the ceiling. */
@@ -27,13 +28,4 @@ export function cappedBackoffMs(
 ): number {
   const ceiling = backoffCeilingMs(step, baseMs, maxMs);
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
-
-/**
- * The ceiling of `cappedBackoffMs` at `step`: `baseMs` doubled `step` times, at most `maxMs`
- * (steps below 0 count as 0). Used alone where a pause must not vary, as the workflow's pause
- * before a step that met a fleet key fault runs again (D1).
- */
-export function backoffCeilingMs(step: number, baseMs: number, maxMs: number): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(step, 0), 30));
 }
