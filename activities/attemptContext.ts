@@ -107,7 +107,7 @@ export interface AttemptContext {
 }
 
 /**
- * The workflow's activity profiles (workflows/transcriptionJob.ts): an `engine` activity runs
+ * The workflow's activity profiles (workflows/activityProfiles.ts): an `engine` activity runs
  * once per attempt, its failure ends the attempt; a `db` activity is a short idempotent write
  * that Temporal retries through transient errors (a Postgres restart).
  */

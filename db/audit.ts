@@ -1,3 +1,4 @@
+import { JOB_DEFAULTS } from '../core/temporal';
 import type { Queryable } from './pool';
 import { EVENT_RETENTION_MARK } from './retention';
 import { ACTIVE_STATUS_LIST } from './sql';
@@ -118,7 +119,9 @@ export async function auditInvariants(
 ): Promise<Violation[]> {
   const violations: Violation[] = [];
   for (const check of CHECKS) {
-    const params = check.sql.includes('$1') ? [options.maxAttempts ?? 5] : [];
+    const params = check.sql.includes('$1')
+      ? [options.maxAttempts ?? JOB_DEFAULTS.maxAttempts]
+      : [];
     const { rows } = await db.query<{ subject: string }>(check.sql, params);
     if (rows.length > 0)
       violations.push({ check: check.name, subjects: rows.map((r) => r.subject) });
