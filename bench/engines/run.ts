@@ -1,7 +1,7 @@
 /**
  * Engine benchmark (Q2): OCR lines per second and character error rate with tesseract.js,
  * speech real-time factor and word error rate with pocketsphinx, on fixtures made here
- * (rendered serif lines, flite speech) and on real material (shared/fixtures). Medians of
+ * (rendered serif lines, flite speech) and on real material (test/fixtures/real). Medians of
  * several runs; prints one JSON document. Run: `npx tsx bench/engines/run.ts` (BENCH_RUNS=3).
  */
 import { existsSync } from 'node:fs';

@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
 import { getJob, listAttempts } from '../../db/jobs';
 import { getPage, getRevision } from '../../db/pages';
@@ -14,15 +15,23 @@ import { SimulatedProvider } from '../../providers/simulated';
 import { createWebhookRelay, type WebhookRelay } from '../../worker/webhookRelay';
 import { launchBrowser, screenshots, seriousViolations } from '../support/browser';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/httpsReceiver';
+import { ingestWithJobs } from '../support/ingest';
 import { KANT } from '../support/interchange';
-import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
+import {
+  createTestQuire,
+  eventually,
+  type TestQuire,
+  temporalAddress,
+  untilStatus,
+} from '../support/quire';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * C (SPEC §9): the console in Debian's Chromium against the real stack: a fresh database, a
  * real Temporal dev server and worker (simulated provider, one second per call so progress
- * can be watched), a real `next start`, and a local HTTPS webhook receiver. The scenarios run
- * in order and share the pages they create.
+ * can be watched), a real `next start`, and a local HTTPS webhook receiver. Those are shared;
+ * each scenario makes its own workspace, pages and jobs and signs in from a fresh browser
+ * context, so any one of them runs alone (`-t`) or in any order.
  */
 const TEMPORAL_UI = 'http://temporal-ui.test';
 const quietRelayLogger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -35,12 +44,87 @@ let distDir: string;
 let receiver: HttpsReceiver;
 let relay: WebhookRelay | undefined;
 let browser: Browser;
-let context: BrowserContext;
-let page: Page;
-let workspaceId: number;
-let apiKey: string;
 let files: string;
-const state: { batchId?: string; jobId?: string; pageId?: number } = {};
+const contexts: BrowserContext[] = [];
+
+interface Session {
+  workspaceId: number;
+  apiKey: string;
+  context: BrowserContext;
+  page: Page;
+}
+
+/** A browser context of the test's own: no cookie or storage of another test reaches it. */
+async function freshContext(): Promise<BrowserContext> {
+  const context = await browser.newContext({
+    baseURL: web.url,
+    viewport: { width: 1280, height: 900 },
+  });
+  contexts.push(context);
+  return context;
+}
+
+/** A workspace of the test's own, signed in through the sign-in page in a fresh context. */
+async function signedIn(name: string): Promise<Session> {
+  const { workspace, apiKey } = await createWorkspace(quire.db.pool, name);
+  const context = await freshContext();
+  const page = await context.newPage();
+  page.on('dialog', (dialog) => void dialog.accept());
+  await page.goto('/signin');
+  await page.getByLabel('Workspace API key').fill(apiKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL('**/jobs');
+  return { workspaceId: workspace.id, apiKey, context, page };
+}
+
+/**
+ * The first register page uploaded through the ingest as the API does, its job run to the
+ * end: what a scenario that starts from a transcribed page needs. The engine answers at once
+ * here; only the upload scenario watches progress at the console's pace.
+ */
+async function transcribedPage(
+  workspaceId: number,
+): Promise<{ batchId: string; pageId: number; jobId: string }> {
+  const form = new FormData();
+  form.append('itemId', `register-${randomUUID()}`);
+  form.append(
+    'files[]',
+    new Blob([new Uint8Array(readFileSync(join(files, 'register-p1.png')))], {
+      type: 'image/png',
+    }),
+    'register-p1.png',
+  );
+  const { result, records } = await ingestWithJobs(quire, workspaceId, form, {
+    provider: 'simulated',
+    options: { simulated: { latencyMs: 0 } },
+  });
+  const [record] = records;
+  await untilStatus(quire, workspaceId, record!.id, 'completed');
+  return { batchId: result.batchId, pageId: record!.pageId, jobId: record!.id };
+}
+
+/** A new revision of one line, saved through the HTTP API on top of the current one. */
+async function saveLineThroughApi(
+  session: Session,
+  pageId: number,
+  index: number,
+  text: string,
+): Promise<void> {
+  const current = (await getPage(quire.db.pool, session.workspaceId, pageId))!;
+  const segments = segmentsOf(current.annotationPage).map((s) =>
+    s.index === index ? { ...s, text } : s,
+  );
+  const put = await fetch(`${web.url}/api/v1/workspaces/${session.workspaceId}/pages/${pageId}`, {
+    method: 'PUT',
+    headers: {
+      authorization: `Bearer ${session.apiKey}`,
+      'content-type': 'application/json',
+      'if-match': `"${current.revision}"`,
+    },
+    body: JSON.stringify({ segments }),
+  });
+  expect(put.status).toBe(200);
+}
 
 function renderPageImage(path: string, lines: string[]) {
   // 1800 x 700: the simulated engine finds eight 1600 x 48 lines from (100, 120), 60 apart.
@@ -92,9 +176,6 @@ beforeAll(async () => {
   );
   worker = await quire.newWorker('e2e-worker');
   running = worker.run();
-  const created = await createWorkspace(quire.db.pool, 'Parish registers');
-  workspaceId = created.workspace.id;
-  apiKey = created.apiKey;
   const blobRoot = (quire.blobStore as unknown as { root: string }).root;
   distDir = await buildWeb();
   web = await startWeb(distDir, {
@@ -113,14 +194,16 @@ beforeAll(async () => {
     LOG_LEVEL: 'silent',
   });
   browser = await launchBrowser();
-  context = await browser.newContext({ baseURL: web.url, viewport: { width: 1280, height: 900 } });
-  page = await context.newPage();
-  page.on('dialog', (dialog) => void dialog.accept());
 }, 300_000);
+
+afterEach(async () => {
+  for (const context of contexts.splice(0)) await context.close();
+  await relay?.stop({ graceMs: 1000 });
+  relay = undefined;
+});
 
 afterAll(async () => {
   await browser?.close();
-  await relay?.stop({ graceMs: 1000 });
   await web?.stop();
   if (distDir) removeWebBuild(distDir);
   worker?.shutdown();
@@ -132,6 +215,10 @@ afterAll(async () => {
 
 describe('console (C)', () => {
   it('C sign-in: pages redirect to sign-in without a session, a wrong key is refused, the workspace key signs in', async () => {
+    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Parish registers');
+    const workspaceId = workspace.id;
+    const context = await freshContext();
+    const page = await context.newPage();
     await page.goto('/jobs');
     expect(new URL(page.url()).pathname).toBe('/signin');
     const anonymous = await page.request.get('/console-api/live?topics=jobs');
@@ -153,6 +240,7 @@ describe('console (C)', () => {
   });
 
   it('C upload: per-file validation, then a rendered page image becomes a batch whose job reaches completed live', async () => {
+    const { workspaceId, page } = await signedIn('Parish registers');
     await page.goto('/upload');
     // Q2: the console says which engine reads what, and that offline speech is weak on real audio.
     await expect
@@ -176,12 +264,14 @@ describe('console (C)', () => {
     expect(await page.locator('li[data-file="register-p1.png"]').textContent()).toContain('Ready');
     await page.getByRole('button', { name: 'Remove fake.png' }).click();
     expect(
-      await quire.db.pool.query('SELECT count(*)::int AS n FROM pages').then((r) => r.rows[0].n),
+      await quire.db.pool
+        .query('SELECT count(*)::int AS n FROM pages WHERE workspace_id = $1', [workspaceId])
+        .then((r) => r.rows[0].n),
     ).toBe(0);
 
     await page.getByRole('button', { name: 'Upload', exact: true }).click();
     await page.waitForURL('**/batches/**');
-    state.batchId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    const batchId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
     await waitForLive(page);
     // A marker that a reload would wipe: the row must change in place.
     await page.evaluate(() => {
@@ -190,25 +280,24 @@ describe('console (C)', () => {
     const row = page.locator('tr[data-job-id]');
     await expect.poll(() => row.count()).toBe(1);
     expect(await row.getAttribute('data-status')).not.toBe('completed');
-    state.jobId = (await row.getAttribute('data-job-id')) ?? undefined;
+    const jobId = (await row.getAttribute('data-job-id'))!;
     await page.waitForSelector('tr[data-job-id][data-status="completed"]', { timeout: 60_000 });
     expect(
       await page.evaluate(() => (window as unknown as { quireMarker?: boolean }).quireMarker),
     ).toBe(true);
     expect(await row.textContent()).toContain('8 / 0 / 8');
 
-    const job = await getJob(quire.db.pool, workspaceId, state.jobId!);
+    const job = await getJob(quire.db.pool, workspaceId, jobId);
     expect(job?.status).toBe('completed');
-    state.pageId = job!.pageId;
 
     // The jobs list, filtered by this batch, shows the same job completed.
-    await page.goto(`/jobs?batch=${encodeURIComponent(state.batchId)}&status=completed`);
-    expect(await page.locator(`tr[data-job-id="${state.jobId}"]`).getAttribute('data-status')).toBe(
+    await page.goto(`/jobs?batch=${encodeURIComponent(batchId)}&status=completed`);
+    expect(await page.locator(`tr[data-job-id="${jobId}"]`).getAttribute('data-status')).toBe(
       'completed',
     );
 
     // Job detail: the attempt audit and the deep link into the Temporal UI.
-    await page.goto(`/jobs/${state.jobId}`);
+    await page.goto(`/jobs/${jobId}`);
     expect(await page.locator('tr[data-attempt="1"]').getAttribute('data-outcome')).toBe(
       'completed',
     );
@@ -218,7 +307,9 @@ describe('console (C)', () => {
   });
 
   it('C page view: boxes over the image, an edit meets a concurrent API edit, both texts are shown and neither is lost; diff; publish', async () => {
-    const pageId = state.pageId!;
+    const session = await signedIn('Parish registers');
+    const { workspaceId, apiKey, page } = session;
+    const { pageId } = await transcribedPage(workspaceId);
     await page.goto(`/pages/${pageId}`);
     await page.waitForFunction(() => {
       const img = document.querySelector('figure.canvas img') as HTMLImageElement | null;
@@ -303,9 +394,11 @@ describe('console (C)', () => {
   });
 
   it('C providers: a credit fault pauses the provider, the banner shows on every page, Resume lets the job finish', async () => {
+    const { workspaceId, page } = await signedIn('Parish registers');
+    const { pageId } = await transcribedPage(workspaceId);
     const started = await quire.client.startJob({
       workspaceId,
-      pageId: state.pageId!,
+      pageId,
       options: { simulated: { faults: [{ op: 'recognize', category: 'credit', attempts: [1] }] } },
     });
     await page.goto(`/jobs/${started.jobId}`);
@@ -344,6 +437,7 @@ describe('console (C)', () => {
   });
 
   it('C batch cancel: every active job of an uploaded batch is canceled from the batch page', async () => {
+    const { page } = await signedIn('Parish registers');
     await page.goto('/upload');
     await page
       .locator('input[type="file"]')
@@ -366,9 +460,14 @@ describe('console (C)', () => {
   });
 
   it('C webhooks: created with a secret generated in the browser and shown once; a re-run job is delivered and logged', async () => {
+    const { workspaceId, page } = await signedIn('Parish registers');
+    const { jobId } = await transcribedPage(workspaceId);
+    // The receiver is shared: this workspace's deliveries are the ones sent to its own path.
+    const target = `/quire-events/${workspaceId}`;
+    const ours = () => receiver.requests.filter((r) => r.path === target);
     await page.goto('/webhooks');
     expect(await page.getByText('No webhooks yet').isVisible()).toBe(true);
-    await page.getByLabel('Target URL').fill(`${receiver.origin}/quire-events`);
+    await page.getByLabel('Target URL').fill(`${receiver.origin}${target}`);
     await page.getByRole('button', { name: 'Generate' }).click();
     const secret = await page.getByLabel('Signing secret').inputValue();
     expect(secret.length).toBeGreaterThanOrEqual(32);
@@ -377,7 +476,8 @@ describe('console (C)', () => {
     await once.waitFor();
     expect(await once.textContent()).toContain(secret);
     const subscription = await quire.db.pool.query(
-      'SELECT id, secret_ciphertext FROM webhook_subscriptions',
+      'SELECT id, secret_ciphertext FROM webhook_subscriptions WHERE workspace_id = $1',
+      [workspaceId],
     );
     expect(subscription.rows).toHaveLength(1);
     expect(String(subscription.rows[0].secret_ciphertext)).not.toContain(secret);
@@ -395,15 +495,15 @@ describe('console (C)', () => {
     });
     await relay.start();
 
-    // Re-run the first job: a new job for the page, which completes and is delivered.
-    await page.goto(`/jobs/${state.jobId}`);
+    // Re-run the page's job: a new job for the page, which completes and is delivered.
+    await page.goto(`/jobs/${jobId}`);
     await page.getByRole('button', { name: 'Re-run' }).click();
     await page.waitForURL(
-      (url) => url.pathname.startsWith('/jobs/') && !url.pathname.endsWith(state.jobId!),
+      (url) => url.pathname.startsWith('/jobs/') && !url.pathname.endsWith(jobId),
     );
     await page.waitForSelector('[data-status="completed"]', { timeout: 60_000 });
-    await receiver.waitFor((requests) => requests.length >= 1, 30_000);
-    expect(receiver.requests[0]!.headers['x-quire-signature']).toMatch(/^v1=[0-9a-f]{64}$/);
+    await receiver.waitFor(() => ours().length >= 1, 30_000);
+    expect(ours()[0]!.headers['x-quire-signature']).toMatch(/^v1=[0-9a-f]{64}$/);
 
     await page.goto(`/webhooks/${subscription.rows[0].id}`);
     await eventually(async () => {
@@ -419,6 +519,7 @@ describe('console (C)', () => {
 
   it('I3 C upload with a transcript: the PAGE file beside the image becomes revision 1; the page offers PAGE, hOCR and its IIIF manifest', async () => {
     // Browsers send the scan as PNG here (the same pixels as the ground truth's TIFF).
+    const { workspaceId, page } = await signedIn('Parish registers');
     const scan = join(files, 'kant-0017.png');
     execFileSync('/usr/bin/convert', [KANT.image, scan]);
     await page.goto('/upload');
@@ -453,16 +554,31 @@ describe('console (C)', () => {
   });
 
   it('C accessibility and layout: no serious or critical axe violations on any page, screenshots at 1280 and 375 px', async () => {
-    const webhookId = (await quire.db.pool.query('SELECT id FROM webhook_subscriptions')).rows[0]
-      .id as string;
+    const session = await signedIn('Parish registers');
+    const { page } = session;
+    // Every page shown with something on it: a transcribed page with two later revisions,
+    // its job and batch, and a webhook.
+    const { batchId, pageId, jobId } = await transcribedPage(session.workspaceId);
+    await saveLineThroughApi(session, pageId, 0, 'Baptisms in the parish of St Mary, 1791');
+    await saveLineThroughApi(session, pageId, 1, 'John, son of William Hart and Ann his wife');
+    const created = await fetch(`${web.url}/api/v1/workspaces/${session.workspaceId}/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${session.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        url: `${receiver.origin}/accessibility/${session.workspaceId}`,
+        secret: `whsec-${randomUUID()}-${randomUUID()}`,
+      }),
+    });
+    expect(created.status).toBe(201);
+    const webhookId = ((await created.json()) as { id: string }).id;
     const pages: Array<[string, string]> = [
       ['jobs', '/jobs'],
-      ['job', `/jobs/${state.jobId}`],
+      ['job', `/jobs/${jobId}`],
       ['upload', '/upload'],
       ['batches', '/batches'],
-      ['batch', `/batches/${state.batchId}`],
-      ['page', `/pages/${state.pageId}`],
-      ['page-diff', `/pages/${state.pageId}?from=1&to=3`],
+      ['batch', `/batches/${batchId}`],
+      ['page', `/pages/${pageId}`],
+      ['page-diff', `/pages/${pageId}?from=1&to=3`],
       ['providers', '/providers'],
       ['webhooks', '/webhooks'],
       ['webhook-deliveries', `/webhooks/${webhookId}`],
@@ -478,16 +594,12 @@ describe('console (C)', () => {
       expect(shots).toHaveLength(2);
     }
     // The sign-in page, in a context without a session.
-    const anonymous = await browser.newContext({
-      baseURL: web.url,
-      viewport: { width: 1280, height: 900 },
-    });
+    const anonymous = await freshContext();
     const signin = await anonymous.newPage();
     await signin.goto('/signin');
     for (const v of await seriousViolations(signin))
       failures.push(`signin: ${v.id} (${v.impact}) ${v.help} at ${v.targets.join(', ')}`);
     await screenshots(signin, 'signin');
-    await anonymous.close();
     expect(failures).toEqual([]);
     // Keyboard: the skip link is the first stop and moves focus to the content.
     await page.goto('/jobs');

@@ -1,6 +1,6 @@
 import type { Worker } from '@temporalio/worker';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../db/auditLog';
 import { createOperatorKey } from '../../db/operatorKeys';
 import { withTransaction } from '../../db/pool';
@@ -23,8 +23,7 @@ let running: Promise<void>;
 let web: WebProcess;
 let distDir: string;
 let browser: Browser;
-let operatorContext: BrowserContext;
-let operatorPage: Page;
+const contexts: BrowserContext[] = [];
 let A: { ws: number; key: string };
 let B: { ws: number; key: string };
 let operatorKey: string;
@@ -36,6 +35,16 @@ async function signIn(context: BrowserContext, key: string, landing: string): Pr
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL(`**${landing}`);
   return page;
+}
+
+/** A fresh browser context of the test's own, so no test rides on another's session. */
+async function freshContext(): Promise<BrowserContext> {
+  const context = await browser.newContext({
+    baseURL: web.url,
+    viewport: { width: 1280, height: 900 },
+  });
+  contexts.push(context);
+  return context;
 }
 
 async function waitingOf(ws: number): Promise<number> {
@@ -72,11 +81,11 @@ beforeAll(async () => {
     LOG_LEVEL: 'silent',
   });
   browser = await launchBrowser();
-  operatorContext = await browser.newContext({
-    baseURL: web.url,
-    viewport: { width: 1280, height: 900 },
-  });
 }, 300_000);
+
+afterEach(async () => {
+  for (const context of contexts.splice(0)) await context.close();
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -89,7 +98,8 @@ afterAll(async () => {
 
 describe('operator console (M1, M4)', () => {
   it('M1 an operator key signs in to the operator view; workspace pages send the operator there; a workspace session gets not-found', async () => {
-    operatorPage = await signIn(operatorContext, operatorKey, '/operator');
+    const operatorContext = await freshContext();
+    const operatorPage = await signIn(operatorContext, operatorKey, '/operator');
     await expect
       .poll(() => operatorPage.getByRole('heading', { level: 1 }).textContent())
       .toBe('Operator');
@@ -100,16 +110,14 @@ describe('operator console (M1, M4)', () => {
     await operatorPage.goto('/jobs');
     expect(new URL(operatorPage.url()).pathname).toBe('/operator');
 
-    const workspaceContext = await browser.newContext({ baseURL: web.url });
-    const workspacePage = await signIn(workspaceContext, A.key, '/jobs');
+    const workspacePage = await signIn(await freshContext(), A.key, '/jobs');
     const response = await workspacePage.goto('/operator');
     expect(response?.status()).toBe(404);
     expect(await workspacePage.locator('tr[data-workspace]').count()).toBe(0);
-    await workspaceContext.close();
   });
 
   it('M4 jobs over a cap set in the console wait, the operator view counts them, and lifting the cap starts them; each change is in the audit log with before and after', async () => {
-    await operatorPage.goto('/operator');
+    const operatorPage = await signIn(await freshContext(), operatorKey, '/operator');
     const form = operatorPage.locator(`form[data-workspace="${B.ws}"]`);
     await form.getByLabel('Active-job cap').fill('1');
     await form.getByLabel('every provider of the installation').uncheck();
@@ -159,23 +167,19 @@ describe('operator console (M1, M4)', () => {
     );
 
     // The workspace sees its own rows; the other workspace sees none of them.
-    const ofB = await browser.newContext({ baseURL: web.url });
-    const bPage = await signIn(ofB, B.key, '/jobs');
+    const bPage = await signIn(await freshContext(), B.key, '/jobs');
     await bPage.goto('/audit');
     expect(await bPage.locator('tr[data-action="workspace.job_cap"]').count()).toBe(2);
-    await ofB.close();
-    const ofA = await browser.newContext({ baseURL: web.url });
-    const aPage = await signIn(ofA, A.key, '/jobs');
+    const aPage = await signIn(await freshContext(), A.key, '/jobs');
     await aPage.goto('/audit');
     expect(await aPage.locator('tr[data-action]').count()).toBe(0);
-    await ofA.close();
   });
 
   it('M4 the global budget and a paused provider are handled from the operator view, audited, and the view passes axe', async () => {
     await withTransaction(quire.db.pool, (client) =>
       pauseProviderIn(client, 'openai-chat', 'credit', undefined, new Date()),
     );
-    await operatorPage.goto('/operator');
+    const operatorPage = await signIn(await freshContext(), operatorKey, '/operator');
     const row = operatorPage.locator('tr[data-provider="openai-chat"]');
     expect(await row.getAttribute('data-state')).toBe('paused');
     await row.getByRole('button', { name: 'Resume openai-chat' }).click();

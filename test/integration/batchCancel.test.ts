@@ -226,8 +226,19 @@ describe('batch cancel (J5) and lock order (A1)', () => {
       [batchId],
     );
     expect(rows[0].active).toBe(0);
-    // Give the workers a moment to run into the dead tokens, then count deadlocks.
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    // Count deadlocks once every workflow of the batch has run into its dead token or its
+    // cancel and closed: after that nothing of this batch writes to the database.
+    await eventually(
+      async () => {
+        // Workspace ids repeat across the test databases; the task queue is this file's own.
+        const { count } = await quire.temporal.workflow.count(
+          `TaskQueue = '${quire.config.QUIRE_TASK_QUEUE}' AND QuireWorkspaceId = ${ws500} AND ExecutionStatus = 'Running'`,
+        );
+        return count === 0 ? true : undefined;
+      },
+      120_000,
+      500,
+    );
     expect(await deadlocks()).toBe(deadlocksBefore);
     const failedOnDeadlock = await quire.db.pool.query(
       `SELECT count(*)::int AS n FROM transcription_job_attempts WHERE job_id = ANY($1) AND error_detail ILIKE '%deadlock%'`,

@@ -1,6 +1,6 @@
 /**
  * The real offline engines (Q2) on fixtures the tests make (rendered serif text, flite
- * speech) and on real material from shared/fixtures. No fakes: tesseract.js and
+ * speech) and on real material from test/fixtures/real. No fakes: tesseract.js and
  * pocketsphinx run for real.
  */
 import { execFile } from 'node:child_process';

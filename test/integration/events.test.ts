@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvent, highWaterMark, readAllEventsAfter, readEventsAfter } from '../../db/events';
 import { withTransaction } from '../../db/pool';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { untilBlockedOnLock } from '../support/wait';
 import { commitEvent, createWorkspace } from '../support/webhookFixtures';
 
 /** E1: the transactional outbox against real Postgres. */
@@ -74,9 +75,10 @@ describe('E1 transactional outbox', () => {
     }).then(() => {
       secondDone = true;
     });
-    await sleep(300);
-    // Without the advisory lock the second would have committed a higher id already, and a
-    // reader at that id would later skip the first.
+    // The second reaches the lock the first holds and waits there. Without the advisory lock
+    // it would have committed a higher id already, and a reader at that id would later skip
+    // the first.
+    await untilBlockedOnLock(db.pool);
     expect(secondDone).toBe(false);
     expect(await highWaterMark(db.pool, ws)).toBe(0);
     releaseFirst();

@@ -128,15 +128,19 @@ describe('M4 active-job cap per workspace', () => {
     const ws = await quire.workspace('durable');
     await setWorkspaceControls(quire.db.pool, CLI_ACTOR, ws, { activeJobCap: 1 });
     const ids: string[] = [];
+    const workflowIds: string[] = [];
     for (let i = 0; i < 3; i++) {
       const pageId = await quire.page(ws);
-      ids.push((await quire.client.startJob({ workspaceId: ws, pageId, options: SLOW })).jobId);
+      const started = await quire.client.startJob({ workspaceId: ws, pageId, options: SLOW });
+      ids.push(started.jobId);
+      workflowIds.push(started.workflowId);
     }
-    // The first was admitted at creation; nobody dispatches the rest when it ends.
+    // The first was admitted at creation; nobody dispatches the rest when it ends. Its
+    // workflow closing is the last thing of it that could: everything it does is done.
     await eventually(async () =>
       (await jobsOf(ws))[0]!.status === 'completed' ? true : undefined,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await quire.temporal.workflow.getHandle(workflowIds[0]!).result();
     const stalled = await jobsOf(ws);
     expect(stalled.map((r) => [r.id, r.status, r.awaiting_slot])).toEqual([
       [ids[0], 'completed', false],

@@ -22,6 +22,7 @@ import {
   temporalAddress,
   untilStatus,
 } from '../support/quire';
+import { untilWaitingAgainAfter } from '../support/wait';
 
 /**
  * What a careful review found around a job's edges: a dead token met while a failure is
@@ -124,11 +125,12 @@ describe('job edges (A1, J5, B1, O3)', () => {
     const handle = quire.temporal.workflow.getHandle(job.workflowId);
     for (let i = 0; i < 3; i++) {
       await handle.signal(SIGNALS.providerResumed, { provider: 'simulated' });
+      // Claimed again and back to waiting: whatever the re-check writes is written by now.
+      await untilWaitingAgainAfter(handle, SIGNALS.providerResumed);
       await eventually(async () => {
         const progress = (await handle.query(QUERIES.progress)) as { stage: string };
         return progress.stage === 'paused' ? true : undefined;
       });
-      await new Promise((resolve) => setTimeout(resolve, 500));
     }
     expect({
       attempts: await count(

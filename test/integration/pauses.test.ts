@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FailureClass } from '../../core/failures';
+import { SIGNALS } from '../../core/temporal';
 import { auditInvariants } from '../../db/audit';
 import { setGlobalBudget, setWorkspaceBudget } from '../../db/budget';
 import { getJob, listAttempts } from '../../db/jobs';
@@ -12,6 +13,7 @@ import { type SimulatedOptions, SimulatedProvider } from '../../providers/simula
 import { notifyPauseOnce } from '../../worker/notify';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, eventually, type TestQuire } from '../support/quire';
+import { untilWaitingAgainAfter } from '../support/wait';
 
 /**
  * Q3/Q4/B1 through the real workflow: pausing classes refund and wait, charged classes
@@ -118,8 +120,15 @@ describe('pause instead of fail (Q3)', () => {
     await eventually(async () =>
       (await getJob(quire.db.pool, ws, second.jobId))?.stage === 'paused' ? true : undefined,
     );
-    // Credit does not resume on a timer: still paused a while later.
-    await new Promise((r) => setTimeout(r, 2_500));
+    await eventually(async () =>
+      (await getJob(quire.db.pool, ws, first.jobId))?.stage === 'paused' ? true : undefined,
+    );
+    // Credit does not resume on a timer. The workflow's re-check timer and a wake-up signal
+    // end the same wait and lead to the same claim, so wake it the way the timer would and
+    // wait until it has claimed again and gone back to waiting: still paused after that.
+    const firstRun = quire.temporal.workflow.getHandle(first.workflowId);
+    await firstRun.signal(SIGNALS.providerResumed, { provider: 'simulated' });
+    await untilWaitingAgainAfter(firstRun, SIGNALS.providerResumed);
     expect((await getJob(quire.db.pool, ws, first.jobId))?.status).toBe('pending');
     expect(
       (await getProviderStates(quire.db.pool)).find((s) => s.provider === 'simulated')?.status,

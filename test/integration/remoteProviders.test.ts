@@ -27,6 +27,7 @@ import {
   startFakeProviderServer,
   TRANSCRIBE,
 } from '../support/fakeProviderServer';
+import { waitUntil } from '../support/wait';
 
 /** The remote engines a worker registers under these settings. */
 const remoteProvidersFromEnv = (settings: Record<string, string | undefined>) =>
@@ -505,10 +506,13 @@ describe('Q2 OpenAI-compatible audio transcription (Whisper servers)', () => {
   it('Q2 deleting an engine job in flight aborts its request and leaves nothing behind', async () => {
     fake.script(TRANSCRIBE, answers.hang());
     const provider = whisper({ timeoutMs: 10_000 });
+    const before = fake.requests.length;
     const { engineJobId } = await provider.submitAudio(audio, ctx());
-    await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(() => fake.requests.length > before);
+    const [request] = fake.requests.slice(before);
     await provider.deleteAudio(engineJobId, ctx());
-    await new Promise((r) => setTimeout(r, 100));
+    // The request has ended on the wire, so nothing of it is left to write a result.
+    await waitUntil(() => request!.abandoned === true);
     expect(await readdir(workDir)).toEqual([]);
   });
 

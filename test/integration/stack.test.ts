@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { hashApiKey } from '../../core/apiKeys';
 import { authenticateApiKey } from '../../db/workspaces';
 import { configureWeb } from '../../web/lib/server';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
+import { waitUntil } from '../support/wait';
 import { spawnWorker, waitHealthy } from '../support/workerProcess';
 
 /**
@@ -91,7 +92,12 @@ describe('the stack for operators (§7, §11)', () => {
     expect(JSON.parse(fresh.stdout).reason).toMatch(/quire-worker@/);
     worker.child.kill('SIGKILL');
     await worker.exited;
-    await new Promise((r) => setTimeout(r, 2_500));
+    // Dead, it writes no more: wait until its last heartbeat is older than the limit the
+    // command is given, then check it is still that same heartbeat.
+    const last = readFileSync(worker.healthFile, 'utf8');
+    const lastAt = Date.parse((JSON.parse(last) as { at: string }).at);
+    await waitUntil(() => Date.now() - lastAt > 2_000, 10_000);
+    expect(readFileSync(worker.healthFile, 'utf8')).toBe(last);
     const stale = tsx('worker/main.ts', ['health'], {
       QUIRE_HEALTH_FILE: worker.healthFile,
       QUIRE_HEALTH_MAX_AGE_MS: '2000',

@@ -11,6 +11,7 @@ import {
 } from '../../db/webhooks';
 import { httpErrorOf } from '../../web/lib/errors';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { waitUntil } from '../support/wait';
 import {
   commitEvent,
   createWorkspace,
@@ -77,8 +78,14 @@ describe('W2 attempts are counted before the send', () => {
     );
     expect(view!.lastError).toBe(LOST_SEND_ERROR);
     expect((await deliveryRow(view!.id)).claimed_at).toBeNull();
-    // A dead delivery is never claimed again.
-    await sleep(150);
+    // A dead delivery is never claimed again, though by its time it would be due.
+    await waitUntil(async () => {
+      const { rows } = await db.pool.query(
+        'SELECT next_attempt_at <= now() AS due FROM webhook_deliveries WHERE id = $1',
+        [view!.id],
+      );
+      return rows[0].due === true;
+    });
     const again = await claimDueDeliveries(db.pool, { limit: 5, leaseMs: 50, schedule });
     expect(again.filter((c) => c.subscriptionId === sub.id)).toEqual([]);
   });

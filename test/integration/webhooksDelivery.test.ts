@@ -99,6 +99,21 @@ async function harness(
 const ids = (receiver: HttpsReceiver) =>
   receiver.requests.map((r) => String(r.headers['webhook-id']));
 
+/**
+ * Waits until the relay has fanned out every committed event and no delivery is left to
+ * send: from then on nothing more can reach a receiver, so what it has received is final.
+ */
+async function untilRelayIdle(db: TestDatabase): Promise<void> {
+  await waitUntil(async () => {
+    const { rows } = await db.pool.query<{ idle: boolean }>(
+      `SELECT coalesce((SELECT max(last_event_id) FROM relay_cursors), 0)
+                >= coalesce((SELECT max(id) FROM event_outbox), 0)
+              AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending') AS idle`,
+    );
+    return rows[0]?.idle === true;
+  });
+}
+
 describe('W2/W3 deliveries over real HTTPS', () => {
   it('W2 W3 deliveries captured from a real HTTPS receiver verify with the helper and with standardwebhooks', async () => {
     const h = await harness();
@@ -218,7 +233,7 @@ describe('W2/W3 deliveries over real HTTPS', () => {
       async () => (await getSubscription(h.db.pool, h.ws, h.subscriptionId))?.disabledAt != null,
     );
     await commitEvent(h.db.pool, h.ws);
-    await new Promise((r) => setTimeout(r, 800));
+    await untilRelayIdle(h.db);
     expect(h.receiver.requests).toHaveLength(1);
     const deliveries = await listDeliveries(h.db.pool, h.ws, h.subscriptionId);
     expect(deliveries.map((d) => d.status)).toEqual(['failed']);
@@ -336,7 +351,7 @@ describe('W2/W3 deliveries over real HTTPS', () => {
     }
     await h.receiver.waitFor((r) => r.length >= 4);
     await otherReceiver.waitFor((r) => r.length >= 4);
-    await new Promise((r) => setTimeout(r, 300));
+    await untilRelayIdle(h.db);
     expect(ids(h.receiver).sort()).toEqual(eventsA.map(String).sort());
     expect(ids(otherReceiver).sort()).toEqual(eventsB.map(String).sort());
     for (const request of otherReceiver.requests) {

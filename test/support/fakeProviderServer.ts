@@ -24,6 +24,8 @@ export interface RecordedRequest {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: Buffer;
+  /** Set when the client went away before the answer was sent (an aborted request). */
+  abandoned?: boolean;
 }
 
 export interface FakeSpeechJob {
@@ -298,6 +300,9 @@ export async function startFakeProviderServer(): Promise<FakeProviderServer> {
         body: Buffer.concat(chunks),
       };
       requests.push(recorded);
+      res.on('close', () => {
+        if (!res.writableFinished) recorded.abandoned = true;
+      });
       const route = routeOf(recorded.method, url.pathname);
       const id = route.endsWith(':id') ? url.pathname.split('/')[2] : undefined;
       const scripted = queues.get(route)?.shift();

@@ -1,7 +1,8 @@
 /**
  * Fixtures the engine tests and benchmarks make for themselves: text lines and pages
  * rendered with ImageMagick in a serif font, speech synthesized with flite's `rms` voice,
- * and the real-world material in shared/fixtures beside the repository.
+ * and the real-world material kept in test/fixtures/real (its sources and licences in
+ * SOURCES.md there).
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,9 +16,8 @@ const run = promisify(execFile);
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** shared/fixtures sits beside the repository (CI clones it elsewhere with shared/ beside it). */
-export const SHARED_FIXTURES =
-  process.env.QUIRE_SHARED_FIXTURES ?? path.resolve(REPO_ROOT, '..', 'shared', 'fixtures');
+/** Inside the repository, so a clone with nothing beside it runs its own tests. */
+export const REAL_FIXTURES = path.join(REPO_ROOT, 'test', 'fixtures', 'real');
 
 /** The real ImageMagick: `/usr/local/bin/convert` may be a stand-in on this machine. */
 export const CONVERT = '/usr/bin/convert';
@@ -182,9 +182,9 @@ export interface GroundTruthLine {
   text: string;
 }
 
-/** The 20 real Fraktur line images of shared/fixtures with their ground truth. */
+/** The 20 real Fraktur line images of test/fixtures/real with their ground truth. */
 export async function frakturLines(): Promise<GroundTruthLine[]> {
-  const dir = path.join(SHARED_FIXTURES, 'fraktur-lines');
+  const dir = path.join(REAL_FIXTURES, 'fraktur-lines');
   const names = (await readdir(dir)).filter((n) => n.endsWith('.tif')).sort();
   return Promise.all(
     names.map(async (n) => ({
@@ -194,8 +194,8 @@ export async function frakturLines(): Promise<GroundTruthLine[]> {
   );
 }
 
-export const MANIFESTO_PAGE = path.join(SHARED_FIXTURES, 'manifesto-page-0015.png');
-export const JFK_RECORDING = path.join(SHARED_FIXTURES, 'jfk-inaugural-11s.wav');
+export const MANIFESTO_PAGE = path.join(REAL_FIXTURES, 'manifesto-page-0015.png');
+export const JFK_RECORDING = path.join(REAL_FIXTURES, 'jfk-inaugural-11s.wav');
 /** What the JFK excerpt says (the well-known line of the 1961 inaugural address). */
 export const JFK_REFERENCE =
   'And so, my fellow Americans: ask not what your country can do for you, ask what you can do for your country.';
