@@ -13,7 +13,12 @@ import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { createWebhookRelay, type WebhookRelay } from '../../worker/webhookRelay';
-import { launchBrowser, screenshots, seriousViolations } from '../support/browser';
+import {
+  isolatedContexts,
+  launchBrowser,
+  screenshots,
+  seriousViolations,
+} from '../support/browser';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/httpsReceiver';
 import { ingestWithJobs } from '../support/ingest';
 import { KANT } from '../support/interchange';
@@ -45,23 +50,14 @@ let receiver: HttpsReceiver;
 let relay: WebhookRelay | undefined;
 let browser: Browser;
 let files: string;
-const contexts: BrowserContext[] = [];
+const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+const freshContext = contexts.fresh;
 
 interface Session {
   workspaceId: number;
   apiKey: string;
   context: BrowserContext;
   page: Page;
-}
-
-/** A browser context of the test's own: no cookie or storage of another test reaches it. */
-async function freshContext(): Promise<BrowserContext> {
-  const context = await browser.newContext({
-    baseURL: web.url,
-    viewport: { width: 1280, height: 900 },
-  });
-  contexts.push(context);
-  return context;
 }
 
 /** A workspace of the test's own, signed in through the sign-in page in a fresh context. */
@@ -197,7 +193,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterEach(async () => {
-  for (const context of contexts.splice(0)) await context.close();
+  await contexts.closeAll();
   await relay?.stop({ graceMs: 1000 });
   relay = undefined;
 });

@@ -8,7 +8,12 @@ import { pauseProviderIn } from '../../db/providerState';
 import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
-import { launchBrowser, screenshots, seriousViolations } from '../support/browser';
+import {
+  isolatedContexts,
+  launchBrowser,
+  screenshots,
+  seriousViolations,
+} from '../support/browser';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
@@ -23,7 +28,8 @@ let running: Promise<void>;
 let web: WebProcess;
 let distDir: string;
 let browser: Browser;
-const contexts: BrowserContext[] = [];
+const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+const freshContext = contexts.fresh;
 let A: { ws: number; key: string };
 let B: { ws: number; key: string };
 let operatorKey: string;
@@ -35,16 +41,6 @@ async function signIn(context: BrowserContext, key: string, landing: string): Pr
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL(`**${landing}`);
   return page;
-}
-
-/** A fresh browser context of the test's own, so no test rides on another's session. */
-async function freshContext(): Promise<BrowserContext> {
-  const context = await browser.newContext({
-    baseURL: web.url,
-    viewport: { width: 1280, height: 900 },
-  });
-  contexts.push(context);
-  return context;
 }
 
 async function waitingOf(ws: number): Promise<number> {
@@ -84,7 +80,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterEach(async () => {
-  for (const context of contexts.splice(0)) await context.close();
+  await contexts.closeAll();
 });
 
 afterAll(async () => {

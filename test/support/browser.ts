@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
 /**
  * Debian's Chromium driven by playwright-core for the console's end-to-end tests. The flags
@@ -92,4 +92,23 @@ export async function screenshots(page: Page, name: string): Promise<string[]> {
   }
   await page.setViewportSize(original);
   return files;
+}
+
+/**
+ * Browser contexts of a test's own (no cookie or storage of another test reaches them), all
+ * closed by `closeAll` after each test, so any test runs alone or in any order.
+ */
+export function isolatedContexts(target: () => { browser: Browser; baseURL: string }) {
+  const open: BrowserContext[] = [];
+  return {
+    async fresh(): Promise<BrowserContext> {
+      const { browser, baseURL } = target();
+      const context = await browser.newContext({ baseURL, viewport: { width: 1280, height: 900 } });
+      open.push(context);
+      return context;
+    },
+    async closeAll(): Promise<void> {
+      for (const context of open.splice(0)) await context.close();
+    },
+  };
 }
