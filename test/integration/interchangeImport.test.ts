@@ -13,7 +13,7 @@ import { getPage, listRevisions } from '../../db/pages';
 import { type IngestDeps, ingestBatch } from '../../ingest/batch';
 import { recordJobsForIngest } from '../../ingest/jobs';
 import { httpErrorOf } from '../../web/lib/errors';
-import { pageExportResponse } from '../../web/lib/pages';
+import { pageExportResponse } from '../../web/lib/pageHttp';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { KANT } from '../support/interchange';
 import { file, type Part, png, uploadRequest, wav } from '../support/uploadFixtures';

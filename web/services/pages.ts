@@ -10,7 +10,7 @@ import {
 } from '@quire/db/pages';
 import { withTransaction } from '@quire/db/pool';
 import type { Principal } from '@quire/db/workspaces';
-import { pageLanguage } from '@quire/web/lib/pages';
+import { pageLanguage } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
 
 /**

@@ -1,6 +1,6 @@
 import { isExportFormat, UnsupportedExportError } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
-import { pageExportResponse } from '@quire/web/lib/pages';
+import { pageExportResponse } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
 import { withSession } from '@quire/web/lib/session';
 

@@ -1,7 +1,7 @@
 import { UnsupportedExportError } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
 import { ApiError, pathId, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
-import { pageExportResponse } from '@quire/web/lib/pages';
+import { pageExportResponse } from '@quire/web/lib/pageHttp';
 import { exportQuery } from '@quire/web/lib/schemas';
 import { pool } from '@quire/web/lib/server';
 

@@ -4,6 +4,11 @@ import { type ExportFormat, exportPage } from '@quire/core/exports';
 import type { PageRow } from '@quire/db/pages';
 import { ApiError } from './errors';
 
+/**
+ * A page over HTTP: its ETag, the If-Match an edit names, its JSON and its export responses.
+ * What may be done to a page (edit, publish) is web/services/pages.ts; its SQL db/pages.ts.
+ */
+
 /** ETag of a page: its revision, quoted (SPEC §7). */
 export function pageEtag(revision: number): string {
   return `"${revision}"`;
