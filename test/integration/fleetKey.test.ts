@@ -55,6 +55,10 @@ describe('one fleet configuration (D1)', () => {
     );
     // The refused worker never polled: the fleet still runs on the recorded key.
     expect(await installationKeyHeld(quire.db.pool, [quire.config.QUIRE_SECRET_KEY])).toBe(true);
+    // Stopped here, so that no later test finds them polling its task queue: the stranger
+    // of the key-fault test below must be alone on it to take the first job.
+    for (const worker of [a, b]) worker.child.kill('SIGTERM');
+    await Promise.all([a.exited, b.exited]);
   });
 
   it('D1 a worker with no key and no key file refuses to start instead of using a built-in key', async () => {
@@ -165,8 +169,8 @@ describe('one fleet configuration (D1)', () => {
     }
     for (const job of jobs) {
       const attempts = await listAttempts(quire.db.pool, job.jobId);
-      // Each job ran one attempt, claimed by a worker holding the key (this one, or the
-      // same-key processes of the first test), never closed lease_expired or charged.
+      // Each job ran one attempt, claimed by the worker holding the key, never closed
+      // lease_expired or charged.
       expect(attempts.map((a) => [a.outcome, a.errorCategory])).toEqual([['completed', null]]);
       expect(attempts[0]?.owner).not.toBe('fleet-other');
     }
