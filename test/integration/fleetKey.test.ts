@@ -121,7 +121,6 @@ describe('one fleet configuration (D1)', () => {
     // in-process past that check, as a worker whose key was rotated away would be running.
     await checkInstallationKey(quire.db.pool, quire.config.QUIRE_SECRET_KEYS);
     const otherKey = key();
-    const good = await quire.newWorker('fleet-good');
     // Another process: its own connection to Temporal.
     const otherConnection = await NativeConnection.connect({ address: temporalAddress() });
     let stoppedItself = 0;
@@ -158,6 +157,9 @@ describe('one fleet configuration (D1)', () => {
       await waitUntil(() => stoppedItself > 0, 30_000);
       await otherRun;
       expect(other.getState()).toBe('STOPPED');
+      // Made only now, so that a failure before this point leaves no worker holding the
+      // connection the file closes.
+      const good = await quire.newWorker('fleet-good');
       await good.runUntil(async () => {
         for (let i = 0; i < 3; i++) await startOne();
         for (const job of jobs) await untilStatus(quire, ws, job.jobId, 'completed', 90_000);
