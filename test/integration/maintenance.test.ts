@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from '@temporalio/client';
+import { Client, ScheduleOverlapPolicy } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QuireConfig } from '../../core/config';
@@ -117,7 +117,9 @@ describe('maintenance schedules (O3)', () => {
       const out: Record<string, unknown> = {};
       for (const id of SCHEDULE_IDS) {
         const handle = temporal.schedule.getHandle(id);
-        await handle.trigger();
+        // The reconciler's interval is a minute: a run it started on its own, still waiting
+        // for a worker, would make a trigger under the schedule's SKIP policy a no-op.
+        await handle.trigger(ScheduleOverlapPolicy.ALLOW_ALL);
         const run = await eventually(async () => {
           const actions = (await handle.describe()).info.recentActions;
           return actions.length > (before.get(id) ?? 0) ? actions.at(-1) : undefined;
