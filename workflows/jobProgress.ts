@@ -18,7 +18,7 @@ import {
   type Stage,
   type TranscriptionJobResult,
 } from '../core/temporal';
-import { STAGE_MEMO_PATCH } from './patches';
+import { STAGE_MEMO_AT_START_PATCH, STAGE_MEMO_PATCH } from './patches';
 
 export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
 export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
@@ -44,6 +44,13 @@ export function trackJobProgress(jobId: string) {
   };
   let resumeSignals = 0;
   let attemptsRun = 0;
+  // D5: decided lazily at the first stage, right after the local claim, the memo's marker was
+  // recorded in whichever workflow task the claim's result landed in; once in a few hundred
+  // runs (a progress query arriving while the claim ran) a full replay, as a query on a
+  // finished job needs, then met the marker before the code asked for it and failed with a
+  // nondeterminism error. Runs begun since STAGE_MEMO_AT_START_PATCH decide it here, in the
+  // first workflow task, before any local activity; earlier runs keep the lazy decision.
+  const memoFromStart = patched(STAGE_MEMO_AT_START_PATCH) && patched(STAGE_MEMO_PATCH);
   setHandler(progressQuery, () => state);
   setHandler(providerResumedSignal, () => {
     resumeSignals += 1;
@@ -60,7 +67,7 @@ export function trackJobProgress(jobId: string) {
     // running worker, exactly what a rolling deploy may lack for a while). Added behind a
     // patch (D5): runs begun by the previous workflow code replay without it and take it
     // up from where the new code runs them.
-    if (patched(STAGE_MEMO_PATCH)) upsertMemo({ stage });
+    if (memoFromStart || patched(STAGE_MEMO_PATCH)) upsertMemo({ stage });
   };
 
   return {

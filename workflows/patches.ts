@@ -8,6 +8,12 @@
 export const STAGE_MEMO_PATCH = 'quire-stage-memo';
 
 /**
+ * The memo's patch is decided in the run's first workflow task, before the local claim,
+ * instead of at the first stage right after it (see workflows/jobProgress.ts).
+ */
+export const STAGE_MEMO_AT_START_PATCH = 'quire-stage-memo-at-start';
+
+/**
  * P1: claim and commit as local activities, and no `recognize` (or `polish`) when the page was
  * read, and polished, in one pass.
  */
