@@ -4,7 +4,7 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { z } from 'zod';
-import type { QuireConfig } from '../core/config';
+import { jobSettingsOf, type QuireConfig } from '../core/config';
 import { DomainError } from '../core/errors';
 import { workflowIdForJob } from '../core/ids';
 import {
@@ -111,12 +111,7 @@ export class QuireClient {
       temporal,
       jobs,
       taskQueue: config.QUIRE_TASK_QUEUE,
-      maxAttempts: config.QUIRE_MAX_ATTEMPTS,
-      polishAttempts: config.QUIRE_POLISH_ATTEMPTS,
-      retryInitialMs: config.QUIRE_RETRY_INITIAL_MS,
-      retryMaxMs: config.QUIRE_RETRY_MAX_MS,
-      heartbeatTimeoutMs: config.QUIRE_HEARTBEAT_TIMEOUT_MS,
-      recognizeSliceMs: config.QUIRE_RECOGNIZE_SLICE_MS,
+      ...jobSettingsOf(config),
       defaultProvider: config.QUIRE_DEFAULT_PROVIDER,
       providers,
       snapshot: (request) =>

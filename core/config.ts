@@ -4,7 +4,12 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AUTO_PROVIDER, describeProvider, enabledProviders } from './providerCatalogue';
 import { MIN_SECRET_KEY_LENGTH, parseKeyList } from './secretKeys';
-import { DEFAULT_TASK_QUEUE, JOB_DEFAULTS, MAINTENANCE_TASK_QUEUE } from './temporal';
+import {
+  DEFAULT_TASK_QUEUE,
+  JOB_DEFAULTS,
+  type JobSettings,
+  MAINTENANCE_TASK_QUEUE,
+} from './temporal';
 
 /**
  * The one typed configuration of Quire, read from the environment and validated at start.
@@ -299,6 +304,18 @@ function secretKeysOf(
  * `ConfigError` naming the variable. There is no built-in key to fall back on: a public
  * constant would let anyone forge sessions and open sealed secrets.
  */
+/** The job settings this process gives every workflow it starts (T1, J3). */
+export function jobSettingsOf(config: QuireConfig): JobSettings {
+  return {
+    maxAttempts: config.QUIRE_MAX_ATTEMPTS,
+    polishAttempts: config.QUIRE_POLISH_ATTEMPTS,
+    retryInitialMs: config.QUIRE_RETRY_INITIAL_MS,
+    retryMaxMs: config.QUIRE_RETRY_MAX_MS,
+    heartbeatTimeoutMs: config.QUIRE_HEARTBEAT_TIMEOUT_MS,
+    recognizeSliceMs: config.QUIRE_RECOGNIZE_SLICE_MS,
+  };
+}
+
 export function requireSecretKeys(config: QuireConfig): readonly string[] {
   if (config.QUIRE_SECRET_KEYS.length === 0) {
     throw new ConfigError(

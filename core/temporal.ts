@@ -106,6 +106,11 @@ export interface TranscriptionJobInput {
   recognizeSliceMs?: number;
 }
 
+/** The settings of a job that its workflow input carries: attempts, polish, retries, timing. */
+export type JobSettings = Required<
+  Omit<TranscriptionJobInput, 'jobId' | 'workspaceId' | 'pageId' | 'kind' | 'provider'>
+>;
+
 /**
  * The defaults of the workflow input, the one source for the configuration's defaults
  * (core/config.ts), the client's (client/index.ts) and the workflow's own for an input
@@ -118,9 +123,7 @@ export const JOB_DEFAULTS = {
   retryMaxMs: 60_000,
   heartbeatTimeoutMs: 15_000,
   recognizeSliceMs: 10_000,
-} as const satisfies Required<
-  Omit<TranscriptionJobInput, 'jobId' | 'workspaceId' | 'pageId' | 'kind' | 'provider'>
->;
+} as const satisfies JobSettings;
 
 export interface JobProgress {
   jobId: string;

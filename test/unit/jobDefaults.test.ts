@@ -1,18 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../core/config';
+import { jobSettingsOf, parseConfig } from '../../core/config';
 import { DEFAULT_TASK_QUEUE, JOB_DEFAULTS, MAINTENANCE_TASK_QUEUE } from '../../core/temporal';
 
 describe('the workflow-input defaults, defined once (T1, J3)', () => {
   it('T1 J3 the configuration defaults to the workflow defaults and the contract’s queue names', () => {
     const config = parseConfig({}, { cores: 2 });
-    expect({
-      maxAttempts: config.QUIRE_MAX_ATTEMPTS,
-      polishAttempts: config.QUIRE_POLISH_ATTEMPTS,
-      retryInitialMs: config.QUIRE_RETRY_INITIAL_MS,
-      retryMaxMs: config.QUIRE_RETRY_MAX_MS,
-      heartbeatTimeoutMs: config.QUIRE_HEARTBEAT_TIMEOUT_MS,
-      recognizeSliceMs: config.QUIRE_RECOGNIZE_SLICE_MS,
-    }).toEqual(JOB_DEFAULTS);
+    expect(jobSettingsOf(config)).toEqual(JOB_DEFAULTS);
     expect(config.QUIRE_TASK_QUEUE).toBe(DEFAULT_TASK_QUEUE);
     expect(config.QUIRE_MAINTENANCE_TASK_QUEUE).toBe(MAINTENANCE_TASK_QUEUE);
   });
