@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ARCHIVE_OPERATIONS } from './archiveOpenapi';
 import { OPERATOR_OPERATIONS } from './operatorOpenapi';
 import {
   createWebhookBody,
@@ -325,6 +326,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'none',
     responses: { '200': { description: 'OpenAPI 3.1' } },
   },
+  ...ARCHIVE_OPERATIONS,
   ...OPERATOR_OPERATIONS,
 ];
 
