@@ -148,6 +148,7 @@ export default async function PageView({
         revision={page.revision}
         segments={segments}
         mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
+        initialLine={revisionParam(query.line) ?? null}
       />
 
       <div className="columns">
