@@ -44,7 +44,7 @@ export interface SearchFilter {
 }
 
 /** The configurations a workspace's items are indexed in (a few; `simple` at least). */
-async function configsInUse(db: Queryable, workspaceId: number): Promise<string[]> {
+export async function configsInUse(db: Queryable, workspaceId: number): Promise<string[]> {
   const { rows } = await db.query<{ cfg: string }>(
     'SELECT DISTINCT search_config::text AS cfg FROM items WHERE workspace_id = $1',
     [workspaceId],
@@ -55,12 +55,15 @@ async function configsInUse(db: Queryable, workspaceId: number): Promise<string[
 
 const HEADLINE_OPTIONS = `StartSel=${MARK_START}, StopSel=${MARK_STOP}, MaxWords=30, MinWords=12, MaxFragments=1`;
 
-export async function searchArchive(
-  db: Queryable,
+/**
+ * The statement a search runs, for `configs` (the configurations in use): exported so the
+ * benchmark can EXPLAIN exactly what the API runs.
+ */
+export function searchStatement(
   workspaceId: number,
   filter: SearchFilter,
-): Promise<SearchHit[]> {
-  const configs = await configsInUse(db, workspaceId);
+  configs: readonly string[],
+): { text: string; values: unknown[] } {
   // One branch per configuration, so each is a plain `search_tsv @@ const` GIN probe.
   const params: unknown[] = [
     workspaceId,
@@ -73,8 +76,8 @@ export async function searchArchive(
   const branches = configs.map((cfg) => {
     params.push(cfg);
     const c = `$${params.length}::regconfig`;
-    return `SELECT p.id, p.item_id, p.position, p.canvas_uri, p.kind, p.revision, p.search_config, p.annotation_page,
-                   plainto_tsquery(${c}, $2) AS q, ts_rank(p.search_tsv, plainto_tsquery(${c}, $2)) AS rank
+    return `SELECT p.id, p.search_config, plainto_tsquery(${c}, $2) AS q,
+                   ts_rank(p.search_tsv, plainto_tsquery(${c}, $2)) AS rank
               FROM pages p
              WHERE p.search_tsv @@ plainto_tsquery(${c}, $2) AND p.search_config = ${c}
                AND p.workspace_id = $1 AND p.deleted_at IS NULL
@@ -83,15 +86,21 @@ export async function searchArchive(
                      SELECT 1 FROM items i WHERE i.workspace_id = p.workspace_id AND i.id = p.item_id
                         AND i.collection_id IN (SELECT id FROM scope)))`;
   });
-  const { rows } = await db.query(
-    `WITH RECURSIVE scope AS (
+  return {
+    values: params,
+    text: `WITH RECURSIVE scope AS (
        SELECT id, 0 AS depth FROM collections WHERE workspace_id = $1 AND id = $3::bigint
        UNION ALL
        SELECT c.id, scope.depth + 1 FROM collections c JOIN scope ON c.parent_id = scope.id
         WHERE c.workspace_id = $1 AND scope.depth < 1000),
-     hits AS MATERIALIZED (
+     ranked AS MATERIALIZED (
        ${branches.join('\n UNION ALL \n')}
-       ORDER BY rank DESC, id LIMIT $5)
+       ORDER BY rank DESC, id LIMIT $5),
+     -- Only the returned hits are read whole (their lines) and marked.
+     hits AS (
+       SELECT r.id, r.rank, r.q, r.search_config, p.item_id, p.position, p.canvas_uri, p.kind,
+              p.revision, p.annotation_page
+         FROM ranked r JOIN pages p ON p.id = r.id)
      SELECT h.id, h.item_id, i.title AS item_title, h.position, h.canvas_uri, h.kind, h.revision, h.rank,
             l.segment_index, l.headline
        FROM hits h
@@ -109,8 +118,16 @@ export async function searchArchive(
           ORDER BY (to_tsvector(h.search_config, m.text) @@ h.q) DESC, m.segment_index
           LIMIT 3) l ON true
       ORDER BY h.rank DESC, h.id, l.segment_index`,
-    params,
-  );
+  };
+}
+
+export async function searchArchive(
+  db: Queryable,
+  workspaceId: number,
+  filter: SearchFilter,
+): Promise<SearchHit[]> {
+  const configs = await configsInUse(db, workspaceId);
+  const { rows } = await db.query(searchStatement(workspaceId, filter, configs));
   const hits: SearchHit[] = [];
   const byId = new Map<number, SearchHit>();
   for (const r of rows) {

@@ -62,7 +62,11 @@ export default async function ArchiveHome({
         ) : (
           <CollectionList collections={collections} />
         )}
-        <form action={createCollectionAction} className="inline-form" aria-label="New collection">
+        <form
+          action={createCollectionAction}
+          className="inline-form"
+          aria-label="Create a collection"
+        >
           <div className="field">
             <label htmlFor="new-collection-title">New collection</label>
             <input id="new-collection-title" name="title" required maxLength={500} />

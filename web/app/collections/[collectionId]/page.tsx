@@ -107,7 +107,7 @@ export default async function CollectionPage({
         <form
           action={createCollectionAction}
           className="inline-form"
-          aria-label="New sub-collection"
+          aria-label="Create a sub-collection"
         >
           <input type="hidden" name="parentId" value={collection.id} />
           <div className="field">
