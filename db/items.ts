@@ -446,36 +446,39 @@ export async function arrangeItemPages(
           : rows.filter((p) => !p.deleted && !listed.has(Number(p.id))).map((p) => Number(p.id));
       order.set(id, [...live, ...rows.filter((p) => p.deleted).map((p) => Number(p.id))]);
     }
-    const allIds = locked.rows.map((p) => Number(p.id));
-    await client.query(
-      `UPDATE pages SET position = position + ${POSITION_SHIFT} WHERE id = ANY($1::bigint[])`,
-      [allIds],
+    // Only the pages whose place changes are written: every write of a page row recomputes
+    // its stored tsvector. Those move out of the way first; the others already hold their
+    // final places, which no moved page can take.
+    const placeOf = new Map(
+      locked.rows.map((p) => [Number(p.id), `${p.item_id}\u0000${p.position}`]),
     );
     const ids: number[] = [];
     const targets: string[] = [];
     const positions: number[] = [];
     for (const [id, list] of order) {
       list.forEach((pageId, position) => {
+        if (placeOf.get(pageId) === `${id}\u0000${position}`) return;
         ids.push(pageId);
         targets.push(id);
         positions.push(position);
       });
     }
+    await client.query(
+      `UPDATE pages SET position = position + ${POSITION_SHIFT} WHERE id = ANY($1::bigint[])`,
+      [ids],
+    );
     const moved = await client.query(
       `UPDATE pages p SET item_id = v.item_id, position = v.position,
               search_config = CASE WHEN p.item_id = v.item_id THEN p.search_config ELSE i.search_config END,
-              updated_at = CASE WHEN p.item_id = v.item_id AND p.position - ${POSITION_SHIFT} = v.position
-                                THEN p.updated_at ELSE now() END
+              updated_at = now()
          FROM unnest($2::bigint[], $3::text[], $4::int[]) AS v(id, item_id, position), items i
         WHERE p.id = v.id AND p.workspace_id = $1 AND i.workspace_id = $1 AND i.id = v.item_id`,
       [workspaceId, ids, targets, positions],
     );
     if (moved.rowCount !== ids.length) throw new Error('a page changed while locked');
+    const tombstones = new Set(locked.rows.filter((r) => r.deleted).map((r) => Number(r.id)));
     const after = Object.fromEntries(
-      items.map((id) => [
-        id,
-        order.get(id)!.filter((p) => !locked.rows.find((r) => Number(r.id) === p)?.deleted),
-      ]),
+      items.map((id) => [id, order.get(id)!.filter((p) => !tombstones.has(p))]),
     );
     const movedPages = named.rows
       .filter((r) => r.item_id !== itemId)

@@ -53,6 +53,14 @@ export async function configsInUse(db: Queryable, workspaceId: number): Promise<
   return names.length > 0 ? names : ['simple'];
 }
 
+/**
+ * Ranking reads every candidate's whole tsvector, so a word on half of a million pages
+ * would cost seconds. The hits are ranked among at most this many matching pages per
+ * configuration (the first the index yields): for a query that common, "best first" holds
+ * within those, and another word or a collection filter narrows it to a full ranking.
+ */
+export const RANK_CANDIDATES = 5000;
+
 const HEADLINE_OPTIONS = `StartSel=${MARK_START}, StopSel=${MARK_STOP}, MaxWords=30, MinWords=12, MaxFragments=1`;
 
 /**
@@ -76,15 +84,16 @@ export function searchStatement(
   const branches = configs.map((cfg) => {
     params.push(cfg);
     const c = `$${params.length}::regconfig`;
-    return `SELECT p.id, p.search_config, plainto_tsquery(${c}, $2) AS q,
-                   ts_rank(p.search_tsv, plainto_tsquery(${c}, $2)) AS rank
-              FROM pages p
-             WHERE p.search_tsv @@ plainto_tsquery(${c}, $2) AND p.search_config = ${c}
-               AND p.workspace_id = $1 AND p.deleted_at IS NULL
-               AND ($4::text IS NULL OR p.kind = $4)
-               AND ($3::bigint IS NULL OR EXISTS (
-                     SELECT 1 FROM items i WHERE i.workspace_id = p.workspace_id AND i.id = p.item_id
-                        AND i.collection_id IN (SELECT id FROM scope)))`;
+    return `SELECT m.id, m.search_config, plainto_tsquery(${c}, $2) AS q,
+                   ts_rank(m.search_tsv, plainto_tsquery(${c}, $2)) AS rank
+              FROM (SELECT p.id, p.search_config, p.search_tsv FROM pages p
+                     WHERE p.search_tsv @@ plainto_tsquery(${c}, $2) AND p.search_config = ${c}
+                       AND p.workspace_id = $1 AND p.deleted_at IS NULL
+                       AND ($4::text IS NULL OR p.kind = $4)
+                       AND ($3::bigint IS NULL OR EXISTS (
+                             SELECT 1 FROM items i WHERE i.workspace_id = p.workspace_id AND i.id = p.item_id
+                                AND i.collection_id IN (SELECT id FROM scope)))
+                     LIMIT ${RANK_CANDIDATES}) m`;
   });
   return {
     values: params,

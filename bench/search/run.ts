@@ -145,8 +145,8 @@ async function main() {
     for (let from = 0; from < PAGES; from += chunk) {
       await pool.query(
         `INSERT INTO pages (workspace_id, item_id, position, kind, canvas_uri, revision, annotation_page, search_text)
-         SELECT $1, 'item-' || lpad((g / ${PAGES_PER_ITEM})::text, 7, '0'), g % ${PAGES_PER_ITEM}, 'image',
-                'http://bench/iiif/' || $1 || '/item/canvas/' || g, 1,
+         SELECT $1::bigint, 'item-' || lpad((g / ${PAGES_PER_ITEM})::text, 7, '0'), g % ${PAGES_PER_ITEM}, 'image',
+                'http://bench/iiif/' || $1::bigint || '/item/canvas/' || g, 1,
                 jsonb_build_object('@context', 'http://iiif.io/api/presentation/3/context.json',
                   'id', 'http://bench/p/' || g || '/annotations/r1', 'type', 'AnnotationPage', 'items', l.items),
                 l.text

@@ -224,7 +224,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/search`,
-    summary: 'Full-text search of current revisions',
+    summary:
+      'Full-text search of current revisions, best first, each hit with up to three line snippets (segmentIndex, text, highlight offsets); filters collectionId (with sub-collections) and kind; matched in the item language where PostgreSQL stems it. A query matching more than 5,000 pages is ranked among the first 5,000 found (F3)',
     tag: 'pages',
     query: searchQuery,
     responses: { '200': { description: 'hits' }, ...errors([400, 401, 404]) },
