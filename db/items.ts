@@ -155,9 +155,12 @@ export interface ItemSummary {
 }
 
 const ITEM_COLUMNS = `i.id, i.title, i.collection_id, i.language, i.descriptive_metadata, i.created_at, i.updated_at,
-  (SELECT count(*) FROM pages p WHERE p.workspace_id = i.workspace_id AND p.item_id = i.id AND p.deleted_at IS NULL)::int AS n_pages,
-  (SELECT count(*) FROM pages p WHERE p.workspace_id = i.workspace_id AND p.item_id = i.id AND p.deleted_at IS NULL
-      AND p.revision > 0)::int AS n_transcribed`;
+  n.n_pages, n.n_transcribed`;
+
+/** Page and transcribed counts in one pass over the covering index `pages_item_progress`. */
+const ITEM_COUNTS = `CROSS JOIN LATERAL (
+  SELECT count(*)::int AS n_pages, (count(*) FILTER (WHERE p.revision > 0))::int AS n_transcribed
+    FROM pages p WHERE p.workspace_id = i.workspace_id AND p.item_id = i.id AND p.deleted_at IS NULL) n`;
 
 function toItem(r: Record<string, unknown>): ItemSummary {
   return {
@@ -181,7 +184,8 @@ export async function getItem(
   itemId: string,
 ): Promise<ItemSummary | undefined> {
   const { rows } = await db.query(
-    `SELECT ${ITEM_COLUMNS} FROM items i WHERE i.workspace_id = $1 AND i.id = $2 AND i.deleted_at IS NULL`,
+    `SELECT ${ITEM_COLUMNS} FROM items i ${ITEM_COUNTS}
+      WHERE i.workspace_id = $1 AND i.id = $2 AND i.deleted_at IS NULL`,
     [workspaceId, itemId],
   );
   return rows[0] ? toItem(rows[0]) : undefined;
@@ -198,7 +202,7 @@ export async function listItems(
 ): Promise<ItemSummary[]> {
   const { scope } = options;
   const { rows } = await db.query(
-    `SELECT ${ITEM_COLUMNS} FROM items i
+    `SELECT ${ITEM_COLUMNS} FROM items i ${ITEM_COUNTS}
       WHERE i.workspace_id = $1 AND i.deleted_at IS NULL
         AND ($2 = 'all' OR ($2 = 'root' AND i.collection_id IS NULL) OR i.collection_id = $3::bigint)
         AND ($4::text IS NULL OR i.id > $4)

@@ -35,6 +35,9 @@ ALTER TABLE items
   ADD FOREIGN KEY (workspace_id, collection_id) REFERENCES collections (workspace_id, id)
     ON DELETE SET NULL (collection_id);
 CREATE INDEX items_collection ON items (workspace_id, collection_id, id) WHERE deleted_at IS NULL;
+-- F2/F4: an item's pages and transcribed pages, counted from the index alone.
+CREATE INDEX pages_item_progress ON pages (workspace_id, item_id) INCLUDE (revision)
+  WHERE deleted_at IS NULL;
 
 -- F3: each page is indexed in its item's configuration (copied onto the page, so the
 -- generated column needs no join); searches OR one GIN probe per configuration in use.
