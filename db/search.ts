@@ -41,6 +41,7 @@ export interface SearchFilter {
   /** Only items in this collection or any collection below it. */
   collectionId?: number;
   kind?: MediaKind;
+  // F3: a line-state filter (verified lines only) joins these once review's line states land.
 }
 
 /** The configurations a workspace's items are indexed in (a few; `simple` at least). */
