@@ -219,6 +219,26 @@ describe('F1 collections', () => {
     ).toEqual(['collection.create']);
   });
 
+  it('F1 two moves at once that would close a cycle: one succeeds, the other is 409 collection_cycle', async () => {
+    const x = await createCollection(A, { title: 'Race X' });
+    const y = await createCollection(A, { title: 'Race Y' });
+    const move = (id: number, parentId: number) =>
+      call(
+        R.collection!,
+        'PATCH',
+        '/x',
+        { ws: ws(A), collectionId: String(id) },
+        { ...as(A), body: { parentId } },
+      );
+    const answers = await Promise.all([move(x.id, y.id), move(y.id, x.id)]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    const { rows } = await db.pool.query(
+      'SELECT id, parent_id FROM collections WHERE id = ANY($1) ORDER BY id',
+      [[x.id, y.id]],
+    );
+    expect(rows.filter((r) => r.parent_id !== null)).toHaveLength(1);
+  });
+
   it('F1 only an empty collection can be deleted: a non-empty one is 409 collection_not_empty', async () => {
     const parent = await createCollection(A, { title: 'To delete' });
     const child = await createCollection(A, { title: 'Child', parentId: parent.id });
