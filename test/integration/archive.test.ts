@@ -41,6 +41,7 @@ const loadRoutes = async () => ({
   manifest: await import('../../web/app/iiif/[ws]/[item]/manifest/route'),
   canvas: await import('../../web/app/iiif/[ws]/[item]/canvas/[pageId]/route'),
   media: await import('../../web/app/iiif/[ws]/[item]/canvas/[pageId]/media/route'),
+  collectionItemCanvas: await import('../../web/app/iiif/[ws]/collection/canvas/[pageId]/route'),
 });
 type RouteName = keyof Awaited<ReturnType<typeof loadRoutes>>;
 
@@ -331,6 +332,25 @@ describe('F1 collections', () => {
     ).json();
     expect(manifest.label).toEqual({ none: ['Register 1'] });
     expect(manifest.partOf).toEqual([{ id: `${BASE}${path}`, type: 'Collection' }]);
+  });
+  it("F1 an item whose id is `collection` keeps its manifest and canvases beside the collections' paths", async () => {
+    const [page] = await upload(A, 'collection', 1);
+    const manifest = await iiif(
+      'iiifCollection',
+      `/iiif/${A.ws}/collection/manifest`,
+      { ws: ws(A), id: 'manifest' },
+      bearer(A.key),
+    );
+    expect(manifest.status).toBe(200);
+    expect((await manifest.json()).type).toBe('Manifest');
+    const canvas = await iiif(
+      'collectionItemCanvas',
+      `/iiif/${A.ws}/collection/canvas/${page!.pageId}`,
+      { ws: ws(A), pageId: String(page!.pageId) },
+      bearer(A.key),
+    );
+    expect(canvas.status).toBe(200);
+    expect((await canvas.json()).id).toBe(page!.canvasUri);
   });
 });
 
