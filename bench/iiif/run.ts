@@ -30,12 +30,13 @@ import { median, percentile, round } from '../lib/stack';
  *
  *   npx tsx bench/iiif/run.ts
  *
- * Route modules import `server-only`, which resolves outside Next only under the
- * `react-server` condition, so the script re-runs itself with it.
+ * Route modules import `server-only`, which resolves only inside Next, so the script re-runs
+ * itself with `bench/lib/serverOnly.ts` loaded first.
  */
-if (!process.execArgv.some((a) => a.includes('react-server'))) {
+if (!process.execArgv.some((a) => a.includes('serverOnly'))) {
   const self = fileURLToPath(import.meta.url);
-  const run = spawnSync(process.execPath, ['--conditions=react-server', '--import', 'tsx', self], {
+  const hook = fileURLToPath(new URL('../lib/serverOnly.ts', import.meta.url));
+  const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', hook, self], {
     stdio: 'inherit',
     env: process.env,
   });
