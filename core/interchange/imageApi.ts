@@ -265,6 +265,26 @@ export function thumbnailOf(
   };
 }
 
+/**
+ * Everything another view links a page's image by (an item page's thumbnail strip, a viewer):
+ * the service, its info.json, the whole page as a JPEG and the thumbnail with its size. The
+ * routes apply I1's access rules, so a draft's links answer only its own workspace.
+ */
+export function pageImageLinks(
+  baseUrl: string,
+  workspaceId: number,
+  pageId: number,
+  image: { width: number; height: number },
+) {
+  const service = imageServiceUriFor(baseUrl, workspaceId, pageId);
+  return {
+    service,
+    info: `${service}/info.json`,
+    full: fullImageUriFor(service),
+    thumbnail: thumbnailOf(service, image),
+  };
+}
+
 /** The `service` entry a painting body or thumbnail carries. */
 export function imageServiceReference(serviceUri: string) {
   return [{ id: serviceUri, type: 'ImageService3', profile: 'level2' }];

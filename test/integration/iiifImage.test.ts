@@ -8,6 +8,7 @@ import { buildImageDerivatives, runBlobCleanup, sweepOrphans } from '../../activ
 import { createLocalBlobStore } from '../../blobs';
 import type { BlobStore } from '../../blobs/store';
 import { parseConfig } from '../../core/config';
+import { auditInvariants } from '../../db/audit';
 import { workspaceUsageBytes } from '../../db/blobs';
 import { deleteItem } from '../../db/items';
 import { publishPage } from '../../db/pages';
@@ -233,6 +234,7 @@ describe('I4 IIIF Image API 3', () => {
     const tile = await image(tiffPage, '0,0,512,512/256,/0/default.jpg');
     expect(tile.headers.get('x-quire-image-source')).toBe('derivative');
     await checkCombinations('derivative');
+    expect(await auditInvariants(db.pool)).toEqual([]);
   });
 
   it('I4 a request the Image API does not allow is a 400 with a stable code; an unknown page is a 404', async () => {
@@ -399,6 +401,7 @@ describe('I4 IIIF Image API 3', () => {
       usageBefore - Number(made.size_bytes),
     );
     expect((await image(pngPage, 'full/max/0/default.jpg', bearer(A.key))).status).toBe(404);
+    expect(await auditInvariants(db.pool)).toEqual([]);
   });
 });
 

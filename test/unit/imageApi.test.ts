@@ -3,6 +3,7 @@ import {
   ImageRequestError,
   type ImageRequestSegments,
   imageInfo,
+  pageImageLinks,
   planImageRequest,
   pyramidDepth,
   thumbnailOf,
@@ -117,6 +118,19 @@ describe('I4 Image API request grammar', () => {
       id: 'https://q/s/full/max/0/default.jpg',
       width: 40,
       height: 30,
+    });
+  });
+
+  it('I4 a page links its service, info.json, full JPEG and thumbnail under the public URL', () => {
+    expect(pageImageLinks('https://quire.example/', 3, 41, IMAGE)).toEqual({
+      service: 'https://quire.example/iiif/3/image/41',
+      info: 'https://quire.example/iiif/3/image/41/info.json',
+      full: 'https://quire.example/iiif/3/image/41/full/max/0/default.jpg',
+      thumbnail: {
+        id: 'https://quire.example/iiif/3/image/41/full/!256,256/0/default.jpg',
+        width: 158,
+        height: 256,
+      },
     });
   });
 });
