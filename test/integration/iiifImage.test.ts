@@ -19,7 +19,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
 import { MANIFESTO_PAGE } from '../support/fixtures';
 import { manifestSchemaErrors } from '../support/interchange';
 import { BLUE_PATCH, MANIFESTO_SIZE, manifestoTiff, RED_PATCH } from '../support/tiffMasters';
-import { file, uploadRequest, wav } from '../support/uploadFixtures';
+import { file, png, uploadRequest, wav } from '../support/uploadFixtures';
 
 /**
  * I4 through the real route handlers, Postgres and the local blob store: the Image API's
@@ -402,6 +402,95 @@ describe('I4 IIIF Image API 3', () => {
     );
     expect((await image(pngPage, 'full/max/0/default.jpg', bearer(A.key))).status).toBe(404);
     expect(await auditInvariants(db.pool)).toEqual([]);
+  });
+
+  it('I4 JPEG, WebP, tiled TIFF and multi-page TIFF masters all display and get their derivative', async () => {
+    const scan = sharp(MANIFESTO_PAGE).resize(800).toColourspace('srgb');
+    const frame = await sharp(await manifestoTiff(0.25))
+      .png()
+      .toBuffer();
+    const masters: Array<[string, Buffer]> = [
+      ['scan.jpg', await scan.clone().jpeg().toBuffer()],
+      ['scan.webp', await scan.clone().webp().toBuffer()],
+      [
+        'tiled.tif',
+        await scan.clone().tiff({ tile: true, tileWidth: 128, tileHeight: 128 }).toBuffer(),
+      ],
+      // Two frames; the page is the first (I5 makes one page per frame).
+      [
+        'frames.tif',
+        await sharp([frame, frame], { join: { animated: true } })
+          .tiff({ compression: 'deflate' })
+          .toBuffer(),
+      ],
+    ];
+    const d = await createWorkspace(db.pool, 'Archive D');
+    const ids: number[] = [];
+    for (const [name, bytes] of masters) {
+      const ingested = await ingestBatch(
+        { pool: db.pool, blobStore, publicBaseUrl: BASE },
+        d.workspace.id,
+        uploadRequest([{ name: 'itemId', value: name.replace('.', '-') }, file(bytes, name)]),
+      );
+      ids.push(ingested.pages[0]!.pageId);
+    }
+    const auth = bearer(d.apiKey);
+    for (const [index, pageId] of ids.entries()) {
+      const thumb = await decoded(
+        await image(pageId, 'full/!200,200/0/default.jpg', auth, d.workspace.id),
+      );
+      expect({ master: masters[index]![0], height: thumb.height }).toEqual({
+        master: masters[index]![0],
+        height: 200,
+      });
+    }
+    await buildImageDerivatives({ pool: db.pool, blobStore });
+    for (const [index, pageId] of ids.entries()) {
+      expect({
+        master: masters[index]![0],
+        key: (await derivativeOf(pageId)).derivative_key,
+      }).toEqual({
+        master: masters[index]![0],
+        key: expect.stringMatching(/^ws\//),
+      });
+      const response = await image(pageId, '0,0,256,256/128,/0/default.png', auth, d.workspace.id);
+      expect(response.headers.get('x-quire-image-source')).toBe('derivative');
+      expect((await decoded(response)).width).toBe(128);
+    }
+  });
+
+  it('I4 a master that does not decode is recorded undecodable, never tried again, and its images are a 422', async () => {
+    const e = await createWorkspace(db.pool, 'Archive E');
+    // A PNG whose header declares more rows than its data holds: ingest reads the header only.
+    const ingested = await ingestBatch(
+      { pool: db.pool, blobStore, publicBaseUrl: BASE },
+      e.workspace.id,
+      uploadRequest([
+        { name: 'itemId', value: 'broken' },
+        file(png(40, 30, { width: 400, height: 300 }), 'b.png'),
+      ]),
+    );
+    const pageId = ingested.pages[0]!.pageId;
+    const first = await buildImageDerivatives({ pool: db.pool, blobStore });
+    expect(first.failed).toBeGreaterThanOrEqual(1);
+    const state = async () =>
+      (
+        await db.pool.query(
+          'SELECT derivative_key, derivative_error, derivative_tried_at FROM pages WHERE id = $1',
+          [pageId],
+        )
+      ).rows[0];
+    const failed = await state();
+    expect(failed).toMatchObject({ derivative_key: null, derivative_error: 'undecodable' });
+    // Not tried again, even once the retry pause is long past (a quota refusal would be).
+    const later = () => new Date(Date.now() + 48 * 60 * 60_000);
+    await buildImageDerivatives({ pool: db.pool, blobStore, now: later });
+    expect(await state()).toEqual(failed);
+    const auth = bearer(e.apiKey);
+    const response = await image(pageId, 'full/max/0/default.jpg', auth, e.workspace.id);
+    expect(response.status).toBe(422);
+    expect((await response.json()).error.code).toBe('image_undecodable');
+    expect((await info(pageId, auth, e.workspace.id)).status).toBe(200);
   });
 });
 

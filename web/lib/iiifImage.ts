@@ -121,7 +121,11 @@ export async function imageRequestResponse(
           cacheKey: page.derivativeKey,
         }
       : { path: await blobStore().localPath(page.masterKey), pyramid: false };
-    const bytes = await renderImage(source, { width, height }, plan);
+    const bytes = await renderImage(source, { width, height }, plan).catch(() => {
+      // libvips refused the bytes (a truncated or corrupt master): the same request can never
+      // succeed, so a stable refusal rather than a 500. Store outages fail earlier, in localPath.
+      throw new ApiError(422, 'image_undecodable', "the page's image cannot be decoded");
+    });
     return new Response(new Uint8Array(bytes), {
       headers: {
         ...headersFor(view, MEDIA_TYPE_OF_FORMAT[plan.format]),
