@@ -6,10 +6,12 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildImageDerivatives, runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import { createLocalBlobStore } from '../../blobs';
+import { makePageDerivative } from '../../blobs/derivatives';
 import type { BlobStore } from '../../blobs/store';
 import { parseConfig } from '../../core/config';
 import { auditInvariants } from '../../db/audit';
 import { workspaceUsageBytes } from '../../db/blobs';
+import { pagesNeedingDerivative } from '../../db/derivatives';
 import { deleteItem } from '../../db/items';
 import { publishPage } from '../../db/pages';
 import { createWorkspace } from '../../db/workspaces';
@@ -491,6 +493,65 @@ describe('I4 IIIF Image API 3', () => {
     expect(response.status).toBe(422);
     expect((await response.json()).error.code).toBe('image_undecodable');
     expect((await info(pageId, auth, e.workspace.id)).status).toBe(200);
+  });
+
+  it('I4 the derivative write is fenced: of two builds at once one attaches, and a page deleted meanwhile takes none; no byte is left behind', async () => {
+    const f = await createWorkspace(db.pool, 'Archive F');
+    const deps = { pool: db.pool, blobStore, publicBaseUrl: BASE };
+    const upload = async (item: string) =>
+      (
+        await ingestBatch(
+          deps,
+          f.workspace.id,
+          uploadRequest([
+            { name: 'itemId', value: item },
+            file(await manifestoTiff(0.25), `${item}.tif`),
+          ]),
+        )
+      ).pages[0]!.pageId;
+    const raced = await upload('raced');
+    const gone = await upload('gone');
+    const candidates = await pagesNeedingDerivative(db.pool, new Date(), 1000);
+    const candidate = (id: number) => candidates.find((c) => c.pageId === id)!;
+
+    const outcomes = await Promise.all([
+      makePageDerivative({ pool: db.pool, blobStore }, candidate(raced)),
+      makePageDerivative({ pool: db.pool, blobStore }, candidate(raced)),
+    ]);
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(['failed', 'made']);
+    expect(outcomes.find((o) => o.kind === 'failed')).toEqual({
+      kind: 'failed',
+      code: 'derivative_not_attached',
+    });
+    const attached = (await derivativeOf(raced)).derivative_key;
+    expect(outcomes.find((o) => o.kind === 'made')).toMatchObject({ key: attached });
+
+    // The page goes after its candidate was read, before its derivative is attached.
+    await deleteItem(db.pool, f.workspace.id, 'gone');
+    expect(await makePageDerivative({ pool: db.pool, blobStore }, candidate(gone))).toEqual({
+      kind: 'failed',
+      code: 'derivative_not_attached',
+    });
+    expect((await derivativeOf(gone)).derivative_key).toBeNull();
+    await runBlobCleanup({ pool: db.pool, blobStore });
+
+    // What the workspace holds is exactly its live blobs: the raced page's master and its one
+    // derivative. No reservation is pending and no other object of the workspace exists.
+    const live = await db.pool.query(
+      'SELECT key, size_bytes FROM blobs WHERE workspace_id = $1 AND deleted_at IS NULL ORDER BY key',
+      [f.workspace.id],
+    );
+    expect(live.rows.map((r) => r.key)).toContain(attached);
+    expect(live.rows).toHaveLength(2);
+    expect(await workspaceUsageBytes(db.pool, f.workspace.id)).toBe(
+      live.rows.reduce((sum, r) => sum + Number(r.size_bytes), 0),
+    );
+    const objects: string[] = [];
+    for await (const o of blobStore.list()) {
+      if (o.key.startsWith(`ws/${f.workspace.id}/`)) objects.push(o.key);
+    }
+    expect(objects.sort()).toEqual(live.rows.map((r) => r.key).sort());
+    expect(await auditInvariants(db.pool)).toEqual([]);
   });
 });
 
