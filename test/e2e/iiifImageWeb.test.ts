@@ -73,7 +73,9 @@ afterAll(async () => {
 describe('I4 the Image API in the production build', () => {
   it('I4 next start serves info.json, the base URI redirect, tiles with ^ ! and pct:, and stable 400s', async () => {
     const service = `${web.url}/iiif/${ws}/image/${pageId}`;
-    const info = await fetch(`${service}/info.json`);
+    const info = await fetch(`${service}/info.json`, {
+      headers: { accept: 'application/ld+json' },
+    });
     expect(info.status).toBe(200);
     expect(info.headers.get('content-type')).toContain('http://iiif.io/api/image/3/context.json');
     expect(info.headers.get('access-control-allow-origin')).toBe('*');

@@ -167,11 +167,15 @@ async function derivativeOf(pageId: number) {
 
 describe('I4 IIIF Image API 3', () => {
   it('I4 info.json is an Image API 3 level 2 service with sizes and tiles', async () => {
-    const response = await info(tiffPage);
+    const response = await info(tiffPage, { accept: 'application/ld+json' });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe(
       'application/ld+json;profile="http://iiif.io/api/image/3/context.json"',
     );
+    // Without asking for JSON-LD, the same document as plain JSON (Image API 3, 6.1).
+    const plain = await info(tiffPage);
+    expect(plain.headers.get('content-type')).toBe('application/json');
+    expect(await plain.json()).toMatchObject({ type: 'ImageService3' });
     expect(response.headers.get('access-control-allow-origin')).toBe('*');
     const body = await response.json();
     expect(body).toMatchObject({

@@ -90,12 +90,11 @@ export async function imageInfoResponse(
   try {
     const { view, page, width, height } = await pageFor(request, params);
     const body = imageInfo(pageImageServiceUri(page.workspaceId, page.pageId), { width, height });
-    // Plain JSON for clients that ask for it, JSON-LD with the Image 3 profile otherwise.
-    const accept = request.headers.get('accept') ?? '';
-    const type =
-      accept.includes('application/ld+json') || !accept.includes('application/json')
-        ? IMAGE_3_MEDIA_TYPE
-        : 'application/json';
+    // Image API 3, 6.1: JSON-LD with the Image 3 profile when the client asks for it in Accept,
+    // plain JSON otherwise.
+    const type = (request.headers.get('accept') ?? '').includes('application/ld+json')
+      ? IMAGE_3_MEDIA_TYPE
+      : 'application/json';
     return new Response(JSON.stringify(body), {
       headers: {
         ...headersFor(view, type),
