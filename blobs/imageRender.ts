@@ -111,15 +111,11 @@ export async function renderImage(
   if (right - left !== plan.width || bottom - top !== plan.height) {
     image = image.resize(plan.width, plan.height, { fit: 'fill' });
   }
-  if (plan.mirror || plan.rotation !== 0) {
-    // Mirror, then rotate, after scaling (Image API 3, 4.3): sharp orders a pipeline's
-    // operations its own way, so the scaled pixels are turned in a second pipeline.
-    const { data, info } = await image.raw().toBuffer({ resolveWithObject: true });
-    image = sharp(data, {
-      raw: { width: info.width, height: info.height, channels: info.channels },
-    });
-    if (plan.mirror) image = image.flop();
-    if (plan.rotation !== 0) image = image.rotate(plan.rotation);
-  }
+  // Mirror, then rotate, after scaling (Image API 3, 4.3). sharp orders a pipeline's steps
+  // itself: a region cut before the resize is cut first, a flop always precedes the rotation,
+  // and a rotation by 90s called after the resize turns the scaled pixels, so one pipeline
+  // streams the answer without holding it whole.
+  if (plan.mirror) image = image.flop();
+  if (plan.rotation !== 0) image = image.rotate(plan.rotation);
   return encode(colour(image, plan), plan).toBuffer();
 }
