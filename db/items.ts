@@ -7,6 +7,13 @@ import { ConflictError, NotFoundError } from './errors';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 
+interface TombstoneCandidate {
+  id: number;
+  canvas_uri: string;
+  blob_key: string | null;
+  derivative_key: string | null;
+}
+
 export interface DeletedItem {
   itemId: string;
   pages: number;
@@ -31,8 +38,8 @@ export async function deleteItem(
       [workspaceId, itemId],
     );
     if (item.rowCount === 0) throw new NotFoundError('item_not_found', 'item not found');
-    const pages = await client.query<{ id: number; canvas_uri: string; blob_key: string | null }>(
-      `SELECT id, canvas_uri, blob_key FROM pages
+    const pages = await client.query<TombstoneCandidate>(
+      `SELECT id, canvas_uri, blob_key, derivative_key FROM pages
         WHERE workspace_id = $1 AND item_id = $2 AND deleted_at IS NULL ORDER BY id FOR UPDATE`,
       [workspaceId, itemId],
     );
@@ -66,7 +73,7 @@ export async function deleteItem(
 async function tombstonePages(
   client: PoolClient,
   workspaceId: number,
-  pages: Array<{ id: number; canvas_uri: string; blob_key: string | null }>,
+  pages: TombstoneCandidate[],
 ): Promise<number> {
   const pageIds = pages.map((p) => p.id);
   await client.query(
@@ -78,7 +85,7 @@ async function tombstonePages(
   let blobs = 0;
   for (const page of pages) {
     await client.query(
-      `UPDATE pages SET deleted_at = now(), blob_key = NULL, annotation_page = $2, search_text = '',
+      `UPDATE pages SET deleted_at = now(), blob_key = NULL, derivative_key = NULL, annotation_page = $2, search_text = '',
               published_snapshot = NULL, published_revision = NULL, updated_at = now()
         WHERE id = $1`,
       [page.id, JSON.stringify(emptyAnnotationPage(page.canvas_uri))],
@@ -86,6 +93,11 @@ async function tombstonePages(
     if (page.blob_key) {
       // The cleanup checks references again before it deletes anything.
       await scheduleBlobDeletion(client, workspaceId, page.blob_key);
+      blobs += 1;
+    }
+    if (page.derivative_key) {
+      // I4: the derivative goes with its page, through the same fenced cleanup.
+      await scheduleBlobDeletion(client, workspaceId, page.derivative_key);
       blobs += 1;
     }
   }
@@ -114,13 +126,8 @@ export async function releaseIncompleteBatchPages(
       [batchId, workspaceId],
     );
     if (candidates.rowCount === 0) return { pages: 0, blobsHandedToCleanup: 0 };
-    const pages = await client.query<{
-      id: number;
-      canvas_uri: string;
-      blob_key: string | null;
-      item_id: string;
-    }>(
-      `SELECT p.id, p.canvas_uri, p.blob_key, p.item_id FROM pages p
+    const pages = await client.query<TombstoneCandidate & { item_id: string }>(
+      `SELECT p.id, p.canvas_uri, p.blob_key, p.derivative_key, p.item_id FROM pages p
         WHERE p.id = ANY($1) AND p.deleted_at IS NULL AND p.revision = 0
           AND NOT EXISTS (SELECT 1 FROM transcription_jobs j
                            WHERE j.page_id = p.id AND j.status IN ${ACTIVE_STATUS_LIST})

@@ -16,6 +16,7 @@ const config: NextConfig = {
     '@temporalio/proto',
     'pg',
     'pino',
+    'sharp',
   ],
   poweredByHeader: false,
   reactStrictMode: true,

@@ -2,6 +2,7 @@ import 'server-only';
 import { Readable } from 'node:stream';
 import { bearerKey } from '@quire/core/apiKeys';
 import { buildCollection, collectionUriFor } from '@quire/core/interchange/collection';
+import { imageServiceUriFor } from '@quire/core/interchange/imageApi';
 import { buildManifest, manifestUriFor } from '@quire/core/interchange/manifest';
 import { iiifCollection } from '@quire/db/collections';
 import {
@@ -121,6 +122,10 @@ async function manifestOf(view: IiifView, params: { ws: string; item: string }) 
       durationMs: p.durationMs,
       mediaUrl: p.blobKey ? mediaUrlOf(p.canvasUri) : null,
       mediaType: p.mediaType,
+      imageServiceUri:
+        p.kind === 'image' && p.blobKey
+          ? imageServiceUriFor(config().QUIRE_PUBLIC_URL, Number(params.ws), p.id)
+          : null,
       annotationPage: p.annotationPage,
     })),
   });

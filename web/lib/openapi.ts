@@ -429,7 +429,7 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'Quire API',
       version: '1',
       description:
-        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404. IIIF Presentation 3 manifests live outside this API, at `/iiif/{ws}/{item}/manifest` beside the canvas URIs, and collections at `/iiif/{ws}/collection/{id}` (public for published pages, drafts with the workspace's key).",
+        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404. IIIF Presentation 3 manifests live outside this API, at `/iiif/{ws}/{item}/manifest` beside the canvas URIs, collections at `/iiif/{ws}/collection/{id}`, and each image page's IIIF Image API 3 service at `/iiif/{ws}/image/{pageId}` (public for published pages, drafts with the workspace's key).",
     },
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],
