@@ -1,6 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NextConfig } from 'next';
+import { COMMON_SECURITY_HEADERS } from './lib/securityHeaders';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -18,6 +19,11 @@ const config: NextConfig = {
     'pino',
   ],
   poweredByHeader: false,
+  // R6: nosniff and no framing on every response, static files included; the
+  // Content-Security-Policy is set per request by proxy.ts (pages need a fresh nonce).
+  async headers() {
+    return [{ source: '/:path*', headers: COMMON_SECURITY_HEADERS }];
+  },
   reactStrictMode: true,
   output: 'standalone',
   // Tests build into a directory of their own so they never race a developer's `.next`.

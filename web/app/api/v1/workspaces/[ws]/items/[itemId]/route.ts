@@ -1,5 +1,5 @@
 import { deleteItem } from '@quire/db/items';
-import { json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { decodedPathParam, json, type RouteContext, withApi } from '@quire/web/lib/api';
 import { pool } from '@quire/web/lib/server';
 
 export const runtime = 'nodejs';
@@ -14,6 +14,8 @@ export async function DELETE(
   context: RouteContext<{ ws: string; itemId: string }>,
 ) {
   return withApi(request, context, async (principal, params) =>
-    json(await deleteItem(pool(), principal.workspaceId, decodeURIComponent(params.itemId))),
+    json(
+      await deleteItem(pool(), principal.workspaceId, decodedPathParam(params.itemId, 'itemId')),
+    ),
   );
 }
