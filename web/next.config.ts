@@ -1,7 +1,6 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NextConfig } from 'next';
-import { COMMON_SECURITY_HEADERS } from './lib/securityHeaders';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -21,8 +20,19 @@ const config: NextConfig = {
   poweredByHeader: false,
   // R6: nosniff and no framing on every response, static files included; the
   // Content-Security-Policy is set per request by proxy.ts (pages need a fresh nonce).
+  // (Written out here: Next loads this file on its own, without the app's modules.)
   async headers() {
-    return [{ source: '/:path*', headers: COMMON_SECURITY_HEADERS }];
+    return [
+      {
+        source: '/:path*',
+        headers: [
+          { key: 'X-Content-Type-Options', value: 'nosniff' },
+          // For browsers that predate frame-ancestors.
+          { key: 'X-Frame-Options', value: 'DENY' },
+          { key: 'Referrer-Policy', value: 'same-origin' },
+        ],
+      },
+    ];
   },
   reactStrictMode: true,
   output: 'standalone',

@@ -37,11 +37,3 @@ export const DATA_POLICY = "default-src 'none'; frame-ancestors 'none'; sandbox"
 export function isDataPath(pathname: string): boolean {
   return /^\/(?:api|console-api|iiif|healthz|readyz)(?:\/|$)/.test(pathname);
 }
-
-/** Headers every response carries, static files included (next.config.ts sets them). */
-export const COMMON_SECURITY_HEADERS = [
-  { key: 'X-Content-Type-Options', value: 'nosniff' },
-  // For browsers that predate frame-ancestors.
-  { key: 'X-Frame-Options', value: 'DENY' },
-  { key: 'Referrer-Policy', value: 'same-origin' },
-];
