@@ -1,9 +1,10 @@
+import { request as httpRequest } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace } from '../../db/workspaces';
 import { isolatedContexts, launchBrowser } from '../support/browser';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
-import { png } from '../support/uploadFixtures';
+import { multipartBody, png } from '../support/uploadFixtures';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
@@ -252,4 +253,117 @@ describe('pages, exports and IIIF carry the security headers (R6)', () => {
     expect(missing.headers.get('x-content-type-options')).toBe('nosniff');
     expect(missing.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
   }, 60_000);
+});
+
+/** Sends a body over a raw connection; resolves once the answer is read and every byte sent. */
+function send(
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer,
+  method = 'POST',
+  chunked = false,
+): Promise<{ status: number; body: string }> {
+  const url = new URL(path, web.url);
+  return new Promise((resolve, reject) => {
+    let sent = false;
+    let answer: { status: number; body: string } | undefined;
+    const done = () => {
+      if (sent && answer) resolve(answer);
+    };
+    const req = httpRequest(
+      url,
+      {
+        method,
+        headers: chunked ? headers : { ...headers, 'content-length': String(body.length) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          answer = { status: res.statusCode ?? 0, body: text };
+          done();
+        });
+      },
+    );
+    req.on('error', reject);
+    req.on('finish', () => {
+      sent = true;
+      done();
+    });
+    // Written in pieces, as a browser uploads: the refusal comes while bytes are still arriving.
+    let offset = 0;
+    const next = () => {
+      while (offset < body.length) {
+        const piece = body.subarray(offset, offset + 64 * 1024);
+        offset += piece.length;
+        if (!req.write(piece)) {
+          req.once('drain', next);
+          return;
+        }
+      }
+      req.end();
+    };
+    next();
+  });
+}
+
+describe('a refused request body is never cancelled under the sender (R6)', () => {
+  it('R6 an upload refused while a large transcript is still arriving, and a JSON body over its limit, log no uncaughtException', async () => {
+    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Edges streams');
+    const boundary = '----quire-test-boundary-7c1d';
+    const bigTranscript = Buffer.from(
+      `<?xml version="1.0"?><PcGts xmlns="http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15"><!--${'x'.repeat(1024 * 1024)}--></PcGts>`,
+    );
+    const refusedFirst = multipartBody([
+      {
+        name: 'files[]',
+        value: Buffer.from('this is text pretending to be a PNG image'),
+        filename: 'fake.png',
+      },
+      { name: 'transcript', value: bigTranscript, filename: 'big.xml' },
+    ]);
+    const refusedTranscript = multipartBody([
+      { name: 'files[]', value: png(40, 30), filename: 'p.png' },
+      { name: 'transcript', value: bigTranscript, filename: 'big.xml' },
+      { name: 'files[]', value: png(40, 30), filename: 'q.png' },
+    ]);
+    const headers = {
+      authorization: `Bearer ${apiKey}`,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+    };
+    const before = web.output().length;
+    for (let i = 0; i < 4; i++) {
+      const first = await send(`/api/v1/workspaces/${workspace.id}/batches`, headers, refusedFirst);
+      expect(first.status).toBe(415);
+      const second = await send(
+        `/api/v1/workspaces/${workspace.id}/batches`,
+        headers,
+        refusedTranscript,
+      );
+      expect([413, 422]).toContain(second.status);
+      // A page edit's body over its 5 MB limit, sent without a length Next could refuse on.
+      const big = Buffer.from(JSON.stringify({ segments: [], pad: 'x'.repeat(6 * 1024 * 1024) }));
+      const edit = await send(
+        `/api/v1/workspaces/${workspace.id}/pages/1`,
+        {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'if-match': '"0"',
+        },
+        big,
+        'PUT',
+        true,
+      );
+      expect(edit.status).toBe(413);
+    }
+    // Every byte was sent and answered; the server still answers, and said nothing uncaught.
+    expect((await fetch(`${web.url}/healthz`)).status).toBe(200);
+    const log = web.output().slice(before);
+    expect(log).not.toContain('uncaughtException');
+    expect(log).not.toContain('already closed');
+    expect(await rowsOf(workspace.id)).toEqual({ batches: 0, pages: 0, jobs: 0 });
+  }, 120_000);
 });

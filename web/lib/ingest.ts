@@ -7,8 +7,8 @@ import { providersEnabledFor } from '@quire/db/operatorControls';
 import { ingestBatch } from '@quire/ingest/batch';
 import { recordJobsForIngest } from '@quire/ingest/jobs';
 import { NextResponse } from 'next/server';
-import { blobStore } from './blobs';
 import { errorResponse } from './api';
+import { blobStore } from './blobs';
 import { config, pool, quireClient } from './server';
 
 /**
