@@ -18,10 +18,17 @@ const config: NextConfig = {
     'pino',
   ],
   poweredByHeader: false,
-  // R6: nosniff and no framing on every response, static files included; the
-  // Content-Security-Policy is set per request by proxy.ts (pages need a fresh nonce).
-  // (Written out here: Next loads this file on its own, without the app's modules.)
+  // R6: nosniff and no framing on every response, static files included. Pages get their
+  // Content-Security-Policy per request from proxy.ts (a fresh nonce); the route handlers'
+  // responses (API JSON, exports, IIIF, media) are data and get DATA_POLICY of
+  // lib/securityHeaders.ts, written out here because Next loads this file on its own.
   async headers() {
+    const dataPolicy = [
+      {
+        key: 'Content-Security-Policy',
+        value: "default-src 'none'; frame-ancestors 'none'; sandbox",
+      },
+    ];
     return [
       {
         source: '/:path*',
@@ -32,6 +39,9 @@ const config: NextConfig = {
           { key: 'Referrer-Policy', value: 'same-origin' },
         ],
       },
+      ...['/api/:path*', '/console-api/:path*', '/iiif/:path*', '/healthz', '/readyz'].map(
+        (source) => ({ source, headers: dataPolicy }),
+      ),
     ];
   },
   reactStrictMode: true,

@@ -1,17 +1,21 @@
 import { loadConfig } from '@quire/core/config';
 import { type NextRequest, NextResponse } from 'next/server';
 import { originRefusal } from './lib/origin';
-import { DATA_POLICY, isDataPath, pagePolicy } from './lib/securityHeaders';
+import { DATA_POLICY, pagePolicy } from './lib/securityHeaders';
 
 /**
- * R6, in front of every request: state-changing console requests (the `/console-api` routes
- * and every server action, which Next posts to the page's own path) must come from the
- * public URL's origin, else 403 `origin_mismatch` before any handler runs; and each response
- * gets its Content-Security-Policy (a fresh nonce per page). `/api/v1` is authenticated by
- * bearer keys, never by the cookie, so its origin is not checked.
+ * R6, in front of every console page and every server action (Next posts an action to the
+ * page's own path): a state-changing request must come from the public URL's origin, else
+ * 403 `origin_mismatch` before the action runs; and each page gets its Content-Security-Policy
+ * with a fresh nonce.
  *
  * Next's own server-action check compares Origin with the Host header and lets a request
  * without Origin through; `serverActions.allowedOrigins` is left unset so it never widens.
+ *
+ * Route handlers are not matched: Next buffers the body of every request its proxy sees (and
+ * cuts it at `proxyClientMaxBodySize`, 10 MB), which an upload must never be. Their Origin
+ * check is `withSession` (`/console-api`; `/api/v1` is bearer keys, no cookie), and their
+ * headers come from next.config.ts.
  */
 
 let publicUrl: string | undefined;
@@ -22,20 +26,12 @@ function configuredPublicUrl(): string {
 }
 
 export function proxy(request: NextRequest) {
-  const { pathname } = request.nextUrl;
-  if (!pathname.startsWith('/api/')) {
-    const refused = originRefusal(request.method, request.headers, configuredPublicUrl());
-    if (refused) {
-      return NextResponse.json(
-        { error: { code: refused.code, message: refused.message } },
-        { status: refused.status, headers: { 'Content-Security-Policy': DATA_POLICY } },
-      );
-    }
-  }
-  if (isDataPath(pathname)) {
-    const response = NextResponse.next();
-    response.headers.set('Content-Security-Policy', DATA_POLICY);
-    return response;
+  const refused = originRefusal(request.method, request.headers, configuredPublicUrl());
+  if (refused) {
+    return NextResponse.json(
+      { error: { code: refused.code, message: refused.message } },
+      { status: refused.status, headers: { 'Content-Security-Policy': DATA_POLICY } },
+    );
   }
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString('base64');
   const policy = pagePolicy(nonce, process.env.NODE_ENV === 'development');
@@ -48,5 +44,6 @@ export function proxy(request: NextRequest) {
 }
 
 export const config = {
-  matcher: ['/((?!_next/static|_next/image|favicon.ico).*)'],
+  // Pages only (see above): not the route handlers, not the build's static files.
+  matcher: ['/((?!api/|console-api/|iiif/|healthz|readyz|_next/static|_next/image|favicon.ico).*)'],
 };

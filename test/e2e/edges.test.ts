@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace } from '../../db/workspaces';
 import { isolatedContexts, launchBrowser } from '../support/browser';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
-import { multipartBody, png } from '../support/uploadFixtures';
+import { multipartBody, png, wav } from '../support/uploadFixtures';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
@@ -335,35 +335,62 @@ describe('a refused request body is never cancelled under the sender (R6)', () =
       'content-type': `multipart/form-data; boundary=${boundary}`,
     };
     const before = web.output().length;
+    const answers: Array<number | string> = [];
+    const attempt = (sent: Promise<{ status: number }>) =>
+      sent.then(
+        (a) => answers.push(a.status),
+        (error: Error) => answers.push(error.message),
+      );
+    const big = Buffer.from(JSON.stringify({ segments: [], pad: 'x'.repeat(6 * 1024 * 1024) }));
     for (let i = 0; i < 4; i++) {
-      const first = await send(`/api/v1/workspaces/${workspace.id}/batches`, headers, refusedFirst);
-      expect(first.status).toBe(415);
-      const second = await send(
-        `/api/v1/workspaces/${workspace.id}/batches`,
-        headers,
-        refusedTranscript,
+      await attempt(send(`/api/v1/workspaces/${workspace.id}/batches`, headers, refusedFirst));
+      await attempt(send(`/api/v1/workspaces/${workspace.id}/batches`, headers, refusedTranscript));
+      // A page edit's body over its 5 MB limit, chunked: no length to refuse it on up front.
+      await attempt(
+        send(
+          `/api/v1/workspaces/${workspace.id}/pages/1`,
+          {
+            authorization: `Bearer ${apiKey}`,
+            'content-type': 'application/json',
+            'if-match': '"0"',
+          },
+          big,
+          'PUT',
+          true,
+        ),
       );
-      expect([413, 422]).toContain(second.status);
-      // A page edit's body over its 5 MB limit, sent without a length Next could refuse on.
-      const big = Buffer.from(JSON.stringify({ segments: [], pad: 'x'.repeat(6 * 1024 * 1024) }));
-      const edit = await send(
-        `/api/v1/workspaces/${workspace.id}/pages/1`,
-        {
-          authorization: `Bearer ${apiKey}`,
-          'content-type': 'application/json',
-          'if-match': '"0"',
-        },
-        big,
-        'PUT',
-        true,
-      );
-      expect(edit.status).toBe(413);
     }
     // Every byte was sent and answered; the server still answers, and said nothing uncaught.
     expect((await fetch(`${web.url}/healthz`)).status).toBe(200);
     const log = web.output().slice(before);
     expect(log).not.toContain('uncaughtException');
     expect(log).not.toContain('already closed');
+    expect(answers).toEqual(Array.from({ length: 4 }, () => [415, 422, 413]).flat());
     expect(await rowsOf(workspace.id)).toEqual({ batches: 0, pages: 0, jobs: 0 });
+  }, 120_000);
+
+  it('R6 an upload beyond the 10 MB a request proxy would buffer reaches the ingest whole, by key and from the console', async () => {
+    const { ws, key, cookie } = await signedIn();
+    const recording = wav(800_000); // 12.8 MB
+    const body = multipartBody([{ name: 'files[]', value: recording, filename: 'long.wav' }]);
+    const type = 'multipart/form-data; boundary=----quire-test-boundary-7c1d';
+    const byKey = await send(
+      `/api/v1/workspaces/${ws}/batches`,
+      { authorization: `Bearer ${key}`, 'content-type': type },
+      body,
+    );
+    expect(byKey.status).toBe(201);
+    const fromConsole = await send(
+      '/console-api/batches',
+      { cookie, origin: web.url, 'content-type': type },
+      body,
+    );
+    expect(fromConsole.status).toBe(201);
+    const { rows } = await quire.db.pool.query(
+      `SELECT b.size_bytes::int AS size FROM pages p JOIN blobs b ON b.key = p.blob_key
+        WHERE p.workspace_id = $1`,
+      [ws],
+    );
+    expect(rows.map((r) => r.size)).toEqual([recording.length, recording.length]);
   }, 120_000);
 });

@@ -203,3 +203,21 @@ describe('R6 text the database cannot hold', () => {
     expect(searchTextOf([{ text: 'a' }, { text: 'b' }])).toBe('a\nb');
   });
 });
+
+describe('R6 security headers', () => {
+  it('R6 next.config.ts gives every route-handler path the data policy of web/lib/securityHeaders.ts, and nosniff everywhere', async () => {
+    const { DATA_POLICY } = await import('../../web/lib/securityHeaders');
+    const nextConfig = (await import('../../web/next.config')).default;
+    const rules = await nextConfig.headers!();
+    const policyOf = (source: string) =>
+      rules
+        .find((r) => r.source === source)
+        ?.headers.find((h) => h.key === 'Content-Security-Policy')?.value;
+    for (const source of ['/api/:path*', '/console-api/:path*', '/iiif/:path*', '/healthz']) {
+      expect(policyOf(source), source).toBe(DATA_POLICY);
+    }
+    const all = rules.find((r) => r.source === '/:path*')!.headers;
+    expect(all).toContainEqual({ key: 'X-Content-Type-Options', value: 'nosniff' });
+    expect(policyOf('/:path*')).toBeUndefined();
+  });
+});

@@ -1,5 +1,6 @@
 /**
- * R6: the Content-Security-Policy of every response (no I/O; web/proxy.ts sets it).
+ * R6: the Content-Security-Policy of every response (no I/O). web/proxy.ts sets the pages'
+ * policy; next.config.ts the data responses'.
  *
  * Pages: scripts only from the console itself and inline scripts only with this response's
  * nonce (Next reads the nonce from the request's policy and puts it on its own inline
@@ -31,9 +32,5 @@ export function pagePolicy(nonce: string, development = false): string {
   ].join('; ');
 }
 
+/** Also written out in next.config.ts, which Next loads alone (a unit test checks they agree). */
 export const DATA_POLICY = "default-src 'none'; frame-ancestors 'none'; sandbox";
-
-/** Paths answered by route handlers (data); every other path is a console page. */
-export function isDataPath(pathname: string): boolean {
-  return /^\/(?:api|console-api|iiif|healthz|readyz)(?:\/|$)/.test(pathname);
-}
