@@ -221,3 +221,39 @@ describe('R6 security headers', () => {
     expect(policyOf('/:path*')).toBeUndefined();
   });
 });
+
+describe('R6 the Origin rule', () => {
+  it('R6 a state-changing request passes only from the public origin, or without Origin when the browser says same-origin', async () => {
+    const { originRefusal } = await import('../../web/lib/origin');
+    const verdict = (
+      method: string,
+      headers: Record<string, string>,
+      publicUrl = 'https://quire.example/',
+    ) => originRefusal(method, new Headers(headers), publicUrl)?.code ?? 'allowed';
+    expect(verdict('POST', { origin: 'https://quire.example' })).toBe('allowed');
+    expect(verdict('DELETE', { origin: 'https://quire.example' })).toBe('allowed');
+    // The default port is no part of an origin; a path in the public URL is no part of it either.
+    expect(
+      verdict('POST', { origin: 'https://quire.example' }, 'https://quire.example:443/q'),
+    ).toBe('allowed');
+    expect(verdict('POST', { 'sec-fetch-site': 'same-origin' })).toBe('allowed');
+    for (const headers of [
+      { origin: 'http://quire.example' },
+      { origin: 'https://quire.example:8233' },
+      { origin: 'https://evil.example' },
+      { origin: 'https://quire.example.evil.example' },
+      { origin: 'null' },
+      {},
+      { 'sec-fetch-site': 'same-site' },
+      { 'sec-fetch-site': 'none' },
+      { origin: 'https://evil.example', 'sec-fetch-site': 'same-origin' },
+    ]) {
+      expect(verdict('POST', headers), JSON.stringify(headers)).toBe('origin_mismatch');
+      expect(verdict('PUT', headers), JSON.stringify(headers)).toBe('origin_mismatch');
+    }
+    // Reading is never refused: links from other sites still open the console.
+    expect(verdict('GET', { origin: 'https://evil.example' })).toBe('allowed');
+    expect(verdict('HEAD', {})).toBe('allowed');
+    expect(verdict('OPTIONS', { origin: 'https://viewer.example' })).toBe('allowed');
+  });
+});
