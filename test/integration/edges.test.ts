@@ -35,6 +35,9 @@ const ROUTES = {
   webhooks: 'webhooks/route',
   webhook: 'webhooks/[webhookId]/route',
   item: 'items/[itemId]/route',
+  // Outside the API: IIIF lives at /iiif/{ws}/{item}/...
+  manifest: '/iiif/[ws]/[item]/manifest/route',
+  canvas: '/iiif/[ws]/[item]/canvas/[pageId]/route',
 } as const;
 
 const BOUNDARY = '----quire-test-boundary-7c1d';
@@ -62,7 +65,9 @@ beforeAll(async () => {
     });
   }
   for (const [name, path] of Object.entries(ROUTES)) {
-    R[name] = await import(`../../web/app/api/v1/workspaces/[ws]/${path}`);
+    R[name] = await import(
+      path.startsWith('/') ? `../../web/app${path}` : `../../web/app/api/v1/workspaces/[ws]/${path}`
+    );
   }
   const a = await createWorkspace(quire.db.pool, 'Edges');
   A = { ws: a.workspace.id, key: a.apiKey };
@@ -263,6 +268,24 @@ const cases: Case[] = [
     method: 'DELETE',
     path: () => `/workspaces/${A.ws}/items/%2500`,
     params: () => ws({ itemId: '%00' }),
+    status: 400,
+    code: 'invalid_path',
+  },
+  {
+    name: 'GET iiif/{ws}/a%00b/manifest',
+    route: 'manifest',
+    method: 'GET',
+    path: () => `/iiif/${A.ws}/a%00b/manifest`,
+    params: () => ws({ item: `a${NUL}b` }),
+    status: 400,
+    code: 'invalid_path',
+  },
+  {
+    name: 'GET iiif/{ws}/%2500/canvas/{pageId} (a NUL once decoded twice)',
+    route: 'canvas',
+    method: 'GET',
+    path: () => `/iiif/${A.ws}/%2500/canvas/${pageId}`,
+    params: () => ws({ item: '%00', pageId: String(pageId) }),
     status: 400,
     code: 'invalid_path',
   },

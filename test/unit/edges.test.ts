@@ -237,7 +237,7 @@ describe('R6 the Origin rule', () => {
       verdict('POST', { origin: 'https://quire.example' }, 'https://quire.example:443/q'),
     ).toBe('allowed');
     expect(verdict('POST', { 'sec-fetch-site': 'same-origin' })).toBe('allowed');
-    for (const headers of [
+    const refused: Array<Record<string, string>> = [
       { origin: 'http://quire.example' },
       { origin: 'https://quire.example:8233' },
       { origin: 'https://evil.example' },
@@ -247,7 +247,8 @@ describe('R6 the Origin rule', () => {
       { 'sec-fetch-site': 'same-site' },
       { 'sec-fetch-site': 'none' },
       { origin: 'https://evil.example', 'sec-fetch-site': 'same-origin' },
-    ]) {
+    ];
+    for (const headers of refused) {
       expect(verdict('POST', headers), JSON.stringify(headers)).toBe('origin_mismatch');
       expect(verdict('PUT', headers), JSON.stringify(headers)).toBe('origin_mismatch');
     }

@@ -4,7 +4,7 @@ import { bearerKey } from '@quire/core/apiKeys';
 import { buildManifest, manifestUriFor } from '@quire/core/interchange/manifest';
 import { type IiifPageRow, type IiifView, iiifItemPages } from '@quire/db/interchange';
 import { authenticateApiKey } from '@quire/db/workspaces';
-import { ApiError, errorResponse } from './api';
+import { ApiError, checkPathParams, errorResponse } from './api';
 import { blobStore } from './blobs';
 import { config, pool } from './server';
 import { currentPrincipal } from './session';
@@ -75,11 +75,15 @@ function cacheControl(view: IiifView): string {
 
 /** Item ids never hold '%' (ingest/request.ts), so a percent-encoded path segment is decoded. */
 function itemIdOf(param: string): string {
+  let itemId: string;
   try {
-    return param.includes('%') ? decodeURIComponent(param) : param;
+    itemId = param.includes('%') ? decodeURIComponent(param) : param;
   } catch {
     notFound();
   }
+  // R6: `%2500` decodes to a NUL here; a 400, not a database error.
+  checkPathParams({ item: itemId });
+  return itemId;
 }
 
 async function itemPages(wsParam: string, itemParam: string, view: IiifView) {
@@ -130,6 +134,7 @@ export async function manifestResponse(
   params: { ws: string; item: string },
 ): Promise<Response> {
   try {
+    checkPathParams(params);
     const view = await iiifViewOf(request, params.ws);
     return jsonLd(await manifestOf(view, params), view);
   } catch (error) {
@@ -143,6 +148,7 @@ export async function canvasResponse(
   params: { ws: string; item: string; pageId: string },
 ): Promise<Response> {
   try {
+    checkPathParams(params);
     const view = await iiifViewOf(request, params.ws);
     if (!/^[1-9][0-9]{0,15}$/.test(params.pageId)) notFound();
     const manifest = await manifestOf(view, params);
@@ -172,6 +178,7 @@ export async function canvasMediaResponse(
   params: { ws: string; item: string; pageId: string },
 ): Promise<Response> {
   try {
+    checkPathParams(params);
     const view = await iiifViewOf(request, params.ws);
     if (!/^[1-9][0-9]{0,15}$/.test(params.pageId)) notFound();
     const { pages } = await itemPages(params.ws, params.item, view);
