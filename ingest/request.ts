@@ -62,6 +62,16 @@ const TEXT_FIELDS = new Set([
 ]);
 const ID_PATTERN = /^[A-Za-z0-9._:~-]{1,200}$/;
 
+/**
+ * Why a new item may not take this id, or undefined. R6: `.` and `..` are path segments every
+ * client resolves away: the item's canvas and manifest URIs would name another path.
+ */
+export function itemIdRefusal(value: string): string | undefined {
+  if (value === '.' || value === '..') return 'itemId cannot be . or ..';
+  if (!ID_PATTERN.test(value)) return 'itemId must be 1-200 letters, digits or . _ : ~ -';
+  return undefined;
+}
+
 export function emptyFields(request: Request): IngestRequestFields {
   return {
     itemId: null,
@@ -89,10 +99,8 @@ export function applyField(
   switch (name) {
     case 'itemId':
     case 'idempotencyKey':
-      // R6: `.` and `..` are path segments every client resolves away: the item's canvas and
-      // manifest URIs would name another path.
-      if (name === 'itemId' && (value === '.' || value === '..')) {
-        throw new IngestError('invalid_field', 'invalid', 'itemId cannot be . or ..');
+      if (name === 'itemId' && itemIdRefusal(value)) {
+        throw new IngestError('invalid_field', 'invalid', itemIdRefusal(value)!);
       }
       if (!ID_PATTERN.test(value)) {
         throw new IngestError(

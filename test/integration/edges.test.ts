@@ -35,6 +35,7 @@ const ROUTES = {
   webhooks: 'webhooks/route',
   webhook: 'webhooks/[webhookId]/route',
   item: 'items/[itemId]/route',
+  itemPages: 'items/[itemId]/pages/route',
   // Outside the API: IIIF lives at /iiif/{ws}/{item}/...
   manifest: '/iiif/[ws]/[item]/manifest/route',
   canvas: '/iiif/[ws]/[item]/canvas/[pageId]/route',
@@ -474,6 +475,16 @@ const cases: Case[] = [
     options: () => multipart([{ name: 'itemId', value: '..' }, image()]),
     status: 422,
     code: 'invalid_field',
+  },
+  {
+    name: 'PUT items/%2E%2E/pages (an item made by arranging pages)',
+    route: 'itemPages',
+    method: 'PUT',
+    path: () => `/workspaces/${A.ws}/items/%2E%2E/pages`,
+    params: () => ws({ itemId: '..' }),
+    options: () => json(`{"pageIds":[${pageId}]}`),
+    status: 422,
+    code: 'invalid_item_id',
   },
   {
     name: 'an upload with itemId .',
