@@ -53,7 +53,7 @@ async function signedIn(): Promise<{ ws: number; key: string; cookie: string; pa
   await page.goto('/signin');
   await page.getByLabel('Workspace API key').fill(apiKey);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/jobs');
+  await page.waitForURL((url) => url.pathname === '/');
   const session = (await context.cookies()).find((c) => c.name === 'quire_session');
   if (!session) throw new Error('no session cookie after sign-in');
   return {
@@ -197,7 +197,16 @@ describe('pages, exports and IIIF carry the security headers (R6)', () => {
         seen.push(`${event.violatedDirective} ${event.blockedURI}`),
       );
     });
-    for (const path of ['/jobs', '/batches', '/upload', '/webhooks', '/providers', '/audit']) {
+    for (const path of [
+      '/',
+      '/jobs',
+      '/batches',
+      '/upload',
+      '/webhooks',
+      '/providers',
+      '/audit',
+      '/search',
+    ]) {
       const response = await page.goto(path);
       expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
       await page.waitForLoadState('networkidle');
