@@ -33,6 +33,7 @@ import {
   type IngestLimits,
   safeName,
 } from './request';
+import { discardRestOf } from './requestBody';
 import { readTranscriptPart, TRANSCRIPT_FIELD } from './transcripts';
 
 /**
@@ -138,7 +139,8 @@ export async function ingestBatch(
     if (failure !== undefined) return;
     failure = error;
     source.unpipe(parser);
-    source.destroy();
+    // Never destroyed: that cancels the server's body stream under a client still sending (R6).
+    discardRestOf(source);
     // The file being written ends with an error, so its temporary is removed and the chain settles.
     currentStream?.destroy();
     failed(error);
@@ -400,7 +402,8 @@ export async function ingestBatch(
       deps.publicBaseUrl ?? DEFAULT_PUBLIC_URL,
     );
   } catch (error) {
-    source.destroy();
+    source.unpipe(parser);
+    discardRestOf(source);
     currentStream?.destroy();
     // Every file task has settled (its stream is ended), so `staged` is complete.
     await chain;

@@ -12,7 +12,7 @@ import {
   iiifPageLocation,
 } from '@quire/db/interchange';
 import { authenticateApiKey } from '@quire/db/workspaces';
-import { ApiError, errorResponse } from './api';
+import { ApiError, checkPathParams, errorResponse } from './api';
 import { blobStore } from './blobs';
 import { config, pool } from './server';
 import { currentPrincipal } from './session';
@@ -83,11 +83,15 @@ function cacheControl(view: IiifView): string {
 
 /** Item ids never hold '%' (ingest/request.ts), so a percent-encoded path segment is decoded. */
 function itemIdOf(param: string): string {
+  let itemId: string;
   try {
-    return param.includes('%') ? decodeURIComponent(param) : param;
+    itemId = param.includes('%') ? decodeURIComponent(param) : param;
   } catch {
     notFound();
   }
+  // R6: `%2500` decodes to a NUL here; a 400, not a database error.
+  checkPathParams({ item: itemId });
+  return itemId;
 }
 
 async function itemPages(wsParam: string, itemParam: string, view: IiifView) {
@@ -147,6 +151,7 @@ export async function manifestResponse(
   params: { ws: string; item: string },
 ): Promise<Response> {
   try {
+    checkPathParams(params);
     const view = await iiifViewOf(request, params.ws);
     return jsonLd(await manifestOf(view, params), view);
   } catch (error) {
@@ -160,6 +165,7 @@ export async function canvasResponse(
   params: { ws: string; item: string; pageId: string },
 ): Promise<Response> {
   try {
+    checkPathParams(params);
     const view = await iiifViewOf(request, params.ws);
     const location = await pageLocation(params, view);
     const manifest = await manifestOf(view, { ws: params.ws, item: location.itemId });
@@ -237,6 +243,7 @@ export async function canvasMediaResponse(
   params: { ws: string; item: string; pageId: string },
 ): Promise<Response> {
   try {
+    checkPathParams(params);
     const view = await iiifViewOf(request, params.ws);
     const location = await pageLocation(params, view);
     const { pages } = await itemPages(params.ws, location.itemId, view);

@@ -2,6 +2,7 @@ import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { jobRequestFields, jsonObject, languageTag } from '@quire/core/jobRequest';
 import { MEDIA_KINDS } from '@quire/core/media';
 import { JOB_STATUSES } from '@quire/core/temporal';
+import { MAX_LINE_CHARS } from '@quire/core/text';
 import { DELIVERY_STATUSES } from '@quire/core/webhookStatus';
 import { z } from 'zod';
 
@@ -57,7 +58,7 @@ export const segmentSchema = z
       z.object({ kind: z.literal('xywh'), box }).strict(),
       z.object({ kind: z.literal('t'), start: z.number().min(0), end: z.number().min(0) }).strict(),
     ]),
-    text: z.string().max(20_000),
+    text: z.string().max(MAX_LINE_CHARS),
     speaker: z.string().min(1).max(200).optional(),
     confidence: z.number().min(0).max(1).optional(),
   })

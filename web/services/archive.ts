@@ -1,4 +1,5 @@
 import 'server-only';
+import { DomainError } from '@quire/core/errors';
 import { decodePageToken, encodePageToken, PageTokenError } from '@quire/core/pageToken';
 import {
   type Collection,
@@ -23,6 +24,7 @@ import {
 } from '@quire/db/items';
 import { type SearchFilter, type SearchHit, searchArchive } from '@quire/db/search';
 import type { Principal } from '@quire/db/workspaces';
+import { itemIdRefusal } from '@quire/ingest/request';
 import { config, pool } from '@quire/web/lib/server';
 import { workspaceActor } from './jobs';
 
@@ -52,6 +54,9 @@ export function arrangePages(
   itemId: string,
   pageIds: number[],
 ): Promise<ArrangedPages> {
+  // The item is created when new (F2): it takes only an id an upload could have given it (R6).
+  const refused = itemIdRefusal(itemId);
+  if (refused) return Promise.reject(new DomainError('invalid', 'invalid_item_id', refused));
   return arrangeItemPages(
     pool(),
     workspaceActor(principal),

@@ -1,3 +1,4 @@
+import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
 import { getItem, listItemPages } from '@quire/db/items';
 import {
@@ -24,7 +25,8 @@ async function load(raw: string) {
   } catch {
     notFound();
   }
-  if (itemId.length < 1 || itemId.length > 200) notFound();
+  // R6: a NUL or lone surrogate names no item (and PostgreSQL would refuse it).
+  if (itemId.length < 1 || itemId.length > 200 || textFault(itemId)) notFound();
   const item = await getItem(pool(), principal.workspaceId, itemId);
   if (!item) notFound();
   return { principal, item };

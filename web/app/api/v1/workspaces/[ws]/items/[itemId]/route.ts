@@ -1,5 +1,5 @@
 import { deleteItem, listItemPages } from '@quire/db/items';
-import { json, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { decodedPathParam, json, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
 import { itemJson, itemPageJson } from '@quire/web/lib/archiveHttp';
 import { updateItemBody } from '@quire/web/lib/archiveSchemas';
 import { pool } from '@quire/web/lib/server';
@@ -13,7 +13,7 @@ type Params = { ws: string; itemId: string };
 /** GET .../items/{itemId} (F2): the item, its metadata and its pages in order. */
 export async function GET(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {
-    const item = await requireItem(principal, decodeURIComponent(params.itemId));
+    const item = await requireItem(principal, decodedPathParam(params.itemId, 'itemId'));
     const pages = await listItemPages(pool(), principal.workspaceId, item.id);
     return json({ ...itemJson(principal.workspaceId, item), pageList: pages.map(itemPageJson) });
   });
@@ -23,7 +23,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
 export async function PATCH(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {
     const body = await readJson(request, updateItemBody);
-    const item = await updateItem(principal, decodeURIComponent(params.itemId), body);
+    const item = await updateItem(principal, decodedPathParam(params.itemId, 'itemId'), body);
     return json(itemJson(principal.workspaceId, item));
   });
 }
@@ -34,6 +34,8 @@ export async function PATCH(request: Request, context: RouteContext<Params>) {
  */
 export async function DELETE(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) =>
-    json(await deleteItem(pool(), principal.workspaceId, decodeURIComponent(params.itemId))),
+    json(
+      await deleteItem(pool(), principal.workspaceId, decodedPathParam(params.itemId, 'itemId')),
+    ),
   );
 }

@@ -1,5 +1,5 @@
 import { listItemPages } from '@quire/db/items';
-import { json, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { decodedPathParam, json, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
 import { itemPageJson } from '@quire/web/lib/archiveHttp';
 import { arrangePagesBody } from '@quire/web/lib/archiveSchemas';
 import { pool } from '@quire/web/lib/server';
@@ -17,7 +17,7 @@ type Params = { ws: string; itemId: string };
  */
 export async function PUT(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {
-    const itemId = decodeURIComponent(params.itemId);
+    const itemId = decodedPathParam(params.itemId, 'itemId');
     const { pageIds } = await readJson(request, arrangePagesBody);
     const arranged = await arrangePages(principal, itemId, pageIds);
     const pages = await listItemPages(pool(), principal.workspaceId, itemId);
