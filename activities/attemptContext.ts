@@ -2,6 +2,9 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { hashToken, unsealToken } from '../core/attemptToken';
 import {
   type FailureClass,
+  INFRASTRUCTURE_FAULT,
+  InfrastructureFaultError,
+  isInfrastructureError,
   type PauseReason,
   ProviderError,
   STALE_ATTEMPT,
@@ -12,6 +15,7 @@ import { type BilledProvider, billedProvider } from '../core/pricing';
 import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
 import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
+import { type AttemptStepOutcome, recordAttemptStep } from '../db/attemptSteps';
 import { checkBudget } from '../db/budget';
 import { type AttemptFence, readRunningAttempt } from '../db/fence';
 import { installationKeyHeld } from '../db/installationKey';
@@ -39,6 +43,11 @@ export interface TranscriptionDeps {
   logger: Logger;
   /** How often long activities heartbeat (a third of the heartbeat timeout is sensible). */
   heartbeatEveryMs: number;
+  /**
+   * D7: how long finished engine work waits, heartbeating, for PostgreSQL or the object store
+   * to take it before the step gives up (uncharged); default 3 minutes.
+   */
+  infraWaitMs?: number;
   /** How often an audio engine job is polled. */
   audioPollMs?: number;
   /** Q4: told of the first pause of an episode (the notification is sent once per episode). */
@@ -269,6 +278,59 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     }
   }
 
+  /**
+   * D7: runs `save` (the write of engine work already done: a read page, a recognized line)
+   * until Quire's own PostgreSQL or object store takes it. While they do not answer, the step
+   * heartbeats and waits (1 s doubling to 5 s between tries), for at most `infraWaitMs`;
+   * then, or once the step is cancelled, it gives up with an `InfrastructureFault`, which
+   * charges nothing. Any other error passes at once.
+   */
+  async function untilSaved<T>(what: string, save: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + (deps.infraWaitMs ?? 180_000);
+    const signal = Context.current().cancellationSignal;
+    for (let tries = 0; ; tries++) {
+      try {
+        return await save();
+      } catch (error) {
+        if (!isInfrastructureError(error)) throw error;
+        if (Date.now() >= deadline || signal.aborted) {
+          throw new InfrastructureFaultError(
+            'postgres',
+            `${what}: Quire's own database or object store did not answer in time`,
+          );
+        }
+        if (tries === 0) {
+          deps.logger.warn(
+            { errorClass: INFRASTRUCTURE_FAULT, step: what },
+            'infrastructure unavailable: the finished work waits to be saved',
+          );
+        }
+      }
+      Context.current().heartbeat({ waiting: 'infrastructure', step: what });
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 1_000 * 2 ** tries)));
+    }
+  }
+
+  /**
+   * D7/D9: records that this engine step ran to its end on this worker (best effort for a
+   * failed step; a finished one waits for the database like any finished work).
+   */
+  async function recordStep(ctx: AttemptContext, outcome: AttemptStepOutcome): Promise<void> {
+    const info = Context.current().info;
+    const row = {
+      runId: info.workflowExecution?.runId ?? '',
+      activityId: info.activityId,
+      jobId: ctx.fence.jobId,
+      attemptNumber: ctx.fence.attemptNumber,
+      step: info.activityType,
+      worker: deps.owner,
+      outcome,
+    };
+    if (outcome === 'completed')
+      await untilSaved('record step', () => recordAttemptStep(pool, row));
+    else await recordAttemptStep(pool, row).catch(() => {});
+  }
+
   /** Heartbeats on a timer while `work` runs: the heartbeat is the attempt's lease (T3). */
   async function withHeartbeat<T>(details: () => unknown, work: () => Promise<T>): Promise<T> {
     const context = Context.current();
@@ -297,6 +359,20 @@ export function createAttemptKit(deps: TranscriptionDeps) {
       });
     }
     const log = { jobId: ctx?.fence.jobId, attempt: ctx?.fence.attemptNumber };
+    // D7: Quire's own infrastructure did not answer: never charged. A `db` step stays
+    // retryable (Temporal carries it through the outage); an engine step ends, and the
+    // workflow runs the same attempt again once the dependency is back.
+    if (error instanceof InfrastructureFaultError || isInfrastructureError(error)) {
+      deps.logger.warn(
+        { ...log, errorClass: INFRASTRUCTURE_FAULT },
+        'infrastructure unavailable: step stopped, nothing charged',
+      );
+      return ApplicationFailure.create({
+        type: INFRASTRUCTURE_FAULT,
+        message: redactError(error),
+        nonRetryable: profile === 'engine',
+      });
+    }
     if (error instanceof ProviderError) {
       deps.logger.warn({ ...log, errorClass: error.category }, 'provider call failed');
       return ApplicationFailure.create({
@@ -339,7 +415,18 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     work: (ctx: AttemptContext) => Promise<T>,
   ): Promise<T> {
     const ctx = await guarded(profile, undefined, () => attemptContext(ref));
-    return guarded(profile, ctx, () => work(ctx));
+    if (profile !== 'engine') return guarded(profile, ctx, () => work(ctx));
+    return guarded(profile, ctx, async () => {
+      let result: T;
+      try {
+        result = await work(ctx);
+      } catch (error) {
+        if (error instanceof ProviderError) await recordStep(ctx, 'failed');
+        throw error;
+      }
+      await recordStep(ctx, 'completed');
+      return result;
+    });
   }
 
   return {
@@ -353,6 +440,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     onWorkflowClock,
     guardBudget,
     withHeartbeat,
+    untilSaved,
     guarded,
     withAttempt,
   };

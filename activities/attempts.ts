@@ -3,6 +3,7 @@ import type { FailureClass } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import { billedProvider } from '../core/pricing';
 import { pauseKey } from '../core/providerCatalogue';
+import { attemptStepFinished } from '../db/attemptSteps';
 import {
   claimAttempt as claimAttemptRow,
   closeAttempt as closeAttemptRow,
@@ -123,6 +124,25 @@ export function createAttemptActivities(kit: AttemptKit) {
         );
         return result;
       });
+    },
+
+    /**
+     * D7: an engine step the workflow heard of only as a timeout: did it finish its work on its
+     * worker (saved, recorded in attempt_steps) while the attempt still runs? Then what went
+     * missing was its report, lost to an outage of Temporal or PostgreSQL, and the attempt
+     * resumes uncharged from its checkpoints; otherwise the worker died mid-step (T3).
+     */
+    async stepFinished(
+      ref: AttemptRef,
+      step: { runId: string; activityId: string },
+    ): Promise<{ finished: boolean }> {
+      return kit.guarded('db', undefined, async () => ({
+        finished: await attemptStepFinished(pool, {
+          ...step,
+          jobId: ref.jobId,
+          attemptNumber: ref.attemptNumber,
+        }),
+      }));
     },
 
     /** Q3: refunds the attempt and pauses the provider's queue; returns when it may reopen. */

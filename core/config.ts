@@ -102,6 +102,12 @@ const schema = z.object({
   QUIRE_TESSERACT_ENGINE: z.enum(['auto', 'native', 'js']).default('auto'),
   QUIRE_SHUTDOWN_GRACE_MS: intFrom(0, 3_600_000, 30_000),
   QUIRE_HEARTBEAT_TIMEOUT_MS: intFrom(1_000, 600_000, JOB_DEFAULTS.heartbeatTimeoutMs),
+  /**
+   * D7: how long a finished engine read waits (heartbeating) for Quire's own PostgreSQL or
+   * object store to answer before its step gives up; a managed database's failover takes one
+   * to two minutes. The step given up is run again, uncharged, once the dependency is back.
+   */
+  QUIRE_INFRA_WAIT_MS: intFrom(0, 3_600_000, 180_000),
   /** Prebuilt workflow bundle (tests, container images); bundled at start when unset. */
   QUIRE_WORKFLOW_BUNDLE: z.string().optional(),
   /** How long a cached workflow waits for its own worker before any worker may take it. */

@@ -76,6 +76,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
       }),
     logger: deps.logger,
     heartbeatEveryMs: Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3)),
+    infraWaitMs: deps.config.QUIRE_INFRA_WAIT_MS,
     audioPollMs: deps.audioPollMs,
     onProviderPaused: deps.onProviderPaused,
     now: deps.now,

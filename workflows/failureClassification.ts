@@ -1,6 +1,11 @@
-import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/common';
 import type { PauseRequest, SegmentFailure } from '../activities/transcription';
-import { type FailureClass, isPermanent, KEY_MISMATCH } from '../core/failures';
+import {
+  type FailureClass,
+  INFRASTRUCTURE_FAULT,
+  isPermanent,
+  KEY_MISMATCH,
+} from '../core/failures';
 
 /**
  * How the workflow reads a failed step (Q3). Activities throw `ApplicationFailure`s whose
@@ -26,6 +31,20 @@ export function failureType(error: unknown): string | undefined {
 /** D1: the step ran on a worker whose keys do not open the attempt's token. */
 export function isKeyFault(error: unknown): boolean {
   return failureType(error) === KEY_MISMATCH;
+}
+
+/** D7: the step stopped because Quire's own PostgreSQL, object store or Temporal was away. */
+export function isInfrastructureFault(error: unknown): boolean {
+  return failureType(error) === INFRASTRUCTURE_FAULT;
+}
+
+/**
+ * D7: the activity id of a step that timed out (its heartbeat or its run time), which the
+ * workflow asks the database about; undefined for any other failure.
+ */
+export function timedOutActivityId(error: unknown): string | undefined {
+  if (!(error instanceof ActivityFailure)) return undefined;
+  return error.cause instanceof TimeoutFailure ? error.activityId : undefined;
 }
 
 /** The pause a pausing failure asks for, from the details the activity boundary attached. */

@@ -1,4 +1,11 @@
-import { CancellationScope, CancelledFailure, log, patched, sleep } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  CancelledFailure,
+  log,
+  patched,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AttemptRef, ClaimOutcome, PauseRequest } from '../activities/transcription';
 import { cappedBackoffMs } from '../core/backoff';
 import {
@@ -17,23 +24,41 @@ import {
   type TranscriptionJobResult,
 } from '../core/temporal';
 import { jobSteps } from './activityProfiles';
-import { attemptCategory, failureType, isKeyFault, pauseOf } from './failureClassification';
+import {
+  attemptCategory,
+  failureType,
+  isInfrastructureFault,
+  isKeyFault,
+  pauseOf,
+  timedOutActivityId,
+} from './failureClassification';
+import { infraFaultPauseMs } from './infraFault';
 import { trackJobProgress } from './jobProgress';
 import { keyFaultPauseMs } from './keyFault';
-import { CLEANUP_WHEN_FOUND_CANCELED_PATCH, KEY_FAULT_PATCH, READ_ONCE_PATCH } from './patches';
+import {
+  CLEANUP_WHEN_FOUND_CANCELED_PATCH,
+  INFRA_FAULT_PATCH,
+  KEY_FAULT_PATCH,
+  READ_ONCE_PATCH,
+} from './patches';
 import { type AttemptRun, polish, readAudio, readImage } from './stages';
 
 export { progressQuery, providerResumedSignal } from './jobProgress';
 export { keyFaultPauseMs } from './keyFault';
 export { STAGE_MEMO_PATCH } from './patches';
 
-/** How one run of an attempt ended: the job's end, the next claim, or a fleet key fault. */
+/**
+ * How one run of an attempt ended: the job's end, the next claim, a fleet key fault, or an
+ * outage of Quire's own infrastructure (D7).
+ */
 type AttemptEnd =
   | { kind: 'final'; result: TranscriptionJobResult }
   | { kind: 'again' }
-  | { kind: 'keyFault' };
+  | { kind: 'keyFault' }
+  | { kind: 'infra' };
 const AGAIN: AttemptEnd = { kind: 'again' };
 const KEY_FAULT: AttemptEnd = { kind: 'keyFault' };
+const INFRA: AttemptEnd = { kind: 'infra' };
 
 /**
  * One workflow per transcription job (T1). Temporal decides what runs next: which stage,
@@ -54,9 +79,12 @@ export async function transcriptionJob(
     readOnce: patched(READ_ONCE_PATCH),
     keyFaultReruns: patched(KEY_FAULT_PATCH),
   });
+  // D7, decided in the first workflow task like every patch (docs/design.md).
+  const infraReruns = patched(INFRA_FAULT_PATCH);
   const sliceMs = input.recognizeSliceMs ?? JOB_DEFAULTS.recognizeSliceMs;
   let current: AttemptRef | null = null;
   let keyFaults = 0;
+  let infraFaults = 0;
 
   try {
     for (;;) {
@@ -64,6 +92,10 @@ export async function transcriptionJob(
       const claimed = await claim();
       if (claimed.state === 'keyFault') {
         await afterKeyFault();
+        continue;
+      }
+      if (claimed.state === 'infra') {
+        await afterInfraFault();
         continue;
       }
       if (claimed.state === 'inactive') {
@@ -85,12 +117,14 @@ export async function transcriptionJob(
       progress.attemptStarted(claimed.ref);
       const run: AttemptRun = { ...claimed, failures: [] };
       let end = await runAttempt(run, claimed.kind);
-      // D1: the same attempt runs again (same token, nothing charged), from its checkpoints.
-      while (end.kind === 'keyFault') {
-        await afterKeyFault();
+      // D1, D7: the same attempt runs again (same token, nothing charged), from its checkpoints.
+      while (end.kind === 'keyFault' || end.kind === 'infra') {
+        if (end.kind === 'keyFault') await afterKeyFault();
+        else await afterInfraFault();
         end = await runAttempt(run, claimed.kind);
       }
       keyFaults = 0;
+      infraFaults = 0;
       if (end.kind === 'final') return end.result;
       current = null;
     }
@@ -136,9 +170,13 @@ export async function transcriptionJob(
     } catch (error) {
       if (CancellationScope.current().consideredCancelled) throw error;
       if (isKeyFault(error)) return KEY_FAULT;
+      if (infraReruns && isInfrastructureFault(error)) return INFRA;
       const type = failureType(error);
       if (type === STALE_ATTEMPT) return AGAIN;
       if (isFailureClass(type)) return await failed(run, type, error);
+      // D7: a step that finished and saved its work on its worker, whose report an outage lost
+      // (the server timed it out meanwhile), is no crash: the attempt resumes, uncharged.
+      if (infraReruns && (await finishedThoughTimedOut(run.ref, error))) return INFRA;
       // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
       // next claim closes it `lease_expired` and resumes from the checkpoints.
       log.warn('attempt interrupted', {
@@ -195,6 +233,7 @@ export async function transcriptionJob(
     } catch (closing) {
       if (CancellationScope.current().consideredCancelled) throw closing;
       if (isKeyFault(closing)) return KEY_FAULT;
+      if (infraReruns && isInfrastructureFault(closing)) return INFRA;
       // The token died while the failure was being recorded (the job was canceled or
       // superseded in the database meanwhile): like every stale path, the next claim
       // finds out what became of the job, and a canceled job gets its cleanup there.
@@ -203,14 +242,34 @@ export async function transcriptionJob(
     }
   }
 
-  /** D1: a claim made by a worker without the installation's key is made again. */
-  async function claim(): Promise<ClaimOutcome | { state: 'keyFault' }> {
+  /** D1: a claim made by a worker without the installation's key is made again; D7 too. */
+  async function claim(): Promise<ClaimOutcome | { state: 'keyFault' } | { state: 'infra' }> {
     try {
       return await steps.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
     } catch (error) {
       if (isKeyFault(error)) return { state: 'keyFault' };
+      if (infraReruns && isInfrastructureFault(error)) return { state: 'infra' };
       throw error;
     }
+  }
+
+  /** D7: whether a step that timed out had in fact finished (see attempt_steps). */
+  async function finishedThoughTimedOut(ref: AttemptRef, error: unknown): Promise<boolean> {
+    const activityId = timedOutActivityId(error);
+    if (activityId === undefined) return false;
+    const { finished } = await steps.stepFinished(ref, {
+      runId: workflowInfo().runId,
+      activityId,
+    });
+    return finished;
+  }
+
+  /** D7: nothing is charged for an outage of our own; the pause grows while it lasts. */
+  async function afterInfraFault() {
+    log.warn('Quire infrastructure unavailable: the attempt runs again, uncharged', {
+      jobId: input.jobId,
+    });
+    await sleep(infraFaultPauseMs(infraFaults++));
   }
 
   /** D1: nothing is charged for a key fault; the pause grows while the faults go on. */
