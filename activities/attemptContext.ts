@@ -1,6 +1,8 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { isMissingObject } from '../blobs/store';
 import { hashToken, unsealToken } from '../core/attemptToken';
 import {
+  CONFIG_MISMATCH,
   type FailureClass,
   INFRASTRUCTURE_FAULT,
   InfrastructureFaultError,
@@ -16,6 +18,7 @@ import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/pro
 import { redactError } from '../core/redact';
 import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
 import { type AttemptStepOutcome, recordAttemptStep } from '../db/attemptSteps';
+import { blobIsLive } from '../db/blobs';
 import { checkBudget } from '../db/budget';
 import { type AttemptFence, readRunningAttempt } from '../db/fence';
 import { installationKeyHeld } from '../db/installationKey';
@@ -65,6 +68,11 @@ export interface TranscriptionDeps {
    * token reached it, or it was about to claim): the worker stops taking work.
    */
   onFleetKeyMismatch?: () => void;
+  /**
+   * D8: told when this worker cannot read an object the installation wrote (its blob store
+   * is not the fleet's): the worker stops taking work.
+   */
+  onConfigurationFault?: (setting: string) => void;
 }
 
 /** What the workflow holds of an attempt: never the clear token. */
@@ -202,10 +210,34 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   async function pageMedia(pageId: number) {
     const page = await readAttemptPage(pool, pageId);
     const media: MediaInput = {
-      path: page.blobKey ? await deps.resolveMedia(page.blobKey) : '',
+      path: page.blobKey ? await mediaPath(page.blobKey) : '',
       mediaType: page.mediaType ?? 'application/octet-stream',
     };
     return { media, page };
+  }
+
+  /**
+   * D8: an object the installation holds that this worker's store says is not there means
+   * this worker is configured with another store: nothing is charged, the worker stops
+   * taking work, and the step runs again on a worker that can read it.
+   */
+  async function mediaPath(blobKey: string): Promise<string> {
+    try {
+      return await deps.resolveMedia(blobKey);
+    } catch (error) {
+      if (!isMissingObject(error) || !(await blobIsLive(pool, blobKey))) throw error;
+      const setting = 'QUIRE_BLOB_STORE / QUIRE_BLOB_DIR / QUIRE_S3_*';
+      deps.logger.error(
+        { errorClass: CONFIG_MISMATCH, setting },
+        "this worker cannot read an object the installation wrote: its blob store is not the fleet's; it takes no more work",
+      );
+      deps.onConfigurationFault?.(setting);
+      throw ApplicationFailure.create({
+        type: CONFIG_MISMATCH,
+        message: `an object the installation wrote is missing from this worker's blob store (${setting})`,
+        nonRetryable: true,
+      });
+    }
   }
 
   function callContext(ctx: AttemptContext, op: string, segmentIndex?: number): CallContext {
@@ -281,19 +313,21 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   /**
    * D7: runs `save` (the write of engine work already done: a read page, a recognized line)
    * until Quire's own PostgreSQL or object store takes it. While they do not answer, the step
-   * heartbeats and waits (1 s doubling to 5 s between tries), for at most `infraWaitMs`;
-   * then, or once the step is cancelled, it gives up with an `InfrastructureFault`, which
-   * charges nothing. Any other error passes at once.
+   * heartbeats and waits (250 ms doubling to 1 s between tries: a refused connection costs
+   * nothing, and the save should land the moment the database is back), for at most
+   * `infraWaitMs`; then it gives up with an `InfrastructureFault`, which charges nothing. A
+   * cancel does not stop the wait: a Temporal server back from the same outage may have timed
+   * the step out meanwhile, and the work is still worth saving; the fence refuses the save if
+   * the attempt ended. Any other error passes at once.
    */
   async function untilSaved<T>(what: string, save: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + (deps.infraWaitMs ?? 180_000);
-    const signal = Context.current().cancellationSignal;
     for (let tries = 0; ; tries++) {
       try {
         return await save();
       } catch (error) {
         if (!isInfrastructureError(error)) throw error;
-        if (Date.now() >= deadline || signal.aborted) {
+        if (Date.now() >= deadline) {
           throw new InfrastructureFaultError(
             'postgres',
             `${what}: Quire's own database or object store did not answer in time`,
@@ -306,8 +340,8 @@ export function createAttemptKit(deps: TranscriptionDeps) {
           );
         }
       }
-      Context.current().heartbeat({ waiting: 'infrastructure', step: what });
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 1_000 * 2 ** tries)));
+      Context.current().heartbeat({ waiting: 'infrastructure', step: what, at: Date.now() });
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 250 * 2 ** tries)));
     }
   }
 
@@ -332,10 +366,16 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   }
 
   /** Heartbeats on a timer while `work` runs: the heartbeat is the attempt's lease (T3). */
-  async function withHeartbeat<T>(details: () => unknown, work: () => Promise<T>): Promise<T> {
+  async function withHeartbeat<T>(
+    details: () => Record<string, unknown>,
+    work: () => Promise<T>,
+  ): Promise<T> {
     const context = Context.current();
-    context.heartbeat(details());
-    const timer = setInterval(() => context.heartbeat(details()), deps.heartbeatEveryMs);
+    // D7: `at`, this worker's clock, tells the workflow a dead worker's timeout from one the
+    // Temporal server reported late because it had been away itself.
+    const beat = () => context.heartbeat({ ...details(), at: Date.now() });
+    beat();
+    const timer = setInterval(beat, deps.heartbeatEveryMs);
     try {
       return await work();
     } finally {
@@ -414,6 +454,9 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     ref: AttemptRef,
     work: (ctx: AttemptContext) => Promise<T>,
   ): Promise<T> {
+    // D7: the first heartbeat at once, so that a step cut off before its work began still
+    // tells the workflow when it was last alive.
+    if (profile === 'engine') Context.current().heartbeat({ at: Date.now() });
     const ctx = await guarded(profile, undefined, () => attemptContext(ref));
     if (profile !== 'engine') return guarded(profile, ctx, () => work(ctx));
     return guarded(profile, ctx, async () => {

@@ -165,3 +165,10 @@ export class InfrastructureFaultError extends Error {
     super(message);
   }
 }
+
+/**
+ * D8: this process cannot read an object the installation wrote (its blob store is another
+ * one than the fleet's): a fault of its configuration, like a key it does not hold (D1). Never
+ * charged; the worker stops taking work and the step runs again on one that can read it.
+ */
+export const CONFIG_MISMATCH = 'ConfigurationMismatch';

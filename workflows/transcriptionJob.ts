@@ -30,7 +30,8 @@ import {
   isInfrastructureFault,
   isKeyFault,
   pauseOf,
-  timedOutActivityId,
+  timedOutLate,
+  timedOutStep,
 } from './failureClassification';
 import { infraFaultPauseMs } from './infraFault';
 import { trackJobProgress } from './jobProgress';
@@ -253,13 +254,19 @@ export async function transcriptionJob(
     }
   }
 
-  /** D7: whether a step that timed out had in fact finished (see attempt_steps). */
+  /**
+   * D7: whether a step that timed out was cut off by an outage rather than by its worker's
+   * death: its timeout came long after its last heartbeat (the Temporal server was away), or
+   * it had in fact finished and saved its work (see attempt_steps) and only its report was
+   * lost.
+   */
   async function finishedThoughTimedOut(ref: AttemptRef, error: unknown): Promise<boolean> {
-    const activityId = timedOutActivityId(error);
-    if (activityId === undefined) return false;
+    const step = timedOutStep(error);
+    if (step === undefined) return false;
+    if (timedOutLate(step.lastHeartbeatAt, Date.now(), input.heartbeatTimeoutMs)) return true;
     const { finished } = await steps.stepFinished(ref, {
       runId: workflowInfo().runId,
-      activityId,
+      activityId: step.activityId,
     });
     return finished;
   }
@@ -274,9 +281,12 @@ export async function transcriptionJob(
 
   /** D1: nothing is charged for a key fault; the pause grows while the faults go on. */
   async function afterKeyFault() {
-    log.error('attempt token does not open on this worker: fleet key mismatch', {
-      jobId: input.jobId,
-    });
+    log.error(
+      'a step ran on a worker configured unlike the fleet (key or blob store): it runs again elsewhere',
+      {
+        jobId: input.jobId,
+      },
+    );
     await sleep(keyFaultPauseMs(keyFaults++));
   }
 

@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { afterAll, describe, expect, it } from 'vitest';
 import { INFRASTRUCTURE_FAULT } from '../../core/failures';
 import { INFRA_FAULT_PATCH } from '../../workflows/patches';
@@ -99,6 +100,28 @@ describe('an outage of Quire infrastructure (D7)', () => {
       expect.objectContaining({ sealedToken: 'token-1' }),
       expect.objectContaining({ sealedToken: 'token-1' }),
     ]);
+  });
+
+  it('D7 a heartbeat timeout reported long after the last heartbeat (the Temporal server was away) resumes the same attempt, uncharged', async () => {
+    let calls = 0;
+    const run = await runJob(
+      {
+        segmentPage: async () => {
+          calls += 1;
+          if (calls === 1) {
+            // The last beat the server recorded, a minute before it timed the step out.
+            Context.current().heartbeat({ stage: 'segment', at: Date.now() - 60_000 });
+            await new Promise((resolve) => setTimeout(resolve, 2_500));
+          }
+          return { total: 2 };
+        },
+        stepFinished: async () => ({ finished: false }),
+      },
+      { input: { heartbeatTimeoutMs: 1_000 } },
+    );
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(callsOf(run, 'claimAttempt')).toHaveLength(1);
+    expect(callsOf(run, 'stepFinished')).toEqual([]);
   });
 
   it('D7 an engine step that timed out without finishing is an interrupted attempt: the next claim (charged crashed) resumes it', async () => {

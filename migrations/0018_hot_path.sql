@@ -21,3 +21,12 @@ CREATE TABLE attempt_steps (
 );
 
 CREATE INDEX attempt_steps_attempt ON attempt_steps (job_id, attempt_number, finished_at);
+
+-- D8: the settings every process of the installation must share (the blob store's identity:
+-- kind, endpoint, bucket, prefix or local root; the Temporal namespace), recorded by the first
+-- process that starts and checked by every later one (db/installationSettings.ts).
+CREATE TABLE installation_settings (
+  name        text PRIMARY KEY,
+  value       text NOT NULL,
+  recorded_at timestamptz NOT NULL DEFAULT now()
+);
