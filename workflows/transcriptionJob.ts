@@ -60,6 +60,13 @@ type AttemptEnd =
 const AGAIN: AttemptEnd = { kind: 'again' };
 const KEY_FAULT: AttemptEnd = { kind: 'keyFault' };
 const INFRA: AttemptEnd = { kind: 'infra' };
+const ENGINE_STEPS = [
+  'segmentPage',
+  'recognizeSegments',
+  'submitAudio',
+  'awaitAudio',
+  'polishSegments',
+] as const;
 
 /**
  * One workflow per transcription job (T1). Temporal decides what runs next: which stage,
@@ -82,6 +89,16 @@ export async function transcriptionJob(
   });
   // D7, decided in the first workflow task like every patch (docs/design.md).
   const infraReruns = patched(INFRA_FAULT_PATCH);
+  // D7: when the story last called an engine step (workflow time): for a step that timed out
+  // before the server recorded any heartbeat of it, the earliest its timeout could be due.
+  let engineStepAt = 0;
+  for (const name of ENGINE_STEPS) {
+    const call = steps[name] as (...args: unknown[]) => Promise<unknown>;
+    (steps as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      engineStepAt = Date.now();
+      return call(...args);
+    };
+  }
   const sliceMs = input.recognizeSliceMs ?? JOB_DEFAULTS.recognizeSliceMs;
   let current: AttemptRef | null = null;
   let keyFaults = 0;
@@ -263,7 +280,8 @@ export async function transcriptionJob(
   async function finishedThoughTimedOut(ref: AttemptRef, error: unknown): Promise<boolean> {
     const step = timedOutStep(error);
     if (step === undefined) return false;
-    if (timedOutLate(step.lastHeartbeatAt, Date.now(), input.heartbeatTimeoutMs)) return true;
+    const lastSeen = step.lastHeartbeatAt ?? engineStepAt;
+    if (timedOutLate(lastSeen, Date.now(), input.heartbeatTimeoutMs)) return true;
     const { finished } = await steps.stepFinished(ref, {
       runId: workflowInfo().runId,
       activityId: step.activityId,

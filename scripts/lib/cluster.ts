@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
+import { parseSettingsText } from '../../core/config';
 import { migrate } from '../../db/migrate';
 import { WORKFLOWS_PATH } from '../../worker/createWorker';
 import { findOrBuild } from './goBuilds';
@@ -76,14 +77,7 @@ export interface Cluster {
 
 /** KEY=value lines; `#` comments and blank lines skipped. */
 export function readSettingsFile(path: string): Record<string, string> {
-  const settings: Record<string, string> = {};
-  for (const raw of readFileSync(path, 'utf8').split('\n')) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const eq = line.indexOf('=');
-    if (eq > 0) settings[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
-  }
-  return settings;
+  return parseSettingsText(readFileSync(path, 'utf8'));
 }
 
 /**
@@ -279,7 +273,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       }),
       ...options.env,
     };
-    const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };
+    // D9: each process gets every setting in its environment (scripts/cluster.ts read the
+    // settings file once for all of them), so none reads a settings file of its own.
+    const baseEnv = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      QUIRE_ENV_FILE: '',
+    };
 
     const workers: ManagedProcess[] = [];
     const addWorker = async (env: Record<string, string> = {}) => {

@@ -162,6 +162,19 @@ async function nothingChargedReadOnce(t: TestCluster, jobIds: string[]): Promise
       WHERE job_id = ANY($1) AND outcome <> 'completed'`,
     [jobIds],
   );
+  // What the workflow heard of each charged attempt, printed for the drill's reader.
+  for (const row of charged.rows) {
+    const history = await t.temporal.workflow
+      .getHandle(`transcription-job-${row.job_id}`)
+      .fetchHistory();
+    const failures = (history.events ?? []).flatMap((e) => {
+      const failure =
+        e.activityTaskFailedEventAttributes?.failure ??
+        e.activityTaskTimedOutEventAttributes?.failure;
+      return failure ? [`${e.eventId}: ${failure.message} / ${failure.cause?.message ?? ''}`] : [];
+    });
+    process.stdout.write(`${JSON.stringify({ charged: row, failures })}\n`);
+  }
   expect(charged.rows).toEqual([]);
   const reads = await t.pool.query(
     `SELECT j.id, count(c.*)::int AS n FROM transcription_jobs j
