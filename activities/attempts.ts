@@ -30,7 +30,12 @@ export function createAttemptActivities(kit: AttemptKit) {
 
   return {
     /** A1: claims the next attempt; the clear token never leaves this function but sealed. */
-    async claimAttempt(input: { jobId: string; maxAttempts: number }): Promise<ClaimOutcome> {
+    async claimAttempt(input: {
+      jobId: string;
+      maxAttempts: number;
+      /** D7: the attempt the workflow run last held; see db/attempts.ts claimAttempt. */
+      knownAttempt?: number | null;
+    }): Promise<ClaimOutcome> {
       return kit.guarded('db', undefined, async () => {
         // D1: a token sealed with a key the fleet does not hold could never be opened.
         await kit.assertFleetKey();
@@ -40,6 +45,7 @@ export function createAttemptActivities(kit: AttemptKit) {
           owner: deps.owner,
           tokenHash: hashToken(token),
           maxAttempts: input.maxAttempts,
+          knownAttempt: input.knownAttempt,
           now: deps.now?.(),
         });
         switch (claim.state) {

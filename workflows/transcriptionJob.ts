@@ -103,6 +103,7 @@ export async function transcriptionJob(
   let current: AttemptRef | null = null;
   let keyFaults = 0;
   let infraFaults = 0;
+  let heldAttempt: number | null = null;
 
   try {
     for (;;) {
@@ -132,6 +133,7 @@ export async function transcriptionJob(
         continue;
       }
       current = claimed.ref;
+      heldAttempt = claimed.ref.attemptNumber;
       progress.attemptStarted(claimed.ref);
       const run: AttemptRun = { ...claimed, failures: [] };
       let end = await runAttempt(run, claimed.kind);
@@ -263,7 +265,12 @@ export async function transcriptionJob(
   /** D1: a claim made by a worker without the installation's key is made again; D7 too. */
   async function claim(): Promise<ClaimOutcome | { state: 'keyFault' } | { state: 'infra' }> {
     try {
-      return await steps.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
+      return await steps.claimAttempt({
+        jobId: input.jobId,
+        maxAttempts: input.maxAttempts,
+        // D7: a running attempt after the one this run held is one whose claim it never heard of.
+        ...(infraReruns ? { knownAttempt: heldAttempt } : {}),
+      });
     } catch (error) {
       if (isKeyFault(error)) return { state: 'keyFault' };
       if (infraReruns && isInfrastructureFault(error)) return { state: 'infra' };

@@ -159,7 +159,7 @@ async function realOcrBatch(t: TestCluster, workspaceId: number): Promise<string
 async function nothingChargedReadOnce(t: TestCluster, jobIds: string[]): Promise<void> {
   const charged = await t.pool.query(
     `SELECT job_id, attempt_number, outcome, error_category FROM transcription_job_attempts
-      WHERE job_id = ANY($1) AND outcome <> 'completed'`,
+      WHERE job_id = ANY($1) AND outcome <> 'completed' AND NOT refunded`,
     [jobIds],
   );
   // What the workflow heard of each charged attempt, printed for the drill's reader.

@@ -1,8 +1,11 @@
 import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { hashToken, newAttemptToken } from '../../core/attemptToken';
+import { buildSnapshot } from '../../core/pricing';
 import type { CallContext, MediaInput } from '../../core/provider';
+import { claimAttempt } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
-import { getJob, listAttempts } from '../../db/jobs';
+import { createJob, getJob, listAttempts } from '../../db/jobs';
 import { createPool, type Pool } from '../../db/pool';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
@@ -125,6 +128,7 @@ describe('PostgreSQL unreachable for the worker (D7)', () => {
         [job.jobId],
       );
       expect(paid.rows[0].n).toBe(1);
+      expect(attempts[0]?.stepWorkers).toEqual(['worker-behind-proxy']);
       // D9: the step names the worker that ran it.
       expect(await stepRows(job.jobId)).toEqual([
         {
@@ -174,5 +178,37 @@ describe('PostgreSQL unreachable for the worker (D7)', () => {
       worker.shutdown();
       await running;
     }
+  });
+
+  it('D7 a claim that committed while its report was lost is refunded by the next claim of the same run; an attempt the run held is a crashed lease', async () => {
+    const pageId = await quire.page(ws);
+    const { job } = await createJob(quire.db.pool, {
+      workspaceId: ws,
+      pageId,
+      snapshot: buildSnapshot({ provider: 'simulated' }),
+    });
+    const claim = (knownAttempt: number | null) =>
+      claimAttempt(quire.db.pool, {
+        jobId: job.id,
+        owner: 'w',
+        tokenHash: hashToken(newAttemptToken()),
+        maxAttempts: 5,
+        knownAttempt,
+      });
+    // Attempt 1 committed; the workflow never heard of it and claims again, knowing none.
+    expect(await claim(null)).toMatchObject({ state: 'claimed', attemptNumber: 1 });
+    expect(await claim(null)).toMatchObject({
+      state: 'claimed',
+      attemptNumber: 2,
+      chargedAttempts: 1,
+    });
+    // The run held attempt 2, which stopped heartbeating: charged as a crash (A1, Q3a).
+    expect(await claim(2)).toMatchObject({ attemptNumber: 3, chargedAttempts: 2 });
+    const attempts = await listAttempts(quire.db.pool, job.id);
+    expect(attempts.map((a) => [a.attemptNumber, a.outcome, a.errorCategory, a.refunded])).toEqual([
+      [1, 'retryable_failed', 'crashed', true],
+      [2, 'lease_expired', 'crashed', false],
+      [3, 'running', null, false],
+    ]);
   });
 });
