@@ -155,6 +155,9 @@ async function realOcrBatch(t: TestCluster, workspaceId: number): Promise<string
   return jobIds;
 }
 
+let faultAtIso = '';
+const faultAtOf = () => faultAtIso;
+
 /** D7's verdict beside D3's: no attempt charged, each page's read paid for (saved) once. */
 async function nothingChargedReadOnce(t: TestCluster, jobIds: string[]): Promise<void> {
   const charged = await t.pool.query(
@@ -167,13 +170,21 @@ async function nothingChargedReadOnce(t: TestCluster, jobIds: string[]): Promise
     const history = await t.temporal.workflow
       .getHandle(`transcription-job-${row.job_id}`)
       .fetchHistory();
-    const failures = (history.events ?? []).flatMap((e) => {
+    const failures = (history.events ?? []).map((e) => {
       const failure =
         e.activityTaskFailedEventAttributes?.failure ??
         e.activityTaskTimedOutEventAttributes?.failure;
-      return failure ? [`${e.eventId}: ${failure.message} / ${failure.cause?.message ?? ''}`] : [];
+      const beat = failure?.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0]?.data;
+      const at = e.eventTime?.seconds ? Number(e.eventTime.seconds) * 1000 : 0;
+      return [
+        e.eventId,
+        e.eventType,
+        new Date(at).toISOString(),
+        failure?.message ?? '',
+        beat ? Buffer.from(beat).toString() : '',
+      ].join(' ');
     });
-    process.stdout.write(`${JSON.stringify({ charged: row, failures })}\n`);
+    process.stdout.write(`${JSON.stringify({ charged: row, faultAt: faultAtOf(), failures })}\n`);
   }
   expect(charged.rows).toEqual([]);
   const reads = await t.pool.query(
@@ -317,6 +328,7 @@ describe('failure drills on the production topology (D3)', () => {
       100,
     );
     const faultAt = new Date();
+    faultAtIso = faultAt.toISOString();
     t.cluster.postgres.stop('immediate');
     await new Promise((resolve) => setTimeout(resolve, PG_OUTAGE_MS));
     t.cluster.postgres.start();
