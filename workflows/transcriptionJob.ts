@@ -60,6 +60,9 @@ type AttemptEnd =
 const AGAIN: AttemptEnd = { kind: 'again' };
 const KEY_FAULT: AttemptEnd = { kind: 'keyFault' };
 const INFRA: AttemptEnd = { kind: 'infra' };
+/** D7: how long after an outage a cut-off step is still taken for its aftermath, and how often. */
+const RECOVERY_MS = 120_000;
+const RECOVERY_RERUNS = 6;
 const ENGINE_STEPS = [
   'segmentPage',
   'recognizeSegments',
@@ -104,6 +107,7 @@ export async function transcriptionJob(
   let keyFaults = 0;
   let infraFaults = 0;
   let heldAttempt: number | null = null;
+  let lastInfraAt = 0;
 
   try {
     for (;;) {
@@ -287,6 +291,11 @@ export async function transcriptionJob(
   async function finishedThoughTimedOut(ref: AttemptRef, error: unknown): Promise<boolean> {
     const step = timedOutStep(error);
     if (step === undefined) return false;
+    // A step cut off while this attempt is still coming back from an outage it met (its
+    // dependencies recovering, heartbeats not yet getting through) is the outage's too; a few
+    // such in a row, and it is charged like any crash.
+    if (infraFaults > 0 && infraFaults < RECOVERY_RERUNS && Date.now() - lastInfraAt < RECOVERY_MS)
+      return true;
     const lastSeen = step.lastHeartbeatAt ?? engineStepAt;
     if (timedOutLate(lastSeen, Date.now(), input.heartbeatTimeoutMs)) return true;
     const { finished } = await steps.stepFinished(ref, {
@@ -298,6 +307,7 @@ export async function transcriptionJob(
 
   /** D7: nothing is charged for an outage of our own; the pause grows while it lasts. */
   async function afterInfraFault() {
+    lastInfraAt = Date.now();
     log.warn('Quire infrastructure unavailable: the attempt runs again, uncharged', {
       jobId: input.jobId,
     });

@@ -124,6 +124,25 @@ describe('an outage of Quire infrastructure (D7)', () => {
     expect(callsOf(run, 'stepFinished')).toEqual([]);
   });
 
+  it('D7 a step cut off while its attempt is still coming back from an outage it met is the outage too: the same attempt runs again, uncharged', async () => {
+    let calls = 0;
+    const run = await runJob(
+      {
+        segmentPage: async () => {
+          calls += 1;
+          if (calls === 1) throw outage();
+          if (calls === 2) await new Promise((resolve) => setTimeout(resolve, 2_500));
+          return { total: 2 };
+        },
+        stepFinished: async () => ({ finished: false }),
+      },
+      { input: { heartbeatTimeoutMs: 1_000 } },
+    );
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(callsOf(run, 'claimAttempt')).toHaveLength(1);
+    expect(callsOf(run, 'segmentPage')).toHaveLength(3);
+  });
+
   it('D7 an engine step that timed out without finishing is an interrupted attempt: the next claim (charged crashed) resumes it', async () => {
     const run = await runJob(
       {
