@@ -140,15 +140,22 @@ export function createAttemptActivities(kit: AttemptKit) {
      */
     async stepFinished(
       ref: AttemptRef,
-      step: { runId: string; activityId: string },
+      step: { runId: string; activityId: string; waitMs?: number },
     ): Promise<{ finished: boolean }> {
-      return kit.guarded('db', undefined, async () => ({
-        finished: await attemptStepFinished(pool, {
-          ...step,
-          jobId: ref.jobId,
-          attemptNumber: ref.attemptNumber,
-        }),
-      }));
+      return kit.guarded('db', undefined, async () => {
+        // Its worker may be saving it this very moment, just back from the same outage.
+        const deadline = Date.now() + Math.min(step.waitMs ?? 0, 15_000);
+        for (;;) {
+          const finished = await attemptStepFinished(pool, {
+            runId: step.runId,
+            activityId: step.activityId,
+            jobId: ref.jobId,
+            attemptNumber: ref.attemptNumber,
+          });
+          if (finished || Date.now() >= deadline) return { finished };
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      });
     },
 
     /** Q3: refunds the attempt and pauses the provider's queue; returns when it may reopen. */

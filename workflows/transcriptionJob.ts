@@ -63,6 +63,8 @@ const INFRA: AttemptEnd = { kind: 'infra' };
 /** D7: how long after an outage a cut-off step is still taken for its aftermath, and how often. */
 const RECOVERY_MS = 120_000;
 const RECOVERY_RERUNS = 6;
+/** D7: how long the database is asked whether a step that timed out a little late finished. */
+const STEP_FINISH_WAIT_MS = 10_000;
 const ENGINE_STEPS = [
   'segmentPage',
   'recognizeSegments',
@@ -298,9 +300,16 @@ export async function transcriptionJob(
       return true;
     const lastSeen = step.lastHeartbeatAt ?? engineStepAt;
     if (timedOutLate(lastSeen, Date.now(), input.heartbeatTimeoutMs)) return true;
+    // A timeout a little late (the server was slow to time it out, or briefly away) may be
+    // of a step whose worker is saving its work right now: the answer waits a few seconds for
+    // it. A dead worker's timeout is on time, and its attempt moves on at once.
+    const suspicious =
+      step.lastHeartbeatAt !== null &&
+      Date.now() - step.lastHeartbeatAt > input.heartbeatTimeoutMs + 2_000;
     const { finished } = await steps.stepFinished(ref, {
       runId: workflowInfo().runId,
       activityId: step.activityId,
+      ...(suspicious ? { waitMs: STEP_FINISH_WAIT_MS } : {}),
     });
     return finished;
   }

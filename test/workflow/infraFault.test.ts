@@ -95,6 +95,8 @@ describe('an outage of Quire infrastructure (D7)', () => {
     expect(callsOf(run, 'claimAttempt')).toHaveLength(1);
     const asked = callsOf(run, 'stepFinished');
     expect(asked).toHaveLength(1);
+    // No heartbeat reached the server: nothing says it was late, so no wait.
+    expect(asked[0]![1]).not.toHaveProperty('waitMs');
     expect(asked[0]![1]).toMatchObject({ runId: (await run.handle.describe()).runId });
     expect(callsOf(run, 'segmentPage').map(([ref]) => ref)).toEqual([
       expect.objectContaining({ sealedToken: 'token-1' }),
@@ -122,6 +124,28 @@ describe('an outage of Quire infrastructure (D7)', () => {
     expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
     expect(callsOf(run, 'claimAttempt')).toHaveLength(1);
     expect(callsOf(run, 'stepFinished')).toEqual([]);
+  });
+
+  it('D7 a step timed out a little late is asked about with a wait, since its worker may be saving it; it had finished, so the same attempt resumes', async () => {
+    let calls = 0;
+    const run = await runJob(
+      {
+        segmentPage: async () => {
+          calls += 1;
+          if (calls === 1) {
+            Context.current().heartbeat({ stage: 'segment', at: Date.now() - 5_000 });
+            await new Promise((resolve) => setTimeout(resolve, 2_500));
+          }
+          return { total: 2 };
+        },
+        stepFinished: async () => ({ finished: true }),
+      },
+      { input: { heartbeatTimeoutMs: 1_000 } },
+    );
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(callsOf(run, 'stepFinished').map(([, step]) => step)).toEqual([
+      expect.objectContaining({ waitMs: 10_000 }),
+    ]);
   });
 
   it('D7 a step cut off while its attempt is still coming back from an outage it met is the outage too: the same attempt runs again, uncharged', async () => {
