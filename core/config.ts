@@ -412,7 +412,8 @@ export function loadConfig(): QuireConfig {
 
 /** D9: every setting Quire reads, by name (the settings file and cluster mode pass these). */
 export const QUIRE_SETTING_NAMES: readonly string[] = [
-  ...Object.keys(schema.shape),
+  // PATH is the system's, read for finding engines; not a setting to pass around.
+  ...Object.keys(schema.shape).filter((name) => name !== 'PATH'),
   'QUIRE_ENV_FILE',
 ];
 

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
-import { parseSettingsText } from '../../core/config';
+import { parseSettingsText, QUIRE_SETTING_NAMES } from '../../core/config';
 import { migrate } from '../../db/migrate';
 import { WORKFLOWS_PATH } from '../../worker/createWorker';
 import { findOrBuild } from './goBuilds';
@@ -81,10 +81,52 @@ export function readSettingsFile(path: string): Record<string, string> {
 }
 
 /**
+ * D9: the settings the topology does not set itself, each handed to every Quire process: its
+ * value from the settings file or the environment of the command, empty (unset) otherwise.
+ * Not among them: what every process of the topology gets from the topology (below, and the
+ * shared file), and what is each process's own (its health file, a settings file to read).
+ */
+const PROCESS_OWN = new Set([
+  'QUIRE_ENV_FILE',
+  'QUIRE_HEALTH_FILE',
+  'QUIRE_BLOB_DIR',
+  'QUIRE_SECRET_KEYS',
+  'QUIRE_SECRET_KEY_FILE',
+]);
+export function passedSettingNames(shared: Record<string, string>): string[] {
+  const topology = new Set(
+    Object.keys(
+      quireTopologyEnv({
+        shared,
+        databaseUrl: '',
+        temporalAddress: '',
+        uiUrl: '',
+        publicUrl: '',
+        secretKey: '',
+        objectStore: { endpoint: '', accessKeyId: '', secretAccessKey: '' },
+        workflowBundle: '',
+      }),
+    ),
+  );
+  return QUIRE_SETTING_NAMES.filter((name) => !topology.has(name) && !PROCESS_OWN.has(name));
+}
+
+/**
  * The environment of every Quire process of the topology, one list for cluster mode and
  * docker-compose.yml (whose `x-quire-env` and `env_file` name exactly these; a test checks).
+ * `settings`: values for the passed settings (D9).
  */
-export function quireProcessEnv(p: {
+export function quireProcessEnv(
+  p: Parameters<typeof quireTopologyEnv>[0] & { settings?: Record<string, string | undefined> },
+): Record<string, string> {
+  const passed = Object.fromEntries(
+    passedSettingNames(p.shared).map((name) => [name, p.settings?.[name] ?? '']),
+  );
+  return { ...passed, ...quireTopologyEnv(p) };
+}
+
+/** What the topology itself sets in every Quire process. */
+function quireTopologyEnv(p: {
   shared: Record<string, string>;
   databaseUrl: string;
   temporalAddress: string;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   type ConfigFiles,
@@ -7,6 +8,11 @@ import {
   QUIRE_SETTING_NAMES,
   withSettingsFile,
 } from '../../core/config';
+import {
+  CLUSTER_SETTINGS_FILE,
+  quireProcessEnv,
+  readSettingsFile,
+} from '../../scripts/lib/cluster';
 
 const filesOf = (entries: Record<string, string>): ConfigFiles => ({
   readFile: (path) => entries[path],
@@ -53,9 +59,28 @@ describe('one place for settings (D9)', () => {
     expect(withSettingsFile({}, filesOf({}))).toEqual({});
   });
 
-  it('D9 every setting the configuration reads is one cluster mode can pass on', () => {
+  it('D9 cluster mode and compose hand every Quire setting to every Quire process, empty when unset', () => {
     for (const name of ['DATABASE_URL', 'QUIRE_NOTIFY_URL', 'QUIRE_WEBHOOK_ALLOW_HOSTS'])
       expect(QUIRE_SETTING_NAMES).toContain(name);
+    expect(QUIRE_SETTING_NAMES).not.toContain('PATH');
+    const env = quireProcessEnv({
+      shared: readSettingsFile(CLUSTER_SETTINGS_FILE),
+      databaseUrl: 'postgres://x',
+      temporalAddress: 'x:7233',
+      uiUrl: 'http://x',
+      publicUrl: 'http://x',
+      secretKey: 'k',
+      objectStore: { endpoint: 'http://x', accessKeyId: 'a', secretAccessKey: 's' },
+      workflowBundle: '/b.js',
+      settings: { QUIRE_NOTIFY_URL: 'http://n.example/x', DATABASE_URL: 'postgres://elsewhere' },
+    });
+    expect(env.QUIRE_NOTIFY_URL).toBe('http://n.example/x');
+    expect(env.QUIRE_OPENAI_API_KEY).toBe('');
+    // The topology's own settings are its own.
+    expect(env.DATABASE_URL).toBe('postgres://x');
+    const compose = readFileSync('docker-compose.yml', 'utf8');
+    expect(compose).toContain(['QUIRE_NOTIFY_URL: $', '{QUIRE_NOTIFY_URL:-}'].join(''));
+    expect(compose).toContain(['QUIRE_OPENAI_API_KEY: $', '{QUIRE_OPENAI_API_KEY:-}'].join(''));
     expect(typeof loadConfig).toBe('function');
   });
 });
