@@ -57,13 +57,3 @@ export async function attemptStepFinished(
   );
   return rows.length > 0;
 }
-
-/** D9: the workers that ran each attempt's engine steps, in the order they finished. */
-export async function attemptWorkers(db: Queryable, jobId: string): Promise<Map<number, string[]>> {
-  const { rows } = await db.query<{ attempt_number: number; workers: string[] }>(
-    `SELECT attempt_number, array_agg(DISTINCT worker) AS workers FROM attempt_steps
-      WHERE job_id = $1 GROUP BY attempt_number`,
-    [jobId],
-  );
-  return new Map(rows.map((r) => [r.attempt_number, r.workers]));
-}
