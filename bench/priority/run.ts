@@ -159,7 +159,11 @@ async function oneRun(run: number) {
     // The bulk page sent with it waits behind the backlog; its wait is bounded here, not run
     // to the end (that is the whole backlog's time).
     const bulkDone = await Promise.race([
-      settle(bulk!).then(() => true),
+      // Left waiting when the race is lost; its connection closes with the run.
+      settle(bulk!).then(
+        () => true,
+        () => false,
+      ),
       new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000)),
     ]);
     return {
