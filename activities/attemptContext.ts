@@ -1,7 +1,12 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { isMissingObject } from '../blobs/store';
 import { hashToken, unsealToken } from '../core/attemptToken';
 import {
+  CONFIG_MISMATCH,
   type FailureClass,
+  INFRASTRUCTURE_FAULT,
+  InfrastructureFaultError,
+  isInfrastructureError,
   type PauseReason,
   ProviderError,
   STALE_ATTEMPT,
@@ -12,6 +17,8 @@ import { type BilledProvider, billedProvider } from '../core/pricing';
 import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
 import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
+import { type AttemptStepOutcome, recordAttemptStep } from '../db/attemptSteps';
+import { blobIsLive } from '../db/blobs';
 import { checkBudget } from '../db/budget';
 import { type AttemptFence, readRunningAttempt } from '../db/fence';
 import { installationKeyHeld } from '../db/installationKey';
@@ -39,6 +46,11 @@ export interface TranscriptionDeps {
   logger: Logger;
   /** How often long activities heartbeat (a third of the heartbeat timeout is sensible). */
   heartbeatEveryMs: number;
+  /**
+   * D7: how long finished engine work waits, heartbeating, for PostgreSQL or the object store
+   * to take it before the step gives up (uncharged); default 3 minutes.
+   */
+  infraWaitMs?: number;
   /** How often an audio engine job is polled. */
   audioPollMs?: number;
   /** Q4: told of the first pause of an episode (the notification is sent once per episode). */
@@ -56,6 +68,11 @@ export interface TranscriptionDeps {
    * token reached it, or it was about to claim): the worker stops taking work.
    */
   onFleetKeyMismatch?: () => void;
+  /**
+   * D8: told when this worker cannot read an object the installation wrote (its blob store
+   * is not the fleet's): the worker stops taking work.
+   */
+  onConfigurationFault?: (setting: string) => void;
 }
 
 /** What the workflow holds of an attempt: never the clear token. */
@@ -193,10 +210,34 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   async function pageMedia(pageId: number) {
     const page = await readAttemptPage(pool, pageId);
     const media: MediaInput = {
-      path: page.blobKey ? await deps.resolveMedia(page.blobKey) : '',
+      path: page.blobKey ? await mediaPath(page.blobKey) : '',
       mediaType: page.mediaType ?? 'application/octet-stream',
     };
     return { media, page };
+  }
+
+  /**
+   * D8: an object the installation holds that this worker's store says is not there means
+   * this worker is configured with another store: nothing is charged, the worker stops
+   * taking work, and the step runs again on a worker that can read it.
+   */
+  async function mediaPath(blobKey: string): Promise<string> {
+    try {
+      return await deps.resolveMedia(blobKey);
+    } catch (error) {
+      if (!isMissingObject(error) || !(await blobIsLive(pool, blobKey))) throw error;
+      const setting = 'QUIRE_BLOB_STORE / QUIRE_BLOB_DIR / QUIRE_S3_*';
+      deps.logger.error(
+        { errorClass: CONFIG_MISMATCH, setting },
+        "this worker cannot read an object the installation wrote: its blob store is not the fleet's; it takes no more work",
+      );
+      deps.onConfigurationFault?.(setting);
+      throw ApplicationFailure.create({
+        type: CONFIG_MISMATCH,
+        message: `an object the installation wrote is missing from this worker's blob store (${setting})`,
+        nonRetryable: true,
+      });
+    }
   }
 
   function callContext(ctx: AttemptContext, op: string, segmentIndex?: number): CallContext {
@@ -269,11 +310,72 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     }
   }
 
+  /**
+   * D7: runs `save` (the write of engine work already done: a read page, a recognized line)
+   * until Quire's own PostgreSQL or object store takes it. While they do not answer, the step
+   * heartbeats and waits (250 ms doubling to 1 s between tries: a refused connection costs
+   * nothing, and the save should land the moment the database is back), for at most
+   * `infraWaitMs`; then it gives up with an `InfrastructureFault`, which charges nothing. A
+   * cancel does not stop the wait: a Temporal server back from the same outage may have timed
+   * the step out meanwhile, and the work is still worth saving; the fence refuses the save if
+   * the attempt ended. Any other error passes at once.
+   */
+  async function untilSaved<T>(what: string, save: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + (deps.infraWaitMs ?? 180_000);
+    for (let tries = 0; ; tries++) {
+      try {
+        return await save();
+      } catch (error) {
+        if (!isInfrastructureError(error)) throw error;
+        if (Date.now() >= deadline) {
+          throw new InfrastructureFaultError(
+            'postgres',
+            `${what}: Quire's own database or object store did not answer in time`,
+          );
+        }
+        if (tries === 0) {
+          deps.logger.warn(
+            { errorClass: INFRASTRUCTURE_FAULT, step: what },
+            'infrastructure unavailable: the finished work waits to be saved',
+          );
+        }
+      }
+      Context.current().heartbeat({ waiting: 'infrastructure', step: what, at: Date.now() });
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 250 * 2 ** tries)));
+    }
+  }
+
+  /**
+   * D7/D9: records that this engine step ran to its end on this worker (best effort for a
+   * failed step; a finished one waits for the database like any finished work).
+   */
+  async function recordStep(ctx: AttemptContext, outcome: AttemptStepOutcome): Promise<void> {
+    const info = Context.current().info;
+    const row = {
+      runId: info.workflowExecution?.runId ?? '',
+      activityId: info.activityId,
+      jobId: ctx.fence.jobId,
+      attemptNumber: ctx.fence.attemptNumber,
+      step: info.activityType,
+      worker: deps.owner,
+      outcome,
+    };
+    if (outcome === 'completed')
+      await untilSaved('record step', () => recordAttemptStep(pool, row));
+    else await recordAttemptStep(pool, row).catch(() => {});
+  }
+
   /** Heartbeats on a timer while `work` runs: the heartbeat is the attempt's lease (T3). */
-  async function withHeartbeat<T>(details: () => unknown, work: () => Promise<T>): Promise<T> {
+  async function withHeartbeat<T>(
+    details: () => Record<string, unknown>,
+    work: () => Promise<T>,
+  ): Promise<T> {
     const context = Context.current();
-    context.heartbeat(details());
-    const timer = setInterval(() => context.heartbeat(details()), deps.heartbeatEveryMs);
+    // D7: `at`, this worker's clock, tells the workflow a dead worker's timeout from one the
+    // Temporal server reported late because it had been away itself.
+    const beat = () => context.heartbeat({ ...details(), at: Date.now() });
+    beat();
+    const timer = setInterval(beat, deps.heartbeatEveryMs);
     try {
       return await work();
     } finally {
@@ -297,6 +399,20 @@ export function createAttemptKit(deps: TranscriptionDeps) {
       });
     }
     const log = { jobId: ctx?.fence.jobId, attempt: ctx?.fence.attemptNumber };
+    // D7: Quire's own infrastructure did not answer: never charged. A `db` step stays
+    // retryable (Temporal carries it through the outage); an engine step ends, and the
+    // workflow runs the same attempt again once the dependency is back.
+    if (error instanceof InfrastructureFaultError || isInfrastructureError(error)) {
+      deps.logger.warn(
+        { ...log, errorClass: INFRASTRUCTURE_FAULT },
+        'infrastructure unavailable: step stopped, nothing charged',
+      );
+      return ApplicationFailure.create({
+        type: INFRASTRUCTURE_FAULT,
+        message: redactError(error),
+        nonRetryable: profile === 'engine',
+      });
+    }
     if (error instanceof ProviderError) {
       deps.logger.warn({ ...log, errorClass: error.category }, 'provider call failed');
       return ApplicationFailure.create({
@@ -338,8 +454,22 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     ref: AttemptRef,
     work: (ctx: AttemptContext) => Promise<T>,
   ): Promise<T> {
+    // D7: the first heartbeat at once, so that a step cut off before its work began still
+    // tells the workflow when it was last alive.
+    if (profile === 'engine') Context.current().heartbeat({ at: Date.now() });
     const ctx = await guarded(profile, undefined, () => attemptContext(ref));
-    return guarded(profile, ctx, () => work(ctx));
+    if (profile !== 'engine') return guarded(profile, ctx, () => work(ctx));
+    return guarded(profile, ctx, async () => {
+      let result: T;
+      try {
+        result = await work(ctx);
+      } catch (error) {
+        if (error instanceof ProviderError) await recordStep(ctx, 'failed');
+        throw error;
+      }
+      await recordStep(ctx, 'completed');
+      return result;
+    });
   }
 
   return {
@@ -353,6 +483,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     onWorkflowClock,
     guardBudget,
     withHeartbeat,
+    untilSaved,
     guarded,
     withAttempt,
   };

@@ -3,6 +3,7 @@ import type { FailureClass } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import { billedProvider } from '../core/pricing';
 import { pauseKey } from '../core/providerCatalogue';
+import { attemptStepFinished } from '../db/attemptSteps';
 import {
   claimAttempt as claimAttemptRow,
   closeAttempt as closeAttemptRow,
@@ -29,7 +30,12 @@ export function createAttemptActivities(kit: AttemptKit) {
 
   return {
     /** A1: claims the next attempt; the clear token never leaves this function but sealed. */
-    async claimAttempt(input: { jobId: string; maxAttempts: number }): Promise<ClaimOutcome> {
+    async claimAttempt(input: {
+      jobId: string;
+      maxAttempts: number;
+      /** D7: the attempt the workflow run last held; see db/attempts.ts claimAttempt. */
+      knownAttempt?: number | null;
+    }): Promise<ClaimOutcome> {
       return kit.guarded('db', undefined, async () => {
         // D1: a token sealed with a key the fleet does not hold could never be opened.
         await kit.assertFleetKey();
@@ -39,6 +45,7 @@ export function createAttemptActivities(kit: AttemptKit) {
           owner: deps.owner,
           tokenHash: hashToken(token),
           maxAttempts: input.maxAttempts,
+          knownAttempt: input.knownAttempt,
           now: deps.now?.(),
         });
         switch (claim.state) {
@@ -122,6 +129,32 @@ export function createAttemptActivities(kit: AttemptKit) {
           'attempt closed',
         );
         return result;
+      });
+    },
+
+    /**
+     * D7: an engine step the workflow heard of only as a timeout: did it finish its work on its
+     * worker (saved, recorded in attempt_steps) while the attempt still runs? Then what went
+     * missing was its report, lost to an outage of Temporal or PostgreSQL, and the attempt
+     * resumes uncharged from its checkpoints; otherwise the worker died mid-step (T3).
+     */
+    async stepFinished(
+      ref: AttemptRef,
+      step: { runId: string; activityId: string; waitMs?: number },
+    ): Promise<{ finished: boolean }> {
+      return kit.guarded('db', undefined, async () => {
+        // Its worker may be saving it this very moment, just back from the same outage.
+        const deadline = Date.now() + Math.min(step.waitMs ?? 0, 15_000);
+        for (;;) {
+          const finished = await attemptStepFinished(pool, {
+            runId: step.runId,
+            activityId: step.activityId,
+            jobId: ref.jobId,
+            attemptNumber: ref.attemptNumber,
+          });
+          if (finished || Date.now() >= deadline) return { finished };
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
       });
     },
 

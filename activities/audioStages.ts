@@ -35,12 +35,15 @@ export function createAudioStages(kit: AttemptKit) {
           () => ({ stage: 'submit' }),
           () => provider.submitAudio(media, kit.callContext(ctx, 'submit')),
         );
-        await saveEngineSubmission(pool, ctx.fence, {
-          provider: ctx.snapshot.provider,
-          engineJobId: result.engineJobId,
-          workspaceId: ctx.workspaceId,
-          pageId: ctx.pageId,
-        });
+        // D7: the engine holds the recording now; an outage waits rather than losing that.
+        await kit.untilSaved('save submission', () =>
+          saveEngineSubmission(pool, ctx.fence, {
+            provider: ctx.snapshot.provider,
+            engineJobId: result.engineJobId,
+            workspaceId: ctx.workspaceId,
+            pageId: ctx.pageId,
+          }),
+        );
         await kit.ledger(ctx, 'submit', result.cost, 'ok');
         return { engineJobId: result.engineJobId };
       });
@@ -81,7 +84,9 @@ export function createAudioStages(kit: AttemptKit) {
               }
             },
           );
-          await saveAudioSegments(pool, ctx.fence, segments);
+          await kit.untilSaved('save transcript', () =>
+            saveAudioSegments(pool, ctx.fence, segments),
+          );
           await provider.deleteAudio(submitted.engineJobId, kit.callContext(ctx, 'delete'));
           await markEngineCopyDeleted(pool, {
             provider: ctx.snapshot.provider,

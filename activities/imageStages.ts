@@ -70,19 +70,22 @@ export function createImageStages(kit: AttemptKit) {
     const engine =
       reading.engine ??
       provider.identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
-    await saveReadPage(
-      pool,
-      ctx.fence,
-      { ...reading, engine },
-      {
-        workspaceId: ctx.workspaceId,
-        provider: ctx.snapshot.provider,
-        costMicros: Math.round(reading.cost.units * (ctx.snapshot.price[reading.cost.unit] ?? 0)),
-        occurredAt: deps.now?.(),
-      },
+    // D7: the page is read; an outage of our own database now waits instead of losing it.
+    await kit.untilSaved('save read page', () =>
+      saveReadPage(
+        pool,
+        ctx.fence,
+        { ...reading, engine },
+        {
+          workspaceId: ctx.workspaceId,
+          provider: ctx.snapshot.provider,
+          costMicros: Math.round(reading.cost.units * (ctx.snapshot.price[reading.cost.unit] ?? 0)),
+          occurredAt: deps.now?.(),
+        },
+      ),
     );
     // Read back rather than trusted: a replayed save keeps what the first one wrote.
-    const rows = await loadCheckpoints(pool, ctx.fence.jobId);
+    const rows = await kit.untilSaved('read back', () => loadCheckpoints(pool, ctx.fence.jobId));
     const total = payloadsOf(rows, 'segment').get(0)?.lines.length ?? reading.lines.length;
     const saved = payloadsOf(rows, 'recognize');
     const failures: SegmentFailure[] = [];
@@ -188,21 +191,24 @@ export function createImageStages(kit: AttemptKit) {
                   kit.callContext(ctx, 'recognize', index),
                 );
                 // Saved before the next line starts: a new attempt resumes after it (T2).
-                await saveSegmentCheckpoint(
-                  pool,
-                  ctx.fence,
-                  index,
-                  { text: result.text, confidence: result.confidence ?? null },
-                  {
-                    workspaceId: ctx.workspaceId,
-                    provider: ctx.snapshot.provider,
-                    units: result.cost.units,
-                    unit: result.cost.unit,
-                    costMicros: Math.round(
-                      result.cost.units * (ctx.snapshot.price[result.cost.unit] ?? 0),
-                    ),
-                    occurredAt: deps.now?.(),
-                  },
+                // D7: a line read waits out an outage of our own database.
+                await kit.untilSaved('save line', () =>
+                  saveSegmentCheckpoint(
+                    pool,
+                    ctx.fence,
+                    index,
+                    { text: result.text, confidence: result.confidence ?? null },
+                    {
+                      workspaceId: ctx.workspaceId,
+                      provider: ctx.snapshot.provider,
+                      units: result.cost.units,
+                      unit: result.cost.unit,
+                      costMicros: Math.round(
+                        result.cost.units * (ctx.snapshot.price[result.cost.unit] ?? 0),
+                      ),
+                      occurredAt: deps.now?.(),
+                    },
+                  ),
                 );
                 completed += 1;
                 tried += 1;

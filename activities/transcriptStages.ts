@@ -52,7 +52,9 @@ export async function polishCheckpointed(kit: AttemptKit, ctx: AttemptContext): 
   await kit.ledger(ctx, 'polish', result.cost, 'ok', by);
   const texts = polishedTexts(recognized, result.text);
   if (!texts) return false;
-  await saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts });
+  await kit.untilSaved('save polish', () =>
+    saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts }),
+  );
   return true;
 }
 

@@ -31,3 +31,22 @@ export function createBlobStore(config: QuireConfig): BlobStore {
     },
   });
 }
+
+/**
+ * D8: the settings every process of one installation must share, as recorded in PostgreSQL
+ * by the first one (db/installationSettings.ts): the blob store's identity (its kind, and the
+ * bucket, endpoint and prefix of an S3 store or the absolute root of a local one) and the
+ * Temporal namespace. Credentials are not identity and are never recorded.
+ */
+export function fleetSettings(config: QuireConfig): Record<string, string> {
+  const store: Record<string, string> =
+    config.QUIRE_BLOB_STORE === 'local'
+      ? { QUIRE_BLOB_STORE: 'local', QUIRE_BLOB_DIR: resolve(config.QUIRE_BLOB_DIR) }
+      : {
+          QUIRE_BLOB_STORE: 's3',
+          QUIRE_S3_ENDPOINT: config.QUIRE_S3_ENDPOINT ?? '',
+          QUIRE_S3_BUCKET: config.QUIRE_S3_BUCKET ?? '',
+          QUIRE_S3_PREFIX: config.QUIRE_S3_PREFIX ?? '',
+        };
+  return { ...store, TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE };
+}

@@ -131,3 +131,18 @@ export async function* chunksOf(
     yield typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
   }
 }
+
+/**
+ * D8: the store answered that the object is not there (a local path that does not exist, an
+ * S3 `NoSuchKey` or 404), as opposed to not answering at all.
+ */
+export function isMissingObject(error: unknown): boolean {
+  const e = error as { code?: string; name?: string; $metadata?: { httpStatusCode?: number } };
+  if (!e || typeof e !== 'object') return false;
+  return (
+    e.code === 'ENOENT' ||
+    e.name === 'NoSuchKey' ||
+    e.name === 'NotFound' ||
+    e.$metadata?.httpStatusCode === 404
+  );
+}

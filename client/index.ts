@@ -25,9 +25,10 @@ import {
 } from '../core/providerCatalogue';
 import {
   DEFAULT_TASK_QUEUE,
-  fairnessKeyFor,
   JOB_DEFAULTS,
+  type JobPriority,
   type JobProgress,
+  jobPriorityFor,
   QUERIES,
   SEARCH_ATTRIBUTES,
   SIGNALS,
@@ -160,7 +161,8 @@ export class QuireClient {
     });
     if (supersededWorkflowId) await this.cancelWorkflow(supersededWorkflowId);
     if (job.awaitingSlot) await this.dispatchWaitingJobs(job.workspaceId);
-    else if (created || job.status === 'pending') await this.startRecordedJob(job);
+    else if (created || job.status === 'pending')
+      await this.startRecordedJob(job, { priority: input.priority });
     return { jobId: job.id, workflowId: job.workflowId, status: job.status, created };
   }
 
@@ -199,7 +201,10 @@ export class QuireClient {
    * previous run ended without it (D4); allowed only when that run failed, was terminated,
    * timed out or was canceled.
    */
-  async startRecordedJob(job: JobRecord, options: { continued?: boolean } = {}): Promise<void> {
+  async startRecordedJob(
+    job: JobRecord,
+    options: { continued?: boolean; priority?: JobPriority } = {},
+  ): Promise<void> {
     if (job.awaitingSlot) return;
     const input: TranscriptionJobInput = {
       jobId: job.id,
@@ -224,8 +229,9 @@ export class QuireClient {
         workflowIdReusePolicy: options.continued
           ? 'ALLOW_DUPLICATE_FAILED_ONLY'
           : 'REJECT_DUPLICATE',
-        // M5: each workspace its share of the queue; the job's activities inherit the key.
-        priority: { fairnessKey: fairnessKeyFor(job.workspaceId) },
+        // P8: a person's page first; M5: each workspace its share of the rest. The job's
+        // activities inherit both.
+        priority: jobPriorityFor(job.workspaceId, options.priority),
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
           { key: SEARCH_ATTRIBUTES.jobId, value: job.id },

@@ -102,6 +102,12 @@ const schema = z.object({
   QUIRE_TESSERACT_ENGINE: z.enum(['auto', 'native', 'js']).default('auto'),
   QUIRE_SHUTDOWN_GRACE_MS: intFrom(0, 3_600_000, 30_000),
   QUIRE_HEARTBEAT_TIMEOUT_MS: intFrom(1_000, 600_000, JOB_DEFAULTS.heartbeatTimeoutMs),
+  /**
+   * D7: how long a finished engine read waits (heartbeating) for Quire's own PostgreSQL or
+   * object store to answer before its step gives up; a managed database's failover takes one
+   * to two minutes. The step given up is run again, uncharged, once the dependency is back.
+   */
+  QUIRE_INFRA_WAIT_MS: intFrom(0, 3_600_000, 180_000),
   /** Prebuilt workflow bundle (tests, container images); bundled at start when unset. */
   QUIRE_WORKFLOW_BUNDLE: z.string().optional(),
   /** How long a cached workflow waits for its own worker before any worker may take it. */
@@ -401,7 +407,56 @@ export function parseConfig(
  * caches it, so tests build their own with `parseConfig`.
  */
 export function loadConfig(): QuireConfig {
-  return parseConfig(process.env, { files: configFiles });
+  return parseConfig(withSettingsFile(process.env, configFiles), { files: configFiles });
+}
+
+/** D9: every setting Quire reads, by name (the settings file and cluster mode pass these). */
+export const QUIRE_SETTING_NAMES: readonly string[] = [
+  // PATH is the system's, read for finding engines; not a setting to pass around.
+  ...Object.keys(schema.shape).filter((name) => name !== 'PATH'),
+  'QUIRE_ENV_FILE',
+];
+
+/**
+ * D9: the one settings file: `KEY=value` lines (`#` comments, blank lines, an optional
+ * `export `, values optionally in single or double quotes). Pure.
+ */
+export function parseSettingsText(text: string): Record<string, string> {
+  const settings: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim().replace(/^export\s+/, '');
+    if (!line || line.startsWith('#')) continue;
+    const eq = line.indexOf('=');
+    if (eq <= 0) continue;
+    const name = line.slice(0, eq).trim();
+    let value = line.slice(eq + 1).trim();
+    const quoted = /^(['"])(.*)\1$/.exec(value);
+    if (quoted) value = quoted[2]!;
+    else value = value.replace(/\s+#.*$/, '');
+    settings[name] = value;
+  }
+  return settings;
+}
+
+/**
+ * D9: the environment with the settings file under it: `QUIRE_ENV_FILE` (default `.env`,
+ * relative to the working directory; empty: none) fills in what the environment does not set,
+ * and the environment wins. A file named by `QUIRE_ENV_FILE` that cannot be read is a
+ * configuration fault; a missing default `.env` is not.
+ */
+export function withSettingsFile(
+  env: Record<string, string | undefined>,
+  files: ConfigFiles,
+): Record<string, string | undefined> {
+  const named = env.QUIRE_ENV_FILE;
+  const path = named ?? '.env';
+  if (path === '') return env;
+  const text = files.readFile(path);
+  if (text === undefined) {
+    if (named !== undefined) throw new ConfigError(`QUIRE_ENV_FILE: cannot read ${named}`);
+    return env;
+  }
+  return { ...parseSettingsText(text), ...env };
 }
 
 /** Key files as entry points read them: relative to the working directory. */

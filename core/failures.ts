@@ -95,3 +95,80 @@ export class ProviderError extends Error {
 export class StaleAttemptError extends Error {
   override name = STALE_ATTEMPT;
 }
+
+/**
+ * D7: Quire's own infrastructure (its PostgreSQL, its object store, its Temporal server) did
+ * not answer. Not the job's fault, not the page's: never charged to the attempt. The workflow
+ * waits and runs the same attempt again (same token) once the dependency is back; a finished
+ * engine read waits inside its step, heartbeating, until it can be saved.
+ */
+export const INFRASTRUCTURE_FAULT = 'InfrastructureFault';
+
+/** The network could not reach the service, or the connection broke under a query. */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * PostgreSQL's own codes for "not now" (SQLSTATE classes 08 connection exception and 57P
+ * operator intervention: admin shutdown, crash shutdown, cannot connect now, database
+ * dropped; 53300 too many connections).
+ */
+function isPostgresUnavailable(code: string): boolean {
+  return code.startsWith('08') || code.startsWith('57P') || code === '53300';
+}
+
+/** Messages of the `pg` client when its connection goes away between or during queries. */
+const LOST_CONNECTION =
+  /Connection terminated|connection timeout|Client has encountered a connection error|Client was closed|terminating connection due to administrator command|the database system is (starting up|shutting down|in recovery mode)/i;
+
+/**
+ * D7: whether `error` says that one of Quire's own services was unreachable, rather than that
+ * a query, an object or an engine was at fault. Pure: it reads only the error's fields (and
+ * its causes, a wrapped AggregateError's errors included).
+ */
+export function isInfrastructureError(error: unknown, depth = 0): boolean {
+  if (!error || typeof error !== 'object' || depth > 5) return false;
+  const e = error as {
+    name?: string;
+    code?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+  };
+  if (e.name === 'BlobStoreUnavailableError') return true;
+  if (typeof e.code === 'string') {
+    if (UNREACHABLE_CODES.has(e.code)) return true;
+    if (/^[0-9A-Z]{5}$/.test(e.code) && isPostgresUnavailable(e.code)) return true;
+  }
+  if (typeof e.message === 'string' && LOST_CONNECTION.test(e.message)) return true;
+  if (Array.isArray(e.errors) && e.errors.some((x) => isInfrastructureError(x, depth + 1)))
+    return true;
+  return e.cause !== undefined && e.cause !== error && isInfrastructureError(e.cause, depth + 1);
+}
+
+/** Raised inside an activity when an outage outlasts its wait (D7); never charged. */
+export class InfrastructureFaultError extends Error {
+  override name = INFRASTRUCTURE_FAULT;
+  constructor(
+    readonly dependency: 'postgres' | 'object_store' | 'temporal' | 'unknown',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * D8: this process cannot read an object the installation wrote (its blob store is another
+ * one than the fleet's): a fault of its configuration, like a key it does not hold (D1). Never
+ * charged; the worker stops taking work and the step runs again on one that can read it.
+ */
+export const CONFIG_MISMATCH = 'ConfigurationMismatch';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JOB_PRIORITIES } from './temporal';
 
 /**
  * What a caller may ask of a new job, the same through the HTTP API (SPEC §7) and the typed
@@ -22,4 +23,6 @@ export const jobRequestFields = {
   metadata: jsonObject
     .refine((m) => JSON.stringify(m).length <= 16_384, 'metadata must be at most 16 KiB of JSON')
     .optional(),
+  /** P8: `interactive` (a person waits for this page) runs ahead of `bulk` work (the default). */
+  priority: z.enum(JOB_PRIORITIES).optional(),
 };

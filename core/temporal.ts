@@ -23,6 +23,25 @@ export function fairnessKeyFor(workspaceId: number): string {
   return `workspace-${workspaceId}`;
 }
 
+/**
+ * P8: interactive first. A page a person submits or re-runs is dispatched ahead of bulk work
+ * on the same task queue: Temporal's priority key (lower first; 1-5 with the server's default
+ * five levels, 3 when unset) is decided before the fairness key, so a person's page overtakes
+ * every batch, its own workspace's too, while batches still share the rest fairly (M5).
+ * Activities inherit it from their workflow.
+ */
+export const JOB_PRIORITIES = ['interactive', 'bulk'] as const;
+export type JobPriority = (typeof JOB_PRIORITIES)[number];
+export const PRIORITY_KEYS: Readonly<Record<JobPriority, number>> = { interactive: 1, bulk: 3 };
+
+/** The Temporal priority of a job's workflow: its priority class and its workspace's share. */
+export function jobPriorityFor(
+  workspaceId: number,
+  priority: JobPriority = 'bulk',
+): { priorityKey: number; fairnessKey: string } {
+  return { priorityKey: PRIORITY_KEYS[priority], fairnessKey: fairnessKeyFor(workspaceId) };
+}
+
 export const SIGNALS = {
   /** A provider this job waits on was resumed by an operator (Q3). */
   providerResumed: 'providerResumed',

@@ -43,7 +43,21 @@ export type ClaimResult =
  */
 export async function claimAttempt(
   pool: Pool,
-  args: { jobId: string; owner: string; tokenHash: Buffer; maxAttempts: number; now?: Date },
+  args: {
+    jobId: string;
+    owner: string;
+    tokenHash: Buffer;
+    maxAttempts: number;
+    now?: Date;
+    /**
+     * D7: the attempt the claiming workflow run last held (null: none yet). A running attempt
+     * after it is one this run never heard of: an earlier try of this same claim committed
+     * while its report was lost to an outage (Temporal or PostgreSQL away), or the run that
+     * held it was lost (D4). It is closed refunded, never charged. Unset: every running
+     * attempt is a crashed lease (runs begun before D7).
+     */
+    knownAttempt?: number | null;
+  },
 ): Promise<ClaimResult> {
   return withTransaction(pool, async (client) => {
     const jobs = await client.query(
@@ -71,6 +85,8 @@ export async function claimAttempt(
       : null;
     if (budget) return { state: 'paused', ...budget };
 
+    if (args.knownAttempt !== undefined)
+      await refundUnheardAttempt(client, args.jobId, args.knownAttempt ?? 0);
     await expireRunningAttempt(client, args.jobId, 'worker stopped heartbeating');
     const charged = await chargedAttempts(client, args.jobId);
     if (charged >= args.maxAttempts) {
@@ -135,6 +151,24 @@ export async function expireRunningAttempt(
             error_detail = $2, ended_at = now()
       WHERE job_id = $1 AND outcome = 'running'`,
     [jobId, detail],
+  );
+}
+
+/**
+ * D7: closes a running attempt numbered after `knownAttempt`, which the claiming workflow run
+ * never heard of, as refunded: the outage that lost its report is not the job's fault.
+ */
+async function refundUnheardAttempt(
+  client: PoolClient,
+  jobId: string,
+  knownAttempt: number,
+): Promise<void> {
+  await client.query(
+    `UPDATE transcription_job_attempts SET outcome = 'retryable_failed', refunded = true,
+            error_category = 'crashed', ended_at = now(),
+            error_detail = 'claimed while Quire infrastructure was away; its workflow never heard of it (refunded)'
+      WHERE job_id = $1 AND outcome = 'running' AND attempt_number > $2`,
+    [jobId, knownAttempt],
   );
 }
 

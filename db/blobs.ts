@@ -582,3 +582,11 @@ export async function blobUsage(db: Queryable, now: Date = new Date()): Promise<
     oldestPendingCleanupAgeMs: c?.oldest ? Math.max(0, now.getTime() - c.oldest.getTime()) : null,
   };
 }
+
+/** D8: whether the installation holds the object `key` (written, referenced, not deleted). */
+export async function blobIsLive(db: Queryable, key: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM blobs WHERE key = $1 AND deleted_at IS NULL', [
+    key,
+  ]);
+  return rows.length > 0;
+}

@@ -223,14 +223,18 @@ export interface AttemptRow {
   completedSegments: number;
   failedSegments: number;
   totalSegments: number | null;
+  /** D9: the workers that ran this attempt's engine steps (attempt_steps), in name order. */
+  stepWorkers: string[];
 }
 
 /** The ordered attempt audit of a job (L1). Tokens are never selected. */
 export async function listAttempts(db: Queryable, jobId: string): Promise<AttemptRow[]> {
   const { rows } = await db.query(
     `SELECT job_id, attempt_number, owner, input_revision, started_at, ended_at, outcome, refunded, result_revision,
-            error_category, error_detail, completed_segments, failed_segments, total_segments
-       FROM transcription_job_attempts WHERE job_id = $1 ORDER BY attempt_number`,
+            error_category, error_detail, completed_segments, failed_segments, total_segments,
+            (SELECT coalesce(array_agg(DISTINCT s.worker ORDER BY s.worker), '{}') FROM attempt_steps s
+              WHERE s.job_id = a.job_id AND s.attempt_number = a.attempt_number) AS step_workers
+       FROM transcription_job_attempts a WHERE job_id = $1 ORDER BY attempt_number`,
     [jobId],
   );
   return rows.map((r) => ({
@@ -248,6 +252,7 @@ export async function listAttempts(db: Queryable, jobId: string): Promise<Attemp
     completedSegments: r.completed_segments,
     failedSegments: r.failed_segments,
     totalSegments: r.total_segments,
+    stepWorkers: r.step_workers,
   }));
 }
 

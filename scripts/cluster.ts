@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { configFiles, QUIRE_SETTING_NAMES, withSettingsFile } from '../core/config';
 import { type Cluster, startCluster } from './lib/cluster';
 import { ensureDevWorkspace } from './lib/devWorkspace';
 
@@ -47,16 +48,35 @@ const ports = base
       web: [3000, 3001, 3002, 3003],
     };
 
+/**
+ * D9: every Quire setting of this command's environment and of the settings file under it
+ * (QUIRE_ENV_FILE, default .env) reaches every process the cluster starts; the cluster's own
+ * topology (database, Temporal, object store, URLs, key, bundle) is its own and wins.
+ */
+const CLUSTER_OWNED = new Set([
+  'NODE_ENV',
+  'DATABASE_URL',
+  'TEMPORAL_ADDRESS',
+  'QUIRE_TEMPORAL_UI_URL',
+  'QUIRE_PUBLIC_URL',
+  'QUIRE_SECRET_KEY',
+  'QUIRE_SECRET_KEYS',
+  'QUIRE_SECRET_KEY_FILE',
+  'QUIRE_S3_ENDPOINT',
+  'QUIRE_S3_ACCESS_KEY_ID',
+  'QUIRE_S3_SECRET_ACCESS_KEY',
+  'QUIRE_BLOB_STORE',
+  'QUIRE_BLOB_DIR',
+  'QUIRE_WORKFLOW_BUNDLE',
+  'QUIRE_HEALTH_FILE',
+  'QUIRE_ENV_FILE',
+]);
+const settings = withSettingsFile(process.env, configFiles);
 const passThrough = Object.fromEntries(
-  [
-    'QUIRE_ENABLE_SIMULATED',
-    'QUIRE_DEFAULT_PROVIDER',
-    'WORKER_CONCURRENCY',
-    'LOG_LEVEL',
-    'QUIRE_HEARTBEAT_TIMEOUT_MS',
-  ]
-    .filter((name) => process.env[name])
-    .map((name) => [name, process.env[name] as string]),
+  QUIRE_SETTING_NAMES.filter((name) => !CLUSTER_OWNED.has(name) && settings[name]).map((name) => [
+    name,
+    settings[name] as string,
+  ]),
 );
 
 let cluster: Cluster | undefined;

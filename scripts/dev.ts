@@ -2,7 +2,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { configFiles, LOCAL_SECRET_KEY_FILE, parseConfig, requireSecretKeys } from '../core/config';
+import {
+  configFiles,
+  LOCAL_SECRET_KEY_FILE,
+  parseConfig,
+  requireSecretKeys,
+  withSettingsFile,
+} from '../core/config';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { ensureDevWorkspace } from './lib/devWorkspace';
 import { ensurePostgres } from './lib/postgres';
@@ -32,12 +38,16 @@ const log = (line: string) => process.stdout.write(`quire: ${line}\n`);
  * in LOCAL_SECRET_KEY_FILE; every other process of this checkout (`npm run worker`, the admin
  * commands) reads it from there, so they all seal and open with the same key.
  */
+/**
+ * D9: the settings file (QUIRE_ENV_FILE, default .env) under this command's environment; the
+ * processes started below get all of it.
+ */
+const settings = withSettingsFile(process.env, configFiles);
+
 function localSecretKeys(): Record<string, string> {
   const configured =
-    process.env.QUIRE_SECRET_KEY ||
-    process.env.QUIRE_SECRET_KEYS ||
-    process.env.QUIRE_SECRET_KEY_FILE;
-  if (configured || process.env.NODE_ENV === 'production') return {};
+    settings.QUIRE_SECRET_KEY || settings.QUIRE_SECRET_KEYS || settings.QUIRE_SECRET_KEY_FILE;
+  if (configured || settings.NODE_ENV === 'production') return {};
   const file = resolve(LOCAL_SECRET_KEY_FILE);
   if (!existsSync(file)) {
     writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
@@ -48,15 +58,16 @@ function localSecretKeys(): Record<string, string> {
   return { QUIRE_SECRET_KEY_FILE: file };
 }
 
-const webPort = Number(process.env.PORT ?? 3000);
+const webPort = Number(settings.PORT ?? 3000);
 const env: NodeJS.ProcessEnv = {
   ...process.env,
+  ...settings,
   ...localSecretKeys(),
-  TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
-  QUIRE_TEMPORAL_UI_URL: process.env.QUIRE_TEMPORAL_UI_URL ?? 'http://localhost:8233',
-  QUIRE_PUBLIC_URL: process.env.QUIRE_PUBLIC_URL ?? `http://localhost:${webPort}`,
-  QUIRE_HEALTH_FILE: process.env.QUIRE_HEALTH_FILE ?? join(DATA, 'worker-health.json'),
-  QUIRE_BLOB_DIR: process.env.QUIRE_BLOB_DIR ?? join(DATA, 'blobs'),
+  TEMPORAL_ADDRESS: settings.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+  QUIRE_TEMPORAL_UI_URL: settings.QUIRE_TEMPORAL_UI_URL ?? 'http://localhost:8233',
+  QUIRE_PUBLIC_URL: settings.QUIRE_PUBLIC_URL ?? `http://localhost:${webPort}`,
+  QUIRE_HEALTH_FILE: settings.QUIRE_HEALTH_FILE ?? join(DATA, 'worker-health.json'),
+  QUIRE_BLOB_DIR: settings.QUIRE_BLOB_DIR ?? join(DATA, 'blobs'),
 };
 const config = parseConfig(env, { files: configFiles });
 requireSecretKeys(config);

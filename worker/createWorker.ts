@@ -51,6 +51,8 @@ export interface QuireWorkerDeps {
   now?: () => Date;
   /** D1: told when the worker stops because it does not hold the installation's key. */
   onFleetKeyMismatch?: () => void;
+  /** D8: told when the worker stops because its blob store is not the fleet's. */
+  onConfigurationFault?: (setting: string) => void;
 }
 
 export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> {
@@ -71,15 +73,21 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     // D3: an object store outage makes the job wait (heartbeating), not spend attempts.
     resolveMedia: (key) =>
       localPathWhenAvailable(deps.blobStore, key, {
-        onWait: () => Context.current().heartbeat({ waiting: 'blob_store' }),
+        onWait: () => Context.current().heartbeat({ waiting: 'blob_store', at: Date.now() }),
         signal: Context.current().cancellationSignal,
       }),
     logger: deps.logger,
     heartbeatEveryMs: Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3)),
+    infraWaitMs: deps.config.QUIRE_INFRA_WAIT_MS,
     audioPollMs: deps.audioPollMs,
     onProviderPaused: deps.onProviderPaused,
     now: deps.now,
     onFleetKeyMismatch: stopOnKeyMismatch,
+    // D8: a worker whose blob store is not the fleet's stops taking work the same way.
+    onConfigurationFault: (setting) => {
+      deps.onConfigurationFault?.(setting);
+      if (worker?.getState() === 'RUNNING') worker.shutdown();
+    },
   });
   worker = await Worker.create({
     connection: deps.connection,

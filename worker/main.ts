@@ -1,10 +1,11 @@
 import { resolve } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { createBlobStore } from '../blobs/fromConfig';
+import { createBlobStore, fleetSettings } from '../blobs/fromConfig';
 import { loadConfig, requireSecretKeys } from '../core/config';
 import { redactError } from '../core/redact';
 import { temporalConnectionOptions } from '../core/temporalConnection';
 import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
+import { checkInstallationSettings } from '../db/installationSettings';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import {
@@ -53,7 +54,13 @@ async function main(): Promise<number> {
   const keyCheck = await checkInstallationKey(pool, keys);
   if (!keyCheck.ok) {
     await pool.end().catch(() => {});
-    throw new FleetKeyError(keyCheck.message);
+    throw new FleetConfigError(keyCheck.message);
+  }
+  // D8: the blob store and the other settings the fleet shares are the first process's.
+  const settingsCheck = await checkInstallationSettings(pool, fleetSettings(config));
+  if (!settingsCheck.ok) {
+    await pool.end().catch(() => {});
+    throw new FleetConfigError(settingsCheck.message);
   }
   logger.info(
     {
@@ -87,11 +94,15 @@ async function main(): Promise<number> {
       : undefined,
   };
   let keyMismatch = false;
+  let configurationFault: string | undefined;
   const worker = await createQuireWorker({
     ...workerDeps,
     logger,
     onFleetKeyMismatch: () => {
       keyMismatch = true;
+    },
+    onConfigurationFault: (setting) => {
+      configurationFault = setting;
     },
     onProviderPaused: async (pause) => {
       await notifyPauseOnce(pool, { url: config.QUIRE_NOTIFY_URL, ...pause });
@@ -168,23 +179,31 @@ async function main(): Promise<number> {
     await connection.close().catch(() => {});
     await pool.end().catch(() => {});
   }
+  if (configurationFault) {
+    throw new FleetConfigError(
+      `an object this installation wrote is missing from this worker's blob store: ${configurationFault} is not the fleet's; the worker stopped`,
+    );
+  }
   if (keyMismatch) {
-    throw new FleetKeyError(
+    throw new FleetConfigError(
       "QUIRE_SECRET_KEY is no longer among this installation's keys (rotated away, or another installation's): the worker stopped",
     );
   }
   return 0;
 }
 
-/** D1: this process's key is not the installation's; exit status 78 (configuration error). */
-class FleetKeyError extends Error {
-  override name = 'FleetKeyError';
+/**
+ * D1/D8: this process's key or shared settings are not the installation's; exit status 78
+ * (configuration error).
+ */
+class FleetConfigError extends Error {
+  override name = 'FleetConfigError';
 }
 
 main().then(
   (code) => process.exit(code),
   (error) => {
-    const fleet = error instanceof FleetKeyError;
+    const fleet = error instanceof FleetConfigError;
     const message = fleet || error?.name === 'ConfigError' ? error.message : redactError(error);
     process.stderr.write(
       `${JSON.stringify({ level: 'fatal', msg: 'worker failed', error: message })}\n`,

@@ -82,6 +82,7 @@ export type JobSteps = Pick<
   | 'pauseProvider'
   | 'closeAttempt'
   | 'cancelCleanup'
+  | 'stepFinished'
 >;
 
 /**
@@ -111,6 +112,8 @@ export function jobSteps(
     pauseProvider: kept('pauseProvider', db.pauseProvider),
     closeAttempt: kept('closeAttempt', db.closeAttempt),
     cancelCleanup: cleanup.cancelCleanup,
+    // D7: asked only by runs begun with the infrastructure-fault patch (all of them local).
+    stepFinished: dbLocal.stepFinished,
   };
 }
 

@@ -1,6 +1,12 @@
-import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/common';
 import type { PauseRequest, SegmentFailure } from '../activities/transcription';
-import { type FailureClass, isPermanent, KEY_MISMATCH } from '../core/failures';
+import {
+  CONFIG_MISMATCH,
+  type FailureClass,
+  INFRASTRUCTURE_FAULT,
+  isPermanent,
+  KEY_MISMATCH,
+} from '../core/failures';
 
 /**
  * How the workflow reads a failed step (Q3). Activities throw `ApplicationFailure`s whose
@@ -23,9 +29,50 @@ export function failureType(error: unknown): string | undefined {
   return applicationFailureOf(error)?.type ?? undefined;
 }
 
-/** D1: the step ran on a worker whose keys do not open the attempt's token. */
+/**
+ * D1: the step ran on a worker whose keys do not open the attempt's token; D8: or on one
+ * whose blob store is not the fleet's. Either is the fleet's configuration, not the job's.
+ */
 export function isKeyFault(error: unknown): boolean {
-  return failureType(error) === KEY_MISMATCH;
+  const type = failureType(error);
+  return type === KEY_MISMATCH || type === CONFIG_MISMATCH;
+}
+
+/** D7: the step stopped because Quire's own PostgreSQL, object store or Temporal was away. */
+export function isInfrastructureFault(error: unknown): boolean {
+  return failureType(error) === INFRASTRUCTURE_FAULT;
+}
+
+/**
+ * D7: a step that timed out (its heartbeat or its run time): its activity id, which the
+ * workflow asks the database about, and the worker's clock at the last heartbeat the server
+ * recorded (activities/attemptContext.ts puts `at` in every heartbeat); undefined for any
+ * other failure.
+ */
+export function timedOutStep(
+  error: unknown,
+): { activityId: string; lastHeartbeatAt: number | null } | undefined {
+  if (!(error instanceof ActivityFailure) || !(error.cause instanceof TimeoutFailure))
+    return undefined;
+  if (error.activityId === undefined) return undefined;
+  const details = error.cause.lastHeartbeatDetails as { at?: unknown } | null | undefined;
+  const at = typeof details?.at === 'number' ? details.at : null;
+  return { activityId: error.activityId, lastHeartbeatAt: at };
+}
+
+/**
+ * D7: a heartbeat timeout reported this long after the last heartbeat the server recorded is
+ * no crash of the step's worker: the server itself was away (its timers could not fire on
+ * time, and heartbeats could not reach it). A dead worker's timeout comes one heartbeat
+ * timeout after its last beat, give or take a throttle interval and a busy workflow task.
+ */
+export function timedOutLate(
+  lastHeartbeatAt: number | null,
+  now: number,
+  heartbeatTimeoutMs: number,
+): boolean {
+  if (lastHeartbeatAt === null) return false;
+  return now - lastHeartbeatAt > 2 * heartbeatTimeoutMs + 10_000;
 }
 
 /** The pause a pausing failure asks for, from the details the activity boundary attached. */

@@ -27,3 +27,11 @@ export const CLEANUP_WHEN_FOUND_CANCELED_PATCH = 'cleanup-when-found-canceled';
  * attempt again after a pause, instead of each step retrying itself in place.
  */
 export const KEY_FAULT_PATCH = 'quire-key-fault-reruns-attempt';
+
+/**
+ * D7: an outage of Quire's own PostgreSQL, object store or Temporal server is not the job's
+ * fault. A step that stops with an `InfrastructureFault`, or an engine step that timed out
+ * after it had finished and saved its work (its report was what the outage lost), runs the
+ * same attempt again after a pause, uncharged; a claim that meets it claims again.
+ */
+export const INFRA_FAULT_PATCH = 'quire-infra-fault-reruns-attempt';

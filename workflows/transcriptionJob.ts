@@ -1,4 +1,11 @@
-import { CancellationScope, CancelledFailure, log, patched, sleep } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  CancelledFailure,
+  log,
+  patched,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AttemptRef, ClaimOutcome, PauseRequest } from '../activities/transcription';
 import { cappedBackoffMs } from '../core/backoff';
 import {
@@ -17,23 +24,54 @@ import {
   type TranscriptionJobResult,
 } from '../core/temporal';
 import { jobSteps } from './activityProfiles';
-import { attemptCategory, failureType, isKeyFault, pauseOf } from './failureClassification';
+import {
+  attemptCategory,
+  failureType,
+  isInfrastructureFault,
+  isKeyFault,
+  pauseOf,
+  timedOutLate,
+  timedOutStep,
+} from './failureClassification';
+import { infraFaultPauseMs } from './infraFault';
 import { trackJobProgress } from './jobProgress';
 import { keyFaultPauseMs } from './keyFault';
-import { CLEANUP_WHEN_FOUND_CANCELED_PATCH, KEY_FAULT_PATCH, READ_ONCE_PATCH } from './patches';
+import {
+  CLEANUP_WHEN_FOUND_CANCELED_PATCH,
+  INFRA_FAULT_PATCH,
+  KEY_FAULT_PATCH,
+  READ_ONCE_PATCH,
+} from './patches';
 import { type AttemptRun, polish, readAudio, readImage } from './stages';
 
 export { progressQuery, providerResumedSignal } from './jobProgress';
 export { keyFaultPauseMs } from './keyFault';
 export { STAGE_MEMO_PATCH } from './patches';
 
-/** How one run of an attempt ended: the job's end, the next claim, or a fleet key fault. */
+/**
+ * How one run of an attempt ended: the job's end, the next claim, a fleet key fault, or an
+ * outage of Quire's own infrastructure (D7).
+ */
 type AttemptEnd =
   | { kind: 'final'; result: TranscriptionJobResult }
   | { kind: 'again' }
-  | { kind: 'keyFault' };
+  | { kind: 'keyFault' }
+  | { kind: 'infra' };
 const AGAIN: AttemptEnd = { kind: 'again' };
 const KEY_FAULT: AttemptEnd = { kind: 'keyFault' };
+const INFRA: AttemptEnd = { kind: 'infra' };
+/** D7: how long after an outage a cut-off step is still taken for its aftermath, and how often. */
+const RECOVERY_MS = 120_000;
+const RECOVERY_RERUNS = 6;
+/** D7: how long the database is asked whether a step that timed out a little late finished. */
+const STEP_FINISH_WAIT_MS = 10_000;
+const ENGINE_STEPS = [
+  'segmentPage',
+  'recognizeSegments',
+  'submitAudio',
+  'awaitAudio',
+  'polishSegments',
+] as const;
 
 /**
  * One workflow per transcription job (T1). Temporal decides what runs next: which stage,
@@ -54,9 +92,24 @@ export async function transcriptionJob(
     readOnce: patched(READ_ONCE_PATCH),
     keyFaultReruns: patched(KEY_FAULT_PATCH),
   });
+  // D7, decided in the first workflow task like every patch (docs/design.md).
+  const infraReruns = patched(INFRA_FAULT_PATCH);
+  // D7: when the story last called an engine step (workflow time): for a step that timed out
+  // before the server recorded any heartbeat of it, the earliest its timeout could be due.
+  let engineStepAt = 0;
+  for (const name of ENGINE_STEPS) {
+    const call = steps[name] as (...args: unknown[]) => Promise<unknown>;
+    (steps as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      engineStepAt = Date.now();
+      return call(...args);
+    };
+  }
   const sliceMs = input.recognizeSliceMs ?? JOB_DEFAULTS.recognizeSliceMs;
   let current: AttemptRef | null = null;
   let keyFaults = 0;
+  let infraFaults = 0;
+  let heldAttempt: number | null = null;
+  let lastInfraAt = 0;
 
   try {
     for (;;) {
@@ -64,6 +117,10 @@ export async function transcriptionJob(
       const claimed = await claim();
       if (claimed.state === 'keyFault') {
         await afterKeyFault();
+        continue;
+      }
+      if (claimed.state === 'infra') {
+        await afterInfraFault();
         continue;
       }
       if (claimed.state === 'inactive') {
@@ -82,15 +139,18 @@ export async function transcriptionJob(
         continue;
       }
       current = claimed.ref;
+      heldAttempt = claimed.ref.attemptNumber;
       progress.attemptStarted(claimed.ref);
       const run: AttemptRun = { ...claimed, failures: [] };
       let end = await runAttempt(run, claimed.kind);
-      // D1: the same attempt runs again (same token, nothing charged), from its checkpoints.
-      while (end.kind === 'keyFault') {
-        await afterKeyFault();
+      // D1, D7: the same attempt runs again (same token, nothing charged), from its checkpoints.
+      while (end.kind === 'keyFault' || end.kind === 'infra') {
+        if (end.kind === 'keyFault') await afterKeyFault();
+        else await afterInfraFault();
         end = await runAttempt(run, claimed.kind);
       }
       keyFaults = 0;
+      infraFaults = 0;
       if (end.kind === 'final') return end.result;
       current = null;
     }
@@ -136,9 +196,13 @@ export async function transcriptionJob(
     } catch (error) {
       if (CancellationScope.current().consideredCancelled) throw error;
       if (isKeyFault(error)) return KEY_FAULT;
+      if (infraReruns && isInfrastructureFault(error)) return INFRA;
       const type = failureType(error);
       if (type === STALE_ATTEMPT) return AGAIN;
       if (isFailureClass(type)) return await failed(run, type, error);
+      // D7: a step that finished and saved its work on its worker, whose report an outage lost
+      // (the server timed it out meanwhile), is no crash: the attempt resumes, uncharged.
+      if (infraReruns && (await finishedThoughTimedOut(run.ref, error))) return INFRA;
       // The attempt was interrupted: its worker died (heartbeat timeout) or shut down. The
       // next claim closes it `lease_expired` and resumes from the checkpoints.
       log.warn('attempt interrupted', {
@@ -195,6 +259,7 @@ export async function transcriptionJob(
     } catch (closing) {
       if (CancellationScope.current().consideredCancelled) throw closing;
       if (isKeyFault(closing)) return KEY_FAULT;
+      if (infraReruns && isInfrastructureFault(closing)) return INFRA;
       // The token died while the failure was being recorded (the job was canceled or
       // superseded in the database meanwhile): like every stale path, the next claim
       // finds out what became of the job, and a canceled job gets its cleanup there.
@@ -203,21 +268,69 @@ export async function transcriptionJob(
     }
   }
 
-  /** D1: a claim made by a worker without the installation's key is made again. */
-  async function claim(): Promise<ClaimOutcome | { state: 'keyFault' }> {
+  /** D1: a claim made by a worker without the installation's key is made again; D7 too. */
+  async function claim(): Promise<ClaimOutcome | { state: 'keyFault' } | { state: 'infra' }> {
     try {
-      return await steps.claimAttempt({ jobId: input.jobId, maxAttempts: input.maxAttempts });
+      return await steps.claimAttempt({
+        jobId: input.jobId,
+        maxAttempts: input.maxAttempts,
+        // D7: a running attempt after the one this run held is one whose claim it never heard of.
+        ...(infraReruns ? { knownAttempt: heldAttempt } : {}),
+      });
     } catch (error) {
       if (isKeyFault(error)) return { state: 'keyFault' };
+      if (infraReruns && isInfrastructureFault(error)) return { state: 'infra' };
       throw error;
     }
   }
 
-  /** D1: nothing is charged for a key fault; the pause grows while the faults go on. */
-  async function afterKeyFault() {
-    log.error('attempt token does not open on this worker: fleet key mismatch', {
+  /**
+   * D7: whether a step that timed out was cut off by an outage rather than by its worker's
+   * death: its timeout came long after its last heartbeat (the Temporal server was away), or
+   * it had in fact finished and saved its work (see attempt_steps) and only its report was
+   * lost.
+   */
+  async function finishedThoughTimedOut(ref: AttemptRef, error: unknown): Promise<boolean> {
+    const step = timedOutStep(error);
+    if (step === undefined) return false;
+    // A step cut off while this attempt is still coming back from an outage it met (its
+    // dependencies recovering, heartbeats not yet getting through) is the outage's too; a few
+    // such in a row, and it is charged like any crash.
+    if (infraFaults > 0 && infraFaults < RECOVERY_RERUNS && Date.now() - lastInfraAt < RECOVERY_MS)
+      return true;
+    const lastSeen = step.lastHeartbeatAt ?? engineStepAt;
+    if (timedOutLate(lastSeen, Date.now(), input.heartbeatTimeoutMs)) return true;
+    // A timeout a little late (the server was slow to time it out, or briefly away) may be
+    // of a step whose worker is saving its work right now: the answer waits a few seconds for
+    // it. A dead worker's timeout is on time, and its attempt moves on at once.
+    const suspicious =
+      step.lastHeartbeatAt !== null &&
+      Date.now() - step.lastHeartbeatAt > input.heartbeatTimeoutMs + 2_000;
+    const { finished } = await steps.stepFinished(ref, {
+      runId: workflowInfo().runId,
+      activityId: step.activityId,
+      ...(suspicious ? { waitMs: STEP_FINISH_WAIT_MS } : {}),
+    });
+    return finished;
+  }
+
+  /** D7: nothing is charged for an outage of our own; the pause grows while it lasts. */
+  async function afterInfraFault() {
+    lastInfraAt = Date.now();
+    log.warn('Quire infrastructure unavailable: the attempt runs again, uncharged', {
       jobId: input.jobId,
     });
+    await sleep(infraFaultPauseMs(infraFaults++));
+  }
+
+  /** D1: nothing is charged for a key fault; the pause grows while the faults go on. */
+  async function afterKeyFault() {
+    log.error(
+      'a step ran on a worker configured unlike the fleet (key or blob store): it runs again elsewhere',
+      {
+        jobId: input.jobId,
+      },
+    );
     await sleep(keyFaultPauseMs(keyFaults++));
   }
 

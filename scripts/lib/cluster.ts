@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
+import { parseSettingsText, QUIRE_SETTING_NAMES } from '../../core/config';
 import { migrate } from '../../db/migrate';
 import { WORKFLOWS_PATH } from '../../worker/createWorker';
 import { findOrBuild } from './goBuilds';
@@ -76,21 +77,56 @@ export interface Cluster {
 
 /** KEY=value lines; `#` comments and blank lines skipped. */
 export function readSettingsFile(path: string): Record<string, string> {
-  const settings: Record<string, string> = {};
-  for (const raw of readFileSync(path, 'utf8').split('\n')) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const eq = line.indexOf('=');
-    if (eq > 0) settings[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
-  }
-  return settings;
+  return parseSettingsText(readFileSync(path, 'utf8'));
+}
+
+/**
+ * D9: the settings the topology does not set itself, each handed to every Quire process: its
+ * value from the settings file or the environment of the command, empty (unset) otherwise.
+ * Not among them: what every process of the topology gets from the topology (below, and the
+ * shared file), and what is each process's own (its health file, a settings file to read).
+ */
+const PROCESS_OWN = new Set([
+  'QUIRE_ENV_FILE',
+  'QUIRE_HEALTH_FILE',
+  'QUIRE_BLOB_DIR',
+  'QUIRE_SECRET_KEYS',
+  'QUIRE_SECRET_KEY_FILE',
+]);
+export function passedSettingNames(shared: Record<string, string>): string[] {
+  const topology = new Set(
+    Object.keys(
+      quireTopologyEnv({
+        shared,
+        databaseUrl: '',
+        temporalAddress: '',
+        uiUrl: '',
+        publicUrl: '',
+        secretKey: '',
+        objectStore: { endpoint: '', accessKeyId: '', secretAccessKey: '' },
+        workflowBundle: '',
+      }),
+    ),
+  );
+  return QUIRE_SETTING_NAMES.filter((name) => !topology.has(name) && !PROCESS_OWN.has(name));
 }
 
 /**
  * The environment of every Quire process of the topology, one list for cluster mode and
  * docker-compose.yml (whose `x-quire-env` and `env_file` name exactly these; a test checks).
+ * `settings`: values for the passed settings (D9).
  */
-export function quireProcessEnv(p: {
+export function quireProcessEnv(
+  p: Parameters<typeof quireTopologyEnv>[0] & { settings?: Record<string, string | undefined> },
+): Record<string, string> {
+  const passed = Object.fromEntries(
+    passedSettingNames(p.shared).map((name) => [name, p.settings?.[name] ?? '']),
+  );
+  return { ...passed, ...quireTopologyEnv(p) };
+}
+
+/** What the topology itself sets in every Quire process. */
+function quireTopologyEnv(p: {
   shared: Record<string, string>;
   databaseUrl: string;
   temporalAddress: string;
@@ -279,7 +315,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       }),
       ...options.env,
     };
-    const baseEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' };
+    // D9: each process gets every setting in its environment (scripts/cluster.ts read the
+    // settings file once for all of them), so none reads a settings file of its own.
+    const baseEnv = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      QUIRE_ENV_FILE: '',
+    };
 
     const workers: ManagedProcess[] = [];
     const addWorker = async (env: Record<string, string> = {}) => {

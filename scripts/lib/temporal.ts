@@ -26,9 +26,13 @@ export const SEARCH_ATTRIBUTES = {
  * backlogged task queue fairly across the fairness keys jobs carry (one per workspace); it
  * keeps the backlog in the server's v2 task tables, so it is on from a queue's first task
  * (switching it on over an existing backlog leaves that backlog behind in the old tables).
+ * P8: `matching.useNewMatcher` is the priority-enabled matcher (server 1.29 / CLI 1.5.1; off by
+ * default, implied by fairness): tasks of a lower priority key go first. The same two are in
+ * deploy/temporal/dynamicconfig.yaml for cluster mode and compose.
  */
 export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'matching.enableFairness': true,
+  'matching.useNewMatcher': true,
 };
 
 export function temporalCacheDir(): string {

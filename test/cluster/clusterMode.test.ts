@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
@@ -35,8 +35,20 @@ function alive(pid: number): boolean {
 }
 
 describe('cluster mode (D2)', () => {
-  it('D2 npm run start:cluster starts Temporal on PostgreSQL, the UI, the object store, 3 workers and 2 web replicas with one key; Ctrl-C leaves nothing running', async () => {
+  it('D2 npm run start:cluster starts Temporal on PostgreSQL, the UI, the object store, 3 workers and 2 web replicas with one key; D9 a setting in the settings file reaches every process; Ctrl-C leaves nothing running', async () => {
     const base = await freePortRange(20);
+    // D9: settings only the settings file names (not the command's environment).
+    const settingsFile = join(dir, 'quire-settings.env');
+    writeFileSync(
+      settingsFile,
+      [
+        '# a settings file as a user writes one',
+        'QUIRE_NOTIFY_URL="http://127.0.0.1:9/notify"',
+        'export QUIRE_RECOGNIZE_SLICE_MS=9000',
+        'QUIRE_WEBHOOK_ALLOW_HOSTS=hooks.example.test # allow-list',
+        '',
+      ].join('\n'),
+    );
     let output = '';
     child = spawn(process.execPath, ['scripts/quire.mjs', 'cluster'], {
       cwd: ROOT,
@@ -48,6 +60,7 @@ describe('cluster mode (D2)', () => {
         QUIRE_ENABLE_SIMULATED: '1',
         QUIRE_DEFAULT_PROVIDER: 'simulated',
         QUIRE_SECRET_KEY: '',
+        QUIRE_ENV_FILE: settingsFile,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, as a terminal's foreground job: Ctrl-C reaches the group.
@@ -162,6 +175,23 @@ describe('cluster mode (D2)', () => {
       ),
     );
     expect(keys.size).toBe(1);
+    // D9: every worker and web replica has the settings file's settings.
+    for (const [name, pid] of quirePids) {
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      expect({
+        name,
+        settings: environ
+          .filter((e) => /^QUIRE_(NOTIFY_URL|RECOGNIZE_SLICE_MS|WEBHOOK_ALLOW_HOSTS)=/.test(e))
+          .sort(),
+      }).toEqual({
+        name,
+        settings: [
+          'QUIRE_NOTIFY_URL=http://127.0.0.1:9/notify',
+          'QUIRE_RECOGNIZE_SLICE_MS=9000',
+          'QUIRE_WEBHOOK_ALLOW_HOSTS=hooks.example.test',
+        ],
+      });
+    }
     expect([...keys][0]).toBe(
       `QUIRE_SECRET_KEY=${readFileSync(join(dir, 'secret-key'), 'utf8').trim()}`,
     );

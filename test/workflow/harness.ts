@@ -118,6 +118,7 @@ function succeedingSteps(kind: 'image' | 'audio'): JobSteps {
     pauseProvider: async () => ({ resumeAtMs: null, episode: 1, newEpisode: true }),
     closeAttempt: async () => ({ jobStatus: 'pending' }),
     cancelCleanup: async () => ({ jobStatus: 'canceled' }),
+    stepFinished: async () => ({ finished: false }),
   };
 }
 

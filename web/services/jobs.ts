@@ -54,6 +54,8 @@ export async function rerunJob(principal: Principal, jobId: string): Promise<{ j
     options: job.snapshot.options,
     externalReferenceId: job.externalReferenceId ?? undefined,
     metadata: job.metadata,
+    // P8: a person asked for this page again and waits for it.
+    priority: 'interactive',
   });
   await recordAudit(pool(), workspaceActor(principal), {
     action: 'job.rerun',

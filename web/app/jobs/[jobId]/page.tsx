@@ -211,6 +211,7 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
                   <th scope="col">Error category</th>
                   <th scope="col">Result revision</th>
                   <th scope="col">Segments</th>
+                  <th scope="col">Workers</th>
                 </tr>
               </thead>
               <tbody>
@@ -240,6 +241,16 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
                     <td data-label="Result revision">{a.resultRevision ?? '–'}</td>
                     <td data-label="Segments">
                       {a.completedSegments} / {a.failedSegments} / {a.totalSegments ?? '–'}
+                    </td>
+                    {/* D9: who ran the engine steps; before any finished, who claimed it. */}
+                    <td data-label="Workers" data-workers={a.stepWorkers.join(' ')}>
+                      {a.stepWorkers.length > 0 ? (
+                        a.stepWorkers.join(', ')
+                      ) : (
+                        <span className="muted" title="claimed by">
+                          {a.owner}
+                        </span>
+                      )}
                     </td>
                   </tr>
                 ))}

@@ -1,0 +1,216 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { QuireClient } from '../../client';
+import { parseConfig } from '../../core/config';
+import { createPage, prepareItem } from '../../db/ingest';
+import { createJobStore } from '../../db/jobStore';
+import type { Pool } from '../../db/pool';
+import { withTransaction } from '../../db/pool';
+import { median, round, startBenchStack } from '../lib/stack';
+
+/**
+ * bench/priority (P8): one page a person waits for (`priority: 'interactive'`), submitted while
+ * BENCH_BACKLOG bulk pages of the same workspace are queued, against the same kind of page on
+ * the idle stack, in the same run; beside it, a bulk page submitted at the same moment, the
+ * previous behaviour's figure. Same workspace throughout, so fairness (M5) does not help the
+ * person's page: only the priority key does. Target: at most 2x the idle page.
+ * Env: BENCH_BACKLOG (2000), BENCH_LINES (4), BENCH_LATENCY_MS (50), BENCH_SLOTS (8),
+ * BENCH_RUNS (3). Prints one JSON object.
+ */
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 2000);
+const lines = Number(process.env.BENCH_LINES ?? 4);
+const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 50);
+const slots = Number(process.env.BENCH_SLOTS ?? 8);
+const runs = Number(process.env.BENCH_RUNS ?? 3);
+const SECRET = 'p'.repeat(64);
+
+const stack = await startBenchStack(20);
+const clientConnection = await Connection.connect({ address: stack.temporalAddress });
+const temporal = new Client({ connection: clientConnection });
+
+async function workspace(pool: Pool, name: string): Promise<number> {
+  const { rows } = await pool.query('INSERT INTO workspaces (name) VALUES ($1) RETURNING id', [
+    name,
+  ]);
+  return rows[0].id;
+}
+
+async function pages(workspaceId: number, count: number): Promise<number[]> {
+  return withTransaction(stack.pool, async (tx) => {
+    let position = await prepareItem(tx, workspaceId, 'bench');
+    const ids: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const page = await createPage(
+        tx,
+        { workspaceId, itemId: 'bench', position: position++, kind: 'image' },
+        'http://bench',
+      );
+      ids.push(page.pageId);
+    }
+    return ids;
+  });
+}
+
+async function spawnWorker(taskQueue: string): Promise<ChildProcess> {
+  const health = join(tmpdir(), `quire-bench-prio-${process.pid}-${taskQueue}.json`);
+  rmSync(health, { force: true });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.databaseUrl,
+      DATABASE_POOL_SIZE: String(slots + 5),
+      TEMPORAL_ADDRESS: stack.temporalAddress,
+      QUIRE_TASK_QUEUE: taskQueue,
+      QUIRE_MAINTENANCE_TASK_QUEUE: `${taskQueue}-maintenance`,
+      QUIRE_SECRET_KEY: SECRET,
+      QUIRE_ENABLE_SIMULATED: '1',
+      WORKER_CONCURRENCY: String(slots),
+      QUIRE_HEALTH_FILE: health,
+      QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
+      LOG_LEVEL: 'warn',
+    },
+    stdio: 'ignore',
+  });
+  const deadline = Date.now() + 120_000;
+  while (!existsSync(health)) {
+    if (Date.now() > deadline) throw new Error('the worker did not become healthy');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return child;
+}
+
+/** Starts jobs for the pages, a few at a time, in page order. */
+async function submit(
+  client: QuireClient,
+  workspaceId: number,
+  pageIds: number[],
+  priority?: 'interactive',
+) {
+  const jobs: Array<{ jobId: string; workflowId: string }> = [];
+  const width = 16;
+  for (let i = 0; i < pageIds.length; i += width) {
+    const started = await Promise.all(
+      pageIds.slice(i, i + width).map((pageId) =>
+        client.startJob({
+          workspaceId,
+          pageId,
+          options: { simulated: { lines, latencyMs } },
+          ...(priority ? { priority } : {}),
+        }),
+      ),
+    );
+    jobs.push(...started);
+  }
+  return jobs;
+}
+
+/** Seconds from each job's creation to its commit. */
+async function submitToCommit(jobIds: string[]): Promise<number[]> {
+  const { rows } = await stack.pool.query(
+    `SELECT extract(epoch FROM ended_at - created_at)::float AS s FROM transcription_jobs
+      WHERE id = ANY($1) AND status = 'completed'`,
+    [jobIds],
+  );
+  if (rows.length !== jobIds.length) throw new Error('not every job completed');
+  return rows.map((r) => Number(r.s));
+}
+
+async function oneRun(run: number) {
+  const taskQueue = `bench-priority-${run}`;
+  const config = parseConfig({
+    QUIRE_TASK_QUEUE: taskQueue,
+    QUIRE_DEFAULT_PROVIDER: 'simulated',
+    QUIRE_ENABLE_SIMULATED: '1',
+    QUIRE_SECRET_KEY: SECRET,
+    DATABASE_URL: stack.databaseUrl,
+  });
+  const client = QuireClient.fromConfig(config, temporal, createJobStore(stack.pool));
+  const worker = await spawnWorker(taskQueue);
+  try {
+    const ws = await workspace(stack.pool, `priority-${run}`);
+    const settle = (jobs: Array<{ workflowId: string }>) =>
+      Promise.all(jobs.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
+
+    // The person's page on the idle stack.
+    const alone = await submit(client, ws, await pages(ws, 1), 'interactive');
+    await settle(alone);
+    const [aloneSeconds] = await submitToCommit(alone.map((j) => j.jobId));
+
+    // The backlog, then the person's page and a bulk page at the same moment.
+    const backlogStart = Date.now();
+    await submit(client, ws, await pages(ws, BACKLOG));
+    const backlogSubmitSeconds = (Date.now() - backlogStart) / 1000;
+    const [personPage, bulkPage] = await pages(ws, 2);
+    const [person, bulk] = await Promise.all([
+      submit(client, ws, [personPage!], 'interactive'),
+      submit(client, ws, [bulkPage!]),
+    ]);
+    await settle(person!);
+    const [behindSeconds] = await submitToCommit(person!.map((j) => j.jobId));
+    const { rows } = await stack.pool.query(
+      `SELECT count(*) FILTER (WHERE status = 'completed')::int AS done,
+              count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS waiting
+         FROM transcription_jobs WHERE workspace_id = $1`,
+      [ws],
+    );
+    // The bulk page sent with it waits behind the backlog; its wait is bounded here, not run
+    // to the end (that is the whole backlog's time).
+    const bulkDone = await Promise.race([
+      // Left waiting when the race is lost; its connection closes with the run.
+      settle(bulk!).then(
+        () => true,
+        () => false,
+      ),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000)),
+    ]);
+    return {
+      aloneSeconds: aloneSeconds!,
+      behindSeconds: behindSeconds!,
+      ratio: behindSeconds! / aloneSeconds!,
+      backlogSubmitSeconds,
+      backlogCommittedWhenPersonDone: rows[0].done as number,
+      backlogWaitingWhenPersonDone: rows[0].waiting as number,
+      bulkPageDoneWithin20sAfter: bulkDone,
+    };
+  } finally {
+    // The backlog stays on this run's queue, which no worker polls again.
+    await new Promise((resolve) => {
+      worker.once('exit', resolve);
+      worker.kill('SIGKILL');
+    });
+  }
+}
+
+const samples = [];
+for (let run = 0; run < runs; run++) {
+  const sample = await oneRun(run);
+  samples.push(sample);
+  process.stderr.write(`${JSON.stringify({ run, ...sample })}\n`);
+}
+await clientConnection.close();
+await stack.close();
+
+const report = {
+  bench: 'priority',
+  requirement: 'P8',
+  backlogPages: BACKLOG,
+  lines,
+  latencyMs,
+  workerSlots: slots,
+  runs,
+  target: "the person's page submit-to-commit behind the backlog <= 2x the same page idle",
+  aloneSecondsMedian: round(median(samples.map((s) => s.aloneSeconds)), 2),
+  behindBacklogSecondsMedian: round(median(samples.map((s) => s.behindSeconds)), 2),
+  ratioMedian: round(median(samples.map((s) => s.ratio)), 2),
+  samples: samples.map((s) => ({
+    ...s,
+    aloneSeconds: round(s.aloneSeconds, 2),
+    behindSeconds: round(s.behindSeconds, 2),
+    ratio: round(s.ratio, 2),
+    backlogSubmitSeconds: round(s.backlogSubmitSeconds, 1),
+  })),
+};
+process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -1,0 +1,235 @@
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BlobStore } from '../../blobs';
+import { canonicalKeyFor, newUploadId, temporaryKeyFor } from '../../blobs';
+import { createBlobStore } from '../../blobs/fromConfig';
+import { insertBlob, lockBlobForReference } from '../../db/blobs';
+import { createPage, prepareItem } from '../../db/ingest';
+import { type Pool, withTransaction } from '../../db/pool';
+import { createQuireClient } from '../../worker/createWorker';
+import { startTestCluster, type TestCluster } from '../support/cluster';
+import { frakturLines, imageDimensions } from '../support/fixtures';
+import { png } from '../support/uploadFixtures';
+import { eventually } from '../support/wait';
+
+/**
+ * D7 outage drills on the production topology (D2): three workers, two web replicas, the
+ * Temporal server on the cluster's PostgreSQL, the object server, real OCR (tesseract on the
+ * 20 real Fraktur line scans). PostgreSQL (Quire's and the Temporal server's own) is stopped for
+ * a managed database's failover, 120 s, and the object store for 60 s, mid-batch; the verdict
+ * is D3's (each job committed once, the auditor clean, deliveries done) and D7's: no attempt
+ * charged, each page's read paid for once. The heartbeat timeout is the default a deployment
+ * runs with (15 s), not the drills' 3 s: with 3 s, the seconds a Temporal server takes to come
+ * back from its own database's outage are themselves longer than a heartbeat timeout.
+ * Shorter outages with QUIRE_DRILL_PG_OUTAGE_MS / QUIRE_DRILL_D7_STORE_OUTAGE_MS.
+ */
+const PG_OUTAGE_MS = Number(process.env.QUIRE_DRILL_PG_OUTAGE_MS ?? 120_000);
+const D7_STORE_OUTAGE_MS = Number(process.env.QUIRE_DRILL_D7_STORE_OUTAGE_MS ?? 60_000);
+let t: TestCluster;
+
+beforeAll(async () => {
+  t = await startTestCluster({ env: { QUIRE_HEARTBEAT_TIMEOUT_MS: '15000' } });
+}, 900_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+/** Seconds from `faultAt` until a job of the batch commits (D3 recovery, reported). */
+async function recoverySeconds(pool: Pool, jobIds: string[], faultAt: Date): Promise<number> {
+  await eventually(
+    async () => {
+      const { rows } = await pool.query(
+        `SELECT 1 FROM transcription_jobs WHERE id = ANY($1) AND status = 'completed' AND ended_at > $2 LIMIT 1`,
+        [jobIds, faultAt],
+      );
+      return rows.length > 0 ? true : undefined;
+    },
+    180_000,
+    100,
+  );
+  return (Date.now() - faultAt.getTime()) / 1000;
+}
+
+/** An image page whose bytes are in the object store, as an upload leaves it. */
+async function storedImagePage(
+  t: TestCluster,
+  store: BlobStore,
+  workspaceId: number,
+  n: number,
+  image: { bytes: Buffer; mediaType: string; width: number; height: number } = {
+    bytes: png(20 + n, 20),
+    mediaType: 'image/png',
+    width: 20 + n,
+    height: 20,
+  },
+): Promise<number> {
+  const { bytes } = image;
+  const uploadId = newUploadId();
+  const temp = temporaryKeyFor(workspaceId, uploadId);
+  async function* once() {
+    yield bytes;
+  }
+  const { sha256, size } = await store.writeTemporary(temp, once());
+  const key = canonicalKeyFor(workspaceId, sha256, uploadId);
+  await store.promote(temp, key);
+  await insertBlob(t.pool, {
+    key,
+    workspaceId,
+    sha256hex: sha256,
+    sizeBytes: size,
+    mediaType: image.mediaType,
+  });
+  return withTransaction(t.pool, async (tx) => {
+    const position = await prepareItem(tx, workspaceId, 'stored', {
+      title: null,
+      externalReferenceId: null,
+      metadata: {},
+    });
+    await lockBlobForReference(tx, workspaceId, key);
+    const page = await createPage(
+      tx,
+      {
+        workspaceId,
+        itemId: 'stored',
+        position,
+        kind: 'image',
+        blobKey: key,
+        mediaType: image.mediaType,
+        width: image.width,
+        height: image.height,
+        durationMs: null,
+      },
+      'http://quire.test',
+    );
+    return page.pageId;
+  });
+}
+
+/** D7: the real Fraktur line scans as stored pages, one real-OCR job each (tesseract). */
+async function realOcrBatch(t: TestCluster, workspaceId: number): Promise<string[]> {
+  const store = createBlobStore(t.config);
+  const client = createQuireClient(t.config, t.temporal, t.pool, ['simulated', 'tesseract']);
+  const jobIds: string[] = [];
+  let n = 0;
+  for (const line of await frakturLines()) {
+    const { width, height } = await imageDimensions(line.image);
+    const bytes = await readFile(line.image);
+    const pageId = await storedImagePage(t, store, workspaceId, n++, {
+      bytes,
+      mediaType: 'image/tiff',
+      width,
+      height,
+    });
+    const job = await client.startJob({ workspaceId, pageId, provider: 'tesseract' });
+    jobIds.push(job.jobId);
+  }
+  return jobIds;
+}
+
+let faultAtIso = '';
+const faultAtOf = () => faultAtIso;
+
+/** D7's verdict beside D3's: no attempt charged, each page's read paid for (saved) once. */
+async function nothingChargedReadOnce(t: TestCluster, jobIds: string[]): Promise<void> {
+  const charged = await t.pool.query(
+    `SELECT job_id, attempt_number, outcome, error_category FROM transcription_job_attempts
+      WHERE job_id = ANY($1) AND outcome <> 'completed' AND NOT refunded`,
+    [jobIds],
+  );
+  // What the workflow heard of each charged attempt, printed for the drill's reader.
+  for (const row of charged.rows) {
+    const history = await t.temporal.workflow
+      .getHandle(`transcription-job-${row.job_id}`)
+      .fetchHistory();
+    const failures = (history.events ?? []).map((e) => {
+      const failure =
+        e.activityTaskFailedEventAttributes?.failure ??
+        e.activityTaskTimedOutEventAttributes?.failure;
+      const beat = failure?.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0]?.data;
+      const at = e.eventTime?.seconds ? Number(e.eventTime.seconds) * 1000 : 0;
+      return [
+        e.eventId,
+        e.eventType,
+        new Date(at).toISOString(),
+        failure?.message ?? '',
+        beat ? Buffer.from(beat).toString() : '',
+      ].join(' ');
+    });
+    process.stdout.write(`${JSON.stringify({ charged: row, faultAt: faultAtOf(), failures })}\n`);
+  }
+  expect(charged.rows).toEqual([]);
+  const reads = await t.pool.query(
+    `SELECT j.id, count(c.*)::int AS n FROM transcription_jobs j
+       LEFT JOIN provider_calls c ON c.job_id = j.id AND c.operation = 'read'
+      WHERE j.id = ANY($1) GROUP BY j.id HAVING count(c.*) <> 1`,
+    [jobIds],
+  );
+  expect(reads.rows).toEqual([]);
+}
+
+function report(drill: string, figures: Record<string, number>): void {
+  process.stdout.write(`${JSON.stringify({ drill, ...figures })}\n`);
+}
+
+describe('outages of Quire infrastructure on the production topology (D7)', () => {
+  it('D7 PostgreSQL stopped for 120 s during a real-OCR batch: no attempt charged, no page read twice, every job completes once', async () => {
+    const { workspaceId } = await t.workspace();
+    const jobIds = await realOcrBatch(t, workspaceId);
+    // Mid-batch: pages being read (recoverySeconds below proves the outage met some of them).
+    await eventually(
+      async () => {
+        const { rows } = await t.pool.query(
+          `SELECT 1 FROM transcription_job_attempts WHERE job_id = ANY($1) AND outcome = 'running' LIMIT 1`,
+          [jobIds],
+        );
+        return rows.length > 0 ? true : undefined;
+      },
+      180_000,
+      100,
+    );
+    const faultAt = new Date();
+    faultAtIso = faultAt.toISOString();
+    t.cluster.postgres.stop('immediate');
+    await new Promise((resolve) => setTimeout(resolve, PG_OUTAGE_MS));
+    t.cluster.postgres.start();
+    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
+    await t.untilCompleted(workspaceId, jobIds, 300_000);
+    report('postgres-outage-real-ocr', {
+      recoverySeconds: recovered,
+      outageMs: PG_OUTAGE_MS,
+      jobs: jobIds.length,
+    });
+    await t.verify(workspaceId, jobIds);
+    await nothingChargedReadOnce(t, jobIds);
+    for (const worker of t.cluster.workers) expect(worker.running()).toBe(true);
+  }, 900_000);
+
+  it('D7 the object store stopped for 60 s during a real-OCR batch: no attempt charged, no page read twice, every job completes once', async () => {
+    const { workspaceId } = await t.workspace();
+    const jobIds = await realOcrBatch(t, workspaceId);
+    await eventually(
+      async () => {
+        const { rows } = await t.pool.query(
+          `SELECT 1 FROM transcription_jobs WHERE id = ANY($1) AND status = 'completed' LIMIT 1`,
+          [jobIds],
+        );
+        return rows.length > 0 ? true : undefined;
+      },
+      180_000,
+      100,
+    );
+    const faultAt = new Date();
+    await t.cluster.objectServer.kill('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, D7_STORE_OUTAGE_MS));
+    await t.cluster.objectServer.start();
+    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
+    await t.untilCompleted(workspaceId, jobIds, 300_000);
+    report('object-store-outage-real-ocr', {
+      recoverySeconds: recovered,
+      outageMs: D7_STORE_OUTAGE_MS,
+      jobs: jobIds.length,
+    });
+    await t.verify(workspaceId, jobIds);
+    await nothingChargedReadOnce(t, jobIds);
+  }, 600_000);
+});
