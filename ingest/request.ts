@@ -34,6 +34,8 @@ export interface IngestRequestFields {
   metadata: Record<string, unknown>;
   provider: string | null;
   mode: 'single' | 'perFile';
+  /** I5: start engine jobs for PDF pages whose text layer was imported, too. */
+  transcribeTextLayer: boolean;
 }
 
 /** A refused request: a stable `code`, and the index of the file it is about when it is about one. */
@@ -58,6 +60,7 @@ const TEXT_FIELDS = new Set([
   'metadata',
   'provider',
   'mode',
+  'transcribeTextLayer',
 ]);
 const ID_PATTERN = /^[A-Za-z0-9._:~-]{1,200}$/;
 
@@ -69,6 +72,7 @@ export function emptyFields(request: Request): IngestRequestFields {
     metadata: {},
     provider: null,
     mode: 'single',
+    transcribeTextLayer: false,
   };
 }
 
@@ -117,6 +121,16 @@ export function applyField(
         );
       }
       fields.mode = value;
+      return;
+    case 'transcribeTextLayer':
+      if (value !== 'true' && value !== 'false') {
+        throw new IngestError(
+          'invalid_field',
+          'invalid',
+          'transcribeTextLayer must be true or false',
+        );
+      }
+      fields.transcribeTextLayer = value === 'true';
       return;
     case 'metadata': {
       if (Buffer.byteLength(value) > limits.maxMetadataBytes) {

@@ -9,7 +9,8 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { Box, Segment } from '../annotation';
 import { DomainError, type ErrorKind } from '../errors';
 
-export type TranscriptFormat = 'page' | 'alto';
+/** I3 PAGE and ALTO, I6 hOCR; I5 `pdf` is a PDF's own text layer (core/interchange/pdfText.ts). */
+export type TranscriptFormat = 'page' | 'alto' | 'hocr' | 'pdf';
 
 export interface ImportedTranscript {
   format: TranscriptFormat;
