@@ -1,7 +1,7 @@
 import { UnsupportedExportError } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
 import { ApiError, pathId, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
-import { pageEtag, pageExportResponse } from '@quire/web/lib/pageHttp';
+import { pageEtag, pageExportResponse, pageProvenance } from '@quire/web/lib/pageHttp';
 import { exportQuery } from '@quire/web/lib/schemas';
 import { searchablePdfResponse } from '@quire/web/lib/searchablePdf';
 import { pool } from '@quire/web/lib/server';
@@ -31,7 +31,9 @@ export async function GET(request: Request, context: RouteContext<Params>) {
       });
     }
     try {
-      return pageExportResponse(page, format);
+      const provenance =
+        format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
+      return pageExportResponse(page, format, provenance);
     } catch (error) {
       if (error instanceof UnsupportedExportError)
         throw new ApiError(422, 'unsupported_format', error.message);
