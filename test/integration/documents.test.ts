@@ -309,6 +309,17 @@ describe('I5 limits (U4): refused with a stable code, nothing stored', () => {
     expect(before).toMatchObject({ blobs: 0, pages: 0, files: 0 });
   });
 
+  it("I5 rendered pages count against the workspace's quota: a PDF whose pages exceed it is refused and stores nothing", async () => {
+    // The PDF itself fits; its first rendered page (about 0.9 MB of PNG) does not.
+    await db.pool.query('UPDATE workspaces SET quota_bytes = $2 WHERE id = $1', [
+      ws,
+      ocrPdf.length + 200_000,
+    ]);
+    const refused = await refusal([file(ocrPdf, 'manifesto.pdf')]);
+    expect(refused.body.error.code).toBe('quota_exceeded');
+    expect(await counts()).toMatchObject({ blobs: 0, cleanups: 0, pages: 0, items: 0, files: 0 });
+  });
+
   it('I5 a refusal after good files stores none of them either', async () => {
     const refused = await refusal([file(imageOnlyPdf, 'scan.pdf'), file(ocrPdf, 'manifesto.pdf')], {
       limits: { maxPagesPerFile: 1 },
