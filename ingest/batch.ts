@@ -440,6 +440,16 @@ export async function ingestBatch(
     frames = 0,
   ): Promise<StoredFile[]> {
     documentSources.push(upload.cleanupId);
+    // The pages of every document of the request are written in its one transaction: bounded.
+    const room = Math.max(0, limits.maxPagesPerRequest - stored.length);
+    if (format === 'tiff' && frames > room) {
+      throw new IngestError(
+        'too_many_pages',
+        'too_large',
+        `a request makes at most ${limits.maxPagesPerRequest} pages`,
+        index,
+      );
+    }
     const pages: StoredFile[] = [];
     const storePage: StorePage = async (image, page) => {
       const written = await writeUpload(index, image, limits.maxFileBytes, false);
@@ -457,7 +467,12 @@ export async function ingestBatch(
         await ingestTiffFrames(local.path, frames, storePage);
         return pages;
       }
-      const document = await ingestPdf(local.path, limits, { dpi: deps.pdfDpi ?? 300 }, storePage);
+      const document = await ingestPdf(
+        local.path,
+        { ...limits, maxPagesPerFile: Math.min(limits.maxPagesPerFile, room) },
+        { dpi: deps.pdfDpi ?? 300 },
+        storePage,
+      );
       for (const entry of document.pages) {
         const file = pages.find((p) => p.page === entry.page);
         if (file && entry.textLayer) {

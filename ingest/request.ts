@@ -17,6 +17,8 @@ export interface IngestLimits extends MediaLimits, TranscriptLimits {
   maxRequestBytes: number;
   /** Bytes of the `metadata` JSON field. */
   maxMetadataBytes: number;
+  /** I5: pages one request may make of its PDFs and multi-page TIFFs together. */
+  maxPagesPerRequest: number;
 }
 
 export const DEFAULT_INGEST_LIMITS: IngestLimits = {
@@ -25,6 +27,7 @@ export const DEFAULT_INGEST_LIMITS: IngestLimits = {
   maxFiles: 500,
   maxRequestBytes: 2 * 1024 * 1024 * 1024,
   maxMetadataBytes: 16 * 1024,
+  maxPagesPerRequest: 5000,
 };
 
 export interface IngestRequestFields {

@@ -263,6 +263,20 @@ describe('I5 limits (U4): refused with a stable code, nothing stored', () => {
       413,
     ],
     [
+      'a PDF whose pages would take the request past maxPagesPerRequest',
+      () => [file(multiTiff, 'lines.tif'), file(ocrPdf, 'manifesto.pdf')],
+      { limits: { maxPagesPerRequest: 4 } },
+      'too_many_pages',
+      413,
+    ],
+    [
+      'a TIFF whose frames would take the request past maxPagesPerRequest',
+      () => [file(ocrPdf, 'manifesto.pdf'), file(multiTiff, 'lines.tif')],
+      { limits: { maxPagesPerRequest: 4 } },
+      'too_many_pages',
+      413,
+    ],
+    [
       'a PDF page above the pixel limit at the rendering resolution',
       () => [file(ocrPdf, 'manifesto.pdf')],
       { limits: { maxPixels: 2745 * 4445 - 1 } },
