@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,8 +13,8 @@ import { checkImageLimits, type MediaLimits, MediaRejection } from '../core/medi
  * The upload is already on disk (ingest/batch.ts); here it is opened with maintained tools,
  * one page at a time, so memory stays flat however many pages the file has:
  * - PDF: poppler's `pdfinfo` gives the page count and sizes, which are checked against the
- *   limits before any page is rendered; `pdftoppm` renders each page to PNG at the configured
- *   resolution (streamed into the blob store), and `pdftotext -raw -bbox` reads its text
+ *   limits before any page is rendered; `pdftoppm` renders each page to a PNG file at the configured
+ *   resolution (then streamed into the blob store), and `pdftotext -raw -bbox` reads its text
  *   layer, whose lines (boxes scaled to the rendered pixels) become the page's imported
  *   revision.
  * - TIFF: libtiff's `tiffcp` copies each frame, bytes unchanged, into a TIFF of its own (the
@@ -61,8 +61,16 @@ function run(
       args,
       { timeout: timeoutMs, maxBuffer: TOOL_OUTPUT_BYTES, encoding: 'utf8' },
       (error, stdout) => {
-        if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-          reject(new Error(`${command} is not installed (poppler-utils, libtiff-tools)`));
+        // An errno (ENOENT, EAGAIN) means the tool never ran: the server's failure, not the file's.
+        const errno = (error as NodeJS.ErrnoException | null)?.code;
+        if (typeof errno === 'string') {
+          reject(
+            new Error(
+              errno === 'ENOENT'
+                ? `${command} is not installed (poppler-utils, libtiff-tools)`
+                : `${command} could not run: ${errno}`,
+            ),
+          );
           return;
         }
         resolve({ stdout, ok: !error });
@@ -131,27 +139,32 @@ async function renderPage(
   timeoutMs: number,
   storePage: StorePage,
 ): Promise<{ width: number; height: number }> {
-  const child = spawn(
-    'pdftoppm',
-    ['-f', String(page), '-l', String(page), '-r', String(dpi), '-png', file],
-    { stdio: ['ignore', 'pipe', 'ignore'], timeout: timeoutMs },
-  );
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve(code));
-  });
-  exited.catch(() => {});
-  let stored: { width: number; height: number };
+  // Rendered to a file first: the page's bytes are complete (or the renderer failed) before
+  // any of them is stored, and a slow store never holds the renderer's pipe.
+  const dir = await mkdtemp(path.join(tmpdir(), 'quire-page-'));
   try {
-    stored = await storePage(child.stdout, page);
-  } catch (error) {
-    child.kill('SIGKILL');
-    await exited.catch(() => {});
-    throw error;
+    const root = path.join(dir, 'page');
+    const rendered = await run(
+      'pdftoppm',
+      [
+        '-f',
+        String(page),
+        '-l',
+        String(page),
+        '-r',
+        String(dpi),
+        '-png',
+        '-singlefile',
+        file,
+        root,
+      ],
+      timeoutMs,
+    );
+    if (!rendered.ok) throw malformed(`PDF's page ${page}`);
+    return await storePage(createReadStream(`${root}.png`), page);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
-  const code = await exited.catch(() => -1);
-  if (code !== 0) throw malformed(`PDF's page ${page}`);
-  return stored;
 }
 
 /** Copies each frame of a multi-page TIFF into a TIFF of its own and stores it, in order. */
