@@ -1,4 +1,5 @@
 import { processCleanup } from '../blobs/cleanup';
+import { makePageDerivative } from '../blobs/derivatives';
 import { type BlobStore, STALE_TEMPORARY_AGE_MS } from '../blobs/store';
 import type { QuireClient } from '../client';
 import type { CallContext, TranscriptionProvider } from '../core/provider';
@@ -9,6 +10,7 @@ import {
   scheduleBlobDeletion,
   unreferencedBlobs,
 } from '../db/blobs';
+import { pagesNeedingDerivative } from '../db/derivatives';
 import {
   engineJobsHeldByActiveJobs,
   listStrandedEngineJobs,
@@ -32,6 +34,8 @@ export interface MaintenanceDeps {
   /** J6: the typed client starts the jobs it recorded but never started. */
   client: Pick<QuireClient, 'reconcile' | 'reconcileLostWorkflows'>;
   eventRetentionDays: number;
+  /** U2: the installation's quota from configuration (the settings row overrides it). */
+  globalQuotaBytes?: number | null;
 }
 
 export function createMaintenanceActivities(deps: MaintenanceDeps) {
@@ -53,6 +57,16 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     },
     async sweepOrphans(): Promise<Record<string, number>> {
       return { ...(await sweepOrphans({ pool, blobStore })) };
+    },
+    /** I4: pyramidal derivatives for image pages that have none. */
+    async buildImageDerivatives(): Promise<Record<string, number>> {
+      return {
+        ...(await buildImageDerivatives({
+          pool,
+          blobStore,
+          globalQuotaBytes: deps.globalQuotaBytes ?? null,
+        })),
+      };
     },
     async sweepStrandedEngineJobs(): Promise<Record<string, unknown>> {
       return { ...(await sweepStrandedEngineJobs({ pool, providers: deps.providers })) };
@@ -162,6 +176,60 @@ export async function sweepOrphans(options: {
   }
   if (chunk.length > 0) await flush();
   return { removedTemporaries: removed, scheduledBlobs: orphans.length, removedObjects };
+}
+
+// --- I4: image derivatives -------------------------------------------------------------
+// Each image page gets its pyramidal derivative once, after ingest. The Image API answers from
+// the master until it exists. A page whose try failed is left for `retryAfterMs` (a full
+// quota may be raised); one whose master does not decode is never tried again.
+
+export interface DerivativeReport {
+  made: number;
+  failed: number;
+  /** Megapixels of the pages made, and the time their pyramids took to build. */
+  megapixels: number;
+  buildMs: number;
+}
+
+export async function buildImageDerivatives(options: {
+  pool: Pool;
+  blobStore: BlobStore;
+  globalQuotaBytes?: number | null;
+  now?: () => Date;
+  /** Pages per run; the rest wait for the next run. */
+  limit?: number;
+  /** Stop taking new pages after this long, well inside the activity's timeout. */
+  budgetMs?: number;
+  retryAfterMs?: number;
+}): Promise<DerivativeReport> {
+  const now = options.now ?? (() => new Date());
+  const started = Date.now();
+  const budgetMs = options.budgetMs ?? 4 * 60_000;
+  const retryBefore = new Date(now().getTime() - (options.retryAfterMs ?? 60 * 60_000));
+  const report: DerivativeReport = { made: 0, failed: 0, megapixels: 0, buildMs: 0 };
+  const pages = await pagesNeedingDerivative(options.pool, retryBefore, options.limit ?? 50);
+  for (const page of pages) {
+    if (Date.now() - started > budgetMs) break;
+    const outcome = await makePageDerivative(
+      {
+        pool: options.pool,
+        blobStore: options.blobStore,
+        globalQuotaBytes: options.globalQuotaBytes,
+        now,
+      },
+      page,
+    );
+    if (outcome.kind === 'made') {
+      report.made++;
+      report.megapixels += outcome.megapixels;
+      report.buildMs += outcome.buildMs;
+    } else {
+      report.failed++;
+    }
+  }
+  report.megapixels = Math.round(report.megapixels * 1000) / 1000;
+  report.buildMs = Math.round(report.buildMs);
+  return report;
 }
 
 // --- O3: the stranded engine-job sweep --------------------------------------------------

@@ -115,8 +115,3 @@ export function segmentsOf(page: AnnotationPage): Segment[] {
   }
   return segments.sort((a, b) => a.index - b.index);
 }
-
-/** The plain text of a page, one segment per line: the source of the full-text index. */
-export function plainText(segments: readonly Segment[]): string {
-  return segments.map((s) => s.text).join('\n');
-}

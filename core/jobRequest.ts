@@ -6,8 +6,10 @@ import { z } from 'zod';
  */
 export const jsonObject = z.record(z.string(), z.unknown());
 
+/** BCP 47: at most 35 characters in practice (RFC 5646 §4.4.1), which bounds what is stored. */
 export const languageTag = z
   .string()
+  .max(35)
   .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'a BCP 47 language tag such as en or de-DE');
 
 export const jobRequestFields = {

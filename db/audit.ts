@@ -79,6 +79,13 @@ const CHECKS: Array<{ name: string; sql: string }> = [
               OR NOT EXISTS (SELECT 1 FROM page_revisions r WHERE r.page_id = p.id AND r.revision = 0))`,
   },
   {
+    name: 'I4 a page derivative is a live blob of its own workspace, on a live image page',
+    sql: `SELECT p.id::text AS subject FROM pages p LEFT JOIN blobs b ON b.key = p.derivative_key
+           WHERE p.derivative_key IS NOT NULL
+             AND (p.deleted_at IS NOT NULL OR p.kind <> 'image' OR b.key IS NULL
+                  OR b.workspace_id <> p.workspace_id OR b.deleted_at IS NOT NULL)`,
+  },
+  {
     name: 'J1 the page holds the AnnotationPage of its current revision',
     sql: `SELECT p.id::text AS subject FROM pages p JOIN page_revisions r ON r.page_id = p.id AND r.revision = p.revision
            WHERE r.annotation_page <> p.annotation_page`,

@@ -419,9 +419,11 @@ export async function fenceCleanup(
     if (blob.rowCount === 1) {
       // The row lock above waited for any reference creator holding a share lock, so a
       // reference committed before now is visible to this check.
-      const referenced = await client.query('SELECT 1 FROM pages WHERE blob_key = $1 LIMIT 1', [
-        row.blob_key,
-      ]);
+      // A page references a blob as its master or as its pyramidal derivative (I4).
+      const referenced = await client.query(
+        'SELECT 1 FROM pages WHERE blob_key = $1 OR derivative_key = $1 LIMIT 1',
+        [row.blob_key],
+      );
       if (referenced.rowCount !== 0) {
         await client.query(
           `UPDATE blob_cleanups SET status = 'retired', updated_at = now() WHERE id = $1`,
@@ -521,6 +523,7 @@ export async function unreferencedBlobs(
     `SELECT b.key, b.workspace_id FROM blobs b
       WHERE b.deleted_at IS NULL AND b.created_at < $1
         AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.blob_key = b.key)
+        AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.derivative_key = b.key)
         AND NOT EXISTS (SELECT 1 FROM blob_cleanups c WHERE c.blob_key = b.key AND c.status IN ${PENDING_CLEANUP_LIST})
       ORDER BY b.created_at LIMIT $2`,
     [olderThan, limit],

@@ -1,5 +1,6 @@
-import { buildAnnotationPage, plainText, type Segment } from '../core/annotation';
+import { buildAnnotationPage, type Segment } from '../core/annotation';
 import type { EngineIdentity } from '../core/provider';
+import { assertLinesAccepted, assertPageTextFits, searchTextOf } from '../core/text';
 import type { PoolClient } from './pool';
 
 /**
@@ -74,6 +75,12 @@ export async function commitRevision(
       ])
     ).rows[0]?.canvas_uri;
   if (canvasUri === undefined) throw new Error(`page ${write.pageId} not found`);
+  // R6: what a person or a file brings must fit the search index and hold storable text; an
+  // engine's reading is never refused (its search text is bounded instead, searchTextOf).
+  if (write.provenance.source === 'human' || write.provenance.source === 'import') {
+    assertLinesAccepted(write.segments);
+    assertPageTextFits(write.segments);
+  }
   const from = write.expectedRevision ?? 0;
   const revision = write.expectedRevision === null ? 0 : from + 1;
   const annotationPage = JSON.stringify(
@@ -84,7 +91,7 @@ export async function commitRevision(
     `UPDATE pages SET revision = $3, annotation_page = $4, search_text = $5, updated_at = now()
       WHERE id = $1 AND revision = $2
         AND NOT EXISTS (SELECT 1 FROM page_revisions WHERE page_id = $1 AND revision = $3)`,
-    [write.pageId, from, revision, annotationPage, plainText(write.segments)],
+    [write.pageId, from, revision, annotationPage, searchTextOf(write.segments)],
   );
   if (cas.rowCount !== 1) {
     const now = await client.query<{ revision: number }>(

@@ -40,6 +40,7 @@ import {
   type IngestLimits,
   safeName,
 } from './request';
+import { discardRestOf } from './requestBody';
 import { readTranscriptPart, TRANSCRIPT_FIELD } from './transcripts';
 
 /**
@@ -150,7 +151,8 @@ export async function ingestBatch(
     if (failure !== undefined) return;
     failure = error;
     source.unpipe(parser);
-    source.destroy();
+    // Never destroyed: that cancels the server's body stream under a client still sending (R6).
+    discardRestOf(source);
     // The file being written ends with an error, so its temporary is removed and the chain settles.
     currentStream?.destroy();
     failed(error);
@@ -553,7 +555,8 @@ export async function ingestBatch(
     await discardStagedUploads(deps.pool, deps.blobStore, documentSources, now());
     return result;
   } catch (error) {
-    source.destroy();
+    source.unpipe(parser);
+    discardRestOf(source);
     currentStream?.destroy();
     // Every file task has settled (its stream is ended), so `staged` is complete.
     await chain;

@@ -4,6 +4,7 @@ import {
   type TranscriptLimits,
 } from '../core/interchange/transcriptImport';
 import { DEFAULT_MEDIA_LIMITS, type MediaLimits } from '../core/media';
+import { describeTextFault, findTextFault, textFault } from '../core/text';
 
 /**
  * What an ingest request may say besides its files: the text fields of the multipart form and
@@ -67,6 +68,16 @@ const TEXT_FIELDS = new Set([
 ]);
 const ID_PATTERN = /^[A-Za-z0-9._:~-]{1,200}$/;
 
+/**
+ * Why a new item may not take this id, or undefined. R6: `.` and `..` are path segments every
+ * client resolves away: the item's canvas and manifest URIs would name another path.
+ */
+export function itemIdRefusal(value: string): string | undefined {
+  if (value === '.' || value === '..') return 'itemId cannot be . or ..';
+  if (!ID_PATTERN.test(value)) return 'itemId must be 1-200 letters, digits or . _ : ~ -';
+  return undefined;
+}
+
 export function emptyFields(request: Request): IngestRequestFields {
   return {
     itemId: null,
@@ -88,9 +99,16 @@ export function applyField(
   if (!TEXT_FIELDS.has(name)) {
     throw new IngestError('unexpected_field', 'malformed', `unexpected field ${safeName(name)}`);
   }
+  // R6: text PostgreSQL cannot hold is a 400 here, not an error when the batch is written.
+  const fault = textFault(value);
+  if (fault)
+    throw new IngestError('invalid_text', 'malformed', `${name} ${describeTextFault(fault)}`);
   switch (name) {
     case 'itemId':
     case 'idempotencyKey':
+      if (name === 'itemId' && itemIdRefusal(value)) {
+        throw new IngestError('invalid_field', 'invalid', itemIdRefusal(value)!);
+      }
       if (!ID_PATTERN.test(value)) {
         throw new IngestError(
           'invalid_field',
@@ -151,6 +169,15 @@ export function applyField(
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
         throw new IngestError('invalid_metadata', 'invalid', 'metadata must be a JSON object');
+      }
+      // A `\u0000` or lone-surrogate escape in the JSON is such text once parsed.
+      const inner = findTextFault(parsed);
+      if (inner) {
+        throw new IngestError(
+          'invalid_text',
+          'malformed',
+          `metadata.${inner.path} ${describeTextFault(inner.fault)}`,
+        );
       }
       fields.metadata = parsed as Record<string, unknown>;
       return;

@@ -11,6 +11,7 @@ import type { QuireConfig } from '../core/config';
 import {
   blobCleanup,
   eventRetention,
+  imageDerivatives,
   orphanSweep,
   reconcileJobs,
   strandedEngineJobSweep,
@@ -49,6 +50,13 @@ export function maintenanceSchedules(config: QuireConfig): MaintenanceSchedule[]
       args: [],
     },
     { scheduleId: 'quire-event-retention', everyMs: 24 * HOUR, workflow: eventRetention, args: [] },
+    // I4: soon after ingest; until a page's derivative exists the Image API reads its master.
+    {
+      scheduleId: 'quire-image-derivatives',
+      everyMs: MINUTE / 2,
+      workflow: imageDerivatives,
+      args: [],
+    },
   ];
 }
 

@@ -3,6 +3,7 @@
 export {
   blobCleanup,
   eventRetention,
+  imageDerivatives,
   orphanSweep,
   reconcileJobs,
   strandedEngineJobSweep,

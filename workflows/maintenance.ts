@@ -36,6 +36,11 @@ export async function orphanSweep(): Promise<Record<string, number>> {
   return maintenance.sweepOrphans();
 }
 
+/** I4: image pages without a pyramidal derivative get one. */
+export async function imageDerivatives(): Promise<Record<string, number>> {
+  return maintenance.buildImageDerivatives();
+}
+
 /** O3: engine-side copies older than 6 h that no live job references are deleted. */
 export async function strandedEngineJobSweep(): Promise<Record<string, unknown>> {
   return maintenance.sweepStrandedEngineJobs();

@@ -1,13 +1,18 @@
 /**
  * I1: the IIIF Presentation 3 manifest of an item. One canvas per page, its id the canvas URI
- * the page already carries; the page's image (or recording) as a plain `painting` body (no
- * Image API service: Quire serves whole files, which level-0 viewers show as they are); the
+ * the page already carries; the page's image (or recording) as the `painting` body; the
  * transcript as an embedded `AnnotationPage` of `supplementing` annotations targeting
- * `#xywh=` line boxes or `#t=` time ranges. Pure.
+ * `#xywh=` line boxes or `#t=` time ranges. I4: an image body names the page's Image API
+ * service (deep-zoom viewers read tiles from it) and the canvas carries a thumbnail from it;
+ * a master browsers cannot draw (TIFF) is painted as a JPEG from the service instead. Pure.
  */
 
 import type { AnnotationPage } from '../annotation';
 import type { MediaKind } from '../media';
+import { fullImageUriFor, imageServiceReference, thumbnailOf } from './imageApi';
+
+/** Masters a browser draws as they are; any other image is painted through the Image API. */
+const BROWSER_IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif']);
 
 export const PRESENTATION_3_CONTEXT = 'http://iiif.io/api/presentation/3/context.json';
 
@@ -21,6 +26,8 @@ export interface ManifestPage {
   /** Where the page's media is served; null when Quire no longer holds it (released audio). */
   mediaUrl: string | null;
   mediaType: string | null;
+  /** I4: the page's Image API service (`/iiif/{ws}/image/{pageId}`); null for audio. */
+  imageServiceUri?: string | null;
   /** The transcript shown: the current revision, or the published snapshot for the public. */
   annotationPage: AnnotationPage | null;
 }
@@ -29,6 +36,10 @@ export interface ManifestInput {
   manifestUri: string;
   itemId: string;
   title: string | null;
+  /** F2: the item's descriptive metadata, label/value pairs in order. */
+  metadata?: ReadonlyArray<{ label: string; value: string }>;
+  /** F1: the collection the item is in, as its URI. */
+  partOf?: string | null;
   pages: readonly ManifestPage[];
 }
 
@@ -55,14 +66,31 @@ function canvasOf(page: ManifestPage, ordinal: number) {
   }
   const painting: Record<string, unknown>[] = [];
   if (page.mediaUrl) {
-    const body: Record<string, unknown> = {
-      id: page.mediaUrl,
-      type: page.kind === 'audio' ? 'Sound' : 'Image',
-      ...(page.mediaType ? { format: page.mediaType } : {}),
-    };
+    const service = page.kind === 'image' ? (page.imageServiceUri ?? null) : null;
+    const drawable = page.mediaType !== null && BROWSER_IMAGE_TYPES.has(page.mediaType);
+    const body: Record<string, unknown> =
+      service && !drawable
+        ? { id: fullImageUriFor(service), type: 'Image', format: 'image/jpeg' }
+        : {
+            id: page.mediaUrl,
+            type: page.kind === 'audio' ? 'Sound' : 'Image',
+            ...(page.mediaType ? { format: page.mediaType } : {}),
+          };
     if (page.kind === 'image') {
       body.width = canvas.width;
       body.height = canvas.height;
+      if (service) {
+        body.service = imageServiceReference(service);
+        const size = { width: canvas.width as number, height: canvas.height as number };
+        canvas.thumbnail = [
+          {
+            ...thumbnailOf(service, size),
+            type: 'Image',
+            format: 'image/jpeg',
+            service: imageServiceReference(service),
+          },
+        ];
+      }
     } else {
       body.duration = canvas.duration;
     }
@@ -102,6 +130,12 @@ export function buildManifest(input: ManifestInput) {
     id: input.manifestUri,
     type: 'Manifest',
     label: label(input.title ?? input.itemId),
+    ...(input.metadata && input.metadata.length > 0
+      ? {
+          metadata: input.metadata.map((e) => ({ label: label(e.label), value: label(e.value) })),
+        }
+      : {}),
+    ...(input.partOf ? { partOf: [{ id: input.partOf, type: 'Collection' }] } : {}),
     items: pages.map(canvasOf),
   };
 }

@@ -8,6 +8,14 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { Box, Segment } from '../annotation';
 import { DomainError, type ErrorKind } from '../errors';
+import { languageTag } from '../jobRequest';
+import {
+  describeTextFault,
+  MAX_LINE_CHARS,
+  MAX_PAGE_TEXT_BYTES,
+  pageTextBytes,
+  textFault,
+} from '../text';
 
 /** I3 PAGE and ALTO, I6 hOCR; I5 `pdf` is a PDF's own text layer (core/interchange/pdfText.ts). */
 export type TranscriptFormat = 'page' | 'alto' | 'hocr' | 'pdf';
@@ -30,6 +38,13 @@ export const TRANSCRIPT_REJECTIONS = {
   transcript_too_large: 'too_large',
   transcript_invalid: 'invalid',
   transcript_size_mismatch: 'invalid',
+  // R6: the API's own limits, applied to what a file says.
+  transcript_too_deep: 'invalid',
+  transcript_reserved_name: 'invalid',
+  transcript_invalid_text: 'invalid',
+  transcript_line_too_long: 'invalid',
+  transcript_invalid_language: 'invalid',
+  transcript_invalid_namespace: 'invalid',
 } as const satisfies Record<string, ErrorKind>;
 
 export type TranscriptRejectionCode = keyof typeof TRANSCRIPT_REJECTIONS;
@@ -57,6 +72,13 @@ export const DEFAULT_TRANSCRIPT_LIMITS: TranscriptLimits = {
 };
 
 const PAGE_NAMESPACE_PREFIX = 'http://schema.primaresearch.org/PAGE/gts/pagecontent/';
+/** PAGE releases are named by their date; the namespace is kept in the provenance, so bounded. */
+const PAGE_NAMESPACE =
+  /^http:\/\/schema\.primaresearch\.org\/PAGE\/gts\/pagecontent\/\d{4}-\d{2}-\d{2}$/;
+/** Element depth fast-xml-parser reads; real PAGE and ALTO files nest fewer than 20 deep. */
+export const MAX_XML_DEPTH = 100;
+/** Points of one polygon; a text line's outline has tens, a detailed one hundreds. */
+export const MAX_POLYGON_POINTS = 10_000;
 const ALTO_NAMESPACES = /^http:\/\/(www\.)?loc\.gov\/standards\/alto(\/ns-v[234]#|\/?)$/;
 
 /** Elements that may repeat, always read as arrays so one and many look the same. */
@@ -110,8 +132,28 @@ function parseXml(text: string): XmlNode {
     processEntities: true,
     htmlEntities: false,
     isArray: (name) => REPEATED.has(localName(name)),
+    maxNestedTags: MAX_XML_DEPTH,
   });
-  return parser.parse(text) as XmlNode;
+  try {
+    return parser.parse(text) as XmlNode;
+  } catch (error) {
+    // R6: the parser's own refusals are plain Errors; each becomes a code (its message is not
+    // passed on: it may quote the file).
+    const message = error instanceof Error ? error.message : '';
+    if (/nested/i.test(message)) {
+      throw new TranscriptRejection(
+        'transcript_too_deep',
+        `the transcript nests elements more than ${MAX_XML_DEPTH} deep`,
+      );
+    }
+    if (/reserved|prototype/i.test(message)) {
+      throw new TranscriptRejection(
+        'transcript_reserved_name',
+        'the transcript uses a reserved name (__proto__, constructor, prototype) for an element or attribute',
+      );
+    }
+    throw new TranscriptRejection('transcript_malformed', 'the transcript could not be read');
+  }
 }
 
 function localName(name: string): string {
@@ -189,11 +231,27 @@ function finiteNumber(value: string | undefined, what: string): number {
 }
 
 function boundingBox(points: Array<[number, number]>): Box {
-  const xs = points.map((p) => p[0]);
-  const ys = points.map((p) => p[1]);
-  const x = Math.min(...xs);
-  const y = Math.min(...ys);
-  return { x, y, w: Math.max(...xs) - x, h: Math.max(...ys) - y };
+  // A loop, not Math.min(...xs): spreading a long polygon overflows the call stack (R6).
+  let minX = Number.POSITIVE_INFINITY;
+  let minY = Number.POSITIVE_INFINITY;
+  let maxX = Number.NEGATIVE_INFINITY;
+  let maxY = Number.NEGATIVE_INFINITY;
+  for (const [px, py] of points) {
+    if (px < minX) minX = px;
+    if (px > maxX) maxX = px;
+    if (py < minY) minY = py;
+    if (py > maxY) maxY = py;
+  }
+  return { x: minX, y: minY, w: maxX - minX, h: maxY - minY };
+}
+
+function checkPointCount(count: number): void {
+  if (count > MAX_POLYGON_POINTS) {
+    throw new TranscriptRejection(
+      'transcript_too_large',
+      `a line's outline has at most ${MAX_POLYGON_POINTS} points`,
+    );
+  }
 }
 
 /** Keeps a box inside the page in whole pixels; tools often draw a pixel or two past the edge. */
@@ -240,6 +298,12 @@ export function parseTranscript(
   const root = localName(name);
   let transcript: ImportedTranscript;
   if (root === 'PcGts' && namespace.startsWith(PAGE_NAMESPACE_PREFIX)) {
+    if (!PAGE_NAMESPACE.test(namespace)) {
+      throw new TranscriptRejection(
+        'transcript_invalid_namespace',
+        'the PAGE namespace must name a release by its date (…/pagecontent/2019-07-15)',
+      );
+    }
     transcript = readPage(node, namespace);
   } else if (root === 'alto' && ALTO_NAMESPACES.test(namespace)) {
     transcript = readAlto(node, namespace);
@@ -255,7 +319,46 @@ export function parseTranscript(
       `a transcript holds at most ${limits.maxTranscriptLines} lines`,
     );
   }
+  checkApiLimits(transcript);
   return transcript;
+}
+
+/** R6: an imported page holds what the API would accept from a person (SPEC §7 limits). */
+function checkApiLimits(transcript: ImportedTranscript): void {
+  if (transcript.language !== undefined && !languageTag.safeParse(transcript.language).success) {
+    throw new TranscriptRejection(
+      'transcript_invalid_language',
+      "the transcript's language is not a BCP 47 tag such as de or en-GB",
+    );
+  }
+  for (const segment of transcript.segments) {
+    const fault = textFault(segment.text);
+    if (fault) {
+      throw new TranscriptRejection(
+        'transcript_invalid_text',
+        `line ${segment.index + 1} ${describeTextFault(fault)}`,
+      );
+    }
+    if (segment.text.length > MAX_LINE_CHARS) {
+      throw new TranscriptRejection(
+        'transcript_line_too_long',
+        `line ${segment.index + 1} is longer than ${MAX_LINE_CHARS} characters`,
+      );
+    }
+  }
+  if (pageTextBytes(transcript.segments) > MAX_PAGE_TEXT_BYTES) {
+    throw new TranscriptRejection(
+      'transcript_too_large',
+      `a page's lines may hold at most ${MAX_PAGE_TEXT_BYTES} bytes of text in all`,
+    );
+  }
+  const producerFault = transcript.producer === null ? undefined : textFault(transcript.producer);
+  if (producerFault) {
+    throw new TranscriptRejection(
+      'transcript_invalid_text',
+      `the producer ${describeTextFault(producerFault)}`,
+    );
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -269,13 +372,16 @@ function pagePoints(coords: XmlNode | undefined): Array<[number, number]> {
       .trim()
       .split(/\s+/)
       .filter((p) => p.length > 0);
+    checkPointCount(pairs.length);
     return pairs.map((pair) => {
       const [x, y] = pair.split(',');
       return [finiteNumber(x, 'x coordinate'), finiteNumber(y, 'y coordinate')];
     });
   }
   // Releases before 2013 wrote <Point x= y=/> children.
-  return children(coords, 'Point').map((p) => [
+  const points2013 = children(coords, 'Point');
+  checkPointCount(points2013.length);
+  return points2013.map((p) => [
     finiteNumber(attribute(p, 'x'), 'x coordinate'),
     finiteNumber(attribute(p, 'y'), 'y coordinate'),
   ]);

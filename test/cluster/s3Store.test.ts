@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
+import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runBlobCleanup } from '../../activities/maintenance';
+import { buildImageDerivatives, runBlobCleanup } from '../../activities/maintenance';
 import {
   BlobStoreUnavailableError,
   canonicalKeyFor,
@@ -21,11 +22,13 @@ import {
   workspaceUsageBytes,
 } from '../../db/blobs';
 import { createPage, prepareItem } from '../../db/ingest';
+import { deleteItem } from '../../db/items';
 import { withTransaction } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
 import { s3ClientFor } from '../../scripts/lib/objectServer';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startTestObjectServer, type TestObjectServer } from '../support/objectServer';
+import { manifestoTiff } from '../support/tiffMasters';
 import { file, png, uploadRequest, wav } from '../support/uploadFixtures';
 
 /**
@@ -342,5 +345,67 @@ describe('S3 blob store on a real object server (U1-U3)', () => {
     );
     expect(open.rows[0].n).toBe(0);
     expect((await allKeys()).filter((k) => k.startsWith(`ws/${ws}/`))).toEqual([]);
+  });
+
+  it("I4 a TIFF page's pyramidal derivative is kept in the bucket, counted against quota, served as tiles and removed with its page", async () => {
+    const ingested = await ingestBatch(
+      { pool: db.pool, blobStore: store },
+      ws,
+      uploadRequest([
+        { name: 'itemId', value: 'manifesto' },
+        file(await manifestoTiff(0.5), 'm.tif'),
+      ]),
+    );
+    const pageId = ingested.pages[0]!.pageId;
+    const before = await workspaceUsageBytes(db.pool, ws);
+    await buildImageDerivatives({ pool: db.pool, blobStore: store });
+    const { rows } = await db.pool.query(
+      `SELECT p.derivative_key, b.size_bytes FROM pages p JOIN blobs b ON b.key = p.derivative_key WHERE p.id = $1`,
+      [pageId],
+    );
+    const key = rows[0].derivative_key as string;
+    expect(await store.exists(key)).toBe(true);
+    expect(await workspaceUsageBytes(db.pool, ws)).toBe(before + Number(rows[0].size_bytes));
+    // A tile read from the bucket's copy through the Image API route, as a web replica does.
+    const { configureWeb } = await import('../../web/lib/server');
+    configureWeb(
+      parseConfig({
+        DATABASE_URL: db.url,
+        QUIRE_SECRET_KEY: 's3-iiif-test-secret-key-0123456789abcdef',
+        QUIRE_PUBLIC_URL: 'https://quire.test',
+        QUIRE_BLOB_STORE: 's3',
+        QUIRE_S3_ENDPOINT: `http://127.0.0.1:${server.settings.port}`,
+        QUIRE_S3_BUCKET: server.settings.bucket,
+        QUIRE_S3_ACCESS_KEY_ID: server.settings.accessKeyId,
+        QUIRE_S3_SECRET_ACCESS_KEY: server.settings.secretAccessKey,
+      }),
+    );
+    const { publishPage } = await import('../../db/pages');
+    await publishPage(db.pool, { workspaceId: ws, pageId, expectedRevision: 0 });
+    const route = await import(
+      '../../web/app/iiif/[ws]/image/[pageId]/[region]/[size]/[rotation]/[file]/route'
+    );
+    const response = await route.GET(new Request('https://quire.test/iiif'), {
+      params: Promise.resolve({
+        ws: String(ws),
+        pageId: String(pageId),
+        region: '0,0,512,512',
+        size: '256,',
+        rotation: '0',
+        file: 'default.jpg',
+      }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-quire-image-source')).toBe('derivative');
+    const meta = await sharp(Buffer.from(await response.arrayBuffer())).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['jpeg', 256, 256]);
+    const { pool } = await import('../../web/lib/server');
+    await pool().end();
+
+    expect((await deleteItem(db.pool, ws, 'manifesto')).blobsHandedToCleanup).toBe(2);
+    await runBlobCleanup({ pool: db.pool, blobStore: store });
+    expect(await store.exists(key)).toBe(false);
+    expect((await allKeys()).filter((k) => k.startsWith(`ws/${ws}/`))).toEqual([]);
+    expect(await workspaceUsageBytes(db.pool, ws)).toBe(0);
   });
 });

@@ -23,6 +23,7 @@ const SCHEDULE_IDS = [
   'quire-orphan-sweep',
   'quire-stranded-engine-jobs',
   'quire-event-retention',
+  'quire-image-derivatives',
 ];
 
 beforeAll(async () => {
@@ -93,6 +94,7 @@ describe('maintenance schedules (O3)', () => {
       'orphanSweep',
       'strandedEngineJobSweep',
       'eventRetention',
+      'imageDerivatives',
     ]);
     const before = new Map<string, number>();
     for (const [i, id] of SCHEDULE_IDS.entries()) {
@@ -137,6 +139,7 @@ describe('maintenance schedules (O3)', () => {
       'quire-orphan-sweep': { removedTemporaries: 0, scheduledBlobs: 0, removedObjects: 0 },
       'quire-stranded-engine-jobs': { deleted: 0, unrecordedDeleted: 0, skipped: 0, errors: [] },
       'quire-event-retention': { deliveries: 0, events: 0, unfinishedText: 0 },
+      'quire-image-derivatives': { made: 0, failed: 0, megapixels: 0, buildMs: 0 },
     });
   });
 });

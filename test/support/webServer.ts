@@ -68,6 +68,9 @@ export async function startWeb(distDir: string, env: Record<string, string>): Pr
       cwd: ROOT,
       env: {
         ...process.env,
+        // R6: the console takes changes only from its public URL's origin; by default that
+        // is the address the tests reach it at.
+        QUIRE_PUBLIC_URL: `http://127.0.0.1:${port}`,
         ...env,
         QUIRE_NEXT_DIST_DIR: distDir,
         NEXT_TELEMETRY_DISABLED: '1',

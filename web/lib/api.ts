@@ -1,6 +1,8 @@
 import 'server-only';
 import { redactError } from '@quire/core/redact';
+import { assertAcceptedText, describeTextFault, textFault } from '@quire/core/text';
 import type { Principal } from '@quire/db/workspaces';
+import { discardRest } from '@quire/ingest/requestBody';
 import { NextResponse } from 'next/server';
 import type { z } from 'zod';
 import { ApiError, httpErrorOf } from './errors';
@@ -27,6 +29,7 @@ export async function withApi<P extends { ws: string }>(
 ): Promise<Response> {
   try {
     const params = await context.params;
+    checkPathParams(params);
     const auth = await authorize(request, params.ws);
     if ('response' in auth) return auth.response;
     return await work(auth.principal, params);
@@ -35,9 +38,49 @@ export async function withApi<P extends { ws: string }>(
   }
 }
 
+/**
+ * R6: every path parameter is text PostgreSQL can hold: a NUL or a lone surrogate (`%00`,
+ * `%ED%A0%80` in the URL) is a 400 `invalid_path` before any route reads it.
+ */
+export function checkPathParams(params: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(params)) {
+    if (typeof value !== 'string') continue;
+    const fault = textFault(value);
+    if (fault) throw new ApiError(400, 'invalid_path', `${name} ${describeTextFault(fault)}`);
+  }
+}
+
+/** A path parameter Next has decoded once, decoded once more where a route expects that. */
+export function decodedPathParam(value: string, name: string): string {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(value);
+  } catch {
+    throw new ApiError(400, 'invalid_path', `${name} is not valid percent-encoding`);
+  }
+  checkPathParams({ [name]: decoded });
+  return decoded;
+}
+
 export function errorResponse(error: unknown, request?: Request): NextResponse {
   const refused = httpErrorOf(error);
-  if (refused) return refusalResponse(refused);
+  if (refused) {
+    // R6: a refused input is logged by its code and route; never the input itself.
+    if (refused.status === 400 || refused.status === 413 || refused.status === 422) {
+      console.warn(
+        JSON.stringify({
+          level: 'warn',
+          service: 'quire-web',
+          msg: 'request refused',
+          method: request?.method,
+          path: request ? new URL(request.url).pathname : undefined,
+          status: refused.status,
+          code: refused.body.error.code,
+        }),
+      );
+    }
+    return refusalResponse(refused);
+  }
   // O2: the log names the route and a redacted error; never a body, header or key.
   console.error(
     JSON.stringify({
@@ -70,6 +113,7 @@ function isJsonMediaType(header: string | null): boolean {
 export async function readBodyBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > maxBytes) {
+    if (request.body) discardRest(request.body);
     throw new ApiError(413, 'payload_too_large', `the body must be at most ${maxBytes} bytes`);
   }
   if (!request.body) return new Uint8Array();
@@ -81,7 +125,8 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     if (done) break;
     total += value.byteLength;
     if (total > maxBytes) {
-      await reader.cancel().catch(() => {});
+      // Read to the end, never cancelled: see ingest/requestBody.ts (R6).
+      discardRest(reader);
       throw new ApiError(413, 'payload_too_large', `the body must be at most ${maxBytes} bytes`);
     }
     chunks.push(value);
@@ -105,6 +150,8 @@ export async function readJson<S extends z.ZodType>(
   } catch {
     throw new ApiError(400, 'malformed_json', 'the body is not valid JSON');
   }
+  // R6: before the schema, so no field of any route lets a NUL or lone surrogate through.
+  assertAcceptedText(value);
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new ApiError(400, 'invalid_request', describeIssues(parsed.error));
   return parsed.data;
@@ -116,6 +163,11 @@ export function readQuery<S extends z.ZodType>(request: Request, schema: S): z.o
   const object: Record<string, string> = {};
   for (const [key, value] of params) {
     if (key in object) throw new ApiError(400, 'invalid_query', `${key}: given more than once`);
+    const fault = textFault(key) ?? textFault(value);
+    if (fault) {
+      const name = /^[A-Za-z0-9_-]{1,40}$/.test(key) ? key : 'a parameter';
+      throw new ApiError(400, 'invalid_query', `${name} ${describeTextFault(fault)}`);
+    }
     object[key] = value;
   }
   const parsed = schema.safeParse(object);

@@ -7,9 +7,8 @@ import { providersEnabledFor } from '@quire/db/operatorControls';
 import { ingestBatch } from '@quire/ingest/batch';
 import { recordJobsForIngest } from '@quire/ingest/jobs';
 import { NextResponse } from 'next/server';
+import { errorResponse } from './api';
 import { blobStore } from './blobs';
-import { httpErrorOf } from './errors';
-import { apiError, refusalResponse } from './http';
 import { config, pool, quireClient } from './server';
 
 /**
@@ -53,8 +52,7 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
     }
     return NextResponse.json(result, { status: 201 });
   } catch (error) {
-    const refused = httpErrorOf(error);
-    if (!refused) return apiError(500, 'internal', 'the upload could not be stored');
-    return refusalResponse(refused);
+    // Logged by code and route like every other refusal (R6); an internal error, redacted.
+    return errorResponse(error, request);
   }
 }

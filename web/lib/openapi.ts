@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ARCHIVE_OPERATIONS } from './archiveOpenapi';
 import { OPERATOR_OPERATIONS } from './operatorOpenapi';
 import {
   createWebhookBody,
@@ -47,13 +48,22 @@ const errors = (codes: number[]) =>
   Object.fromEntries(
     codes.map((c) => [String(c), { description: ERROR_TEXT[c] ?? 'error', schema: errorBody }]),
   );
+/**
+ * R6: a path id holding NUL or a lone surrogate (or, for items, bad percent-encoding) is a 400
+ * `invalid_path` on every route with ids in its path (web/lib/api.ts `checkPathParams`).
+ */
+function withPathRefusal(op: Operation): Operation['responses'] {
+  if (!/\{(?!ws\})[^}]+\}/.test(op.path) || op.responses['400']) return op.responses;
+  return { ...op.responses, ...errors([400]) };
+}
+
 const ERROR_TEXT: Record<number, string> = {
-  400: 'malformed JSON, parameters or page token',
+  400: 'malformed JSON, parameters or page token; text holding NUL or a lone surrogate (`invalid_text`, `invalid_path`, `invalid_query`)',
   401: 'missing or invalid API key',
   404: 'not found in this workspace',
   409: 'conflict with the current state',
   412: 'the page moved on since the If-Match revision (`stale_revision`, with `currentRevision`)',
-  413: 'body too large',
+  413: "body too large, or a page's lines beyond 150,000 bytes of text in all (`page_text_too_large`)",
   415: 'body is not application/json',
   422: 'well-formed but not acceptable',
   428: 'If-Match is required',
@@ -245,7 +255,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/search`,
-    summary: 'Full-text search of current revisions',
+    summary:
+      'Full-text search of current revisions, best first, each hit with up to three line snippets (segmentIndex, text, highlight offsets); filters collectionId (with sub-collections) and kind; matched in the item language where PostgreSQL stems it. A query matching more than 5,000 pages is ranked among the first 5,000 found (F3)',
     tag: 'pages',
     query: searchQuery,
     responses: { '200': { description: 'hits' }, ...errors([400, 401, 404]) },
@@ -347,6 +358,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'none',
     responses: { '200': { description: 'OpenAPI 3.1' } },
   },
+  ...ARCHIVE_OPERATIONS,
   ...OPERATOR_OPERATIONS,
 ];
 
@@ -408,7 +420,7 @@ export function openApiDocument(): Record<string, unknown> {
       tags: [op.tag],
       parameters: parameters(op),
       responses: Object.fromEntries(
-        Object.entries(op.responses).map(([status, r]) => [
+        Object.entries(withPathRefusal(op)).map(([status, r]) => [
           status,
           {
             description: r.description,
@@ -448,7 +460,7 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'Quire API',
       version: '1',
       description:
-        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404. IIIF Presentation 3 manifests live outside this API, at `/iiif/{ws}/{item}/manifest` beside the canvas URIs (public for published pages, drafts with the workspace's key).",
+        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404. Text holding NUL or a lone UTF-16 surrogate is refused wherever it comes in (400 `invalid_text` in bodies and upload fields, `invalid_path` in path ids, `invalid_query` in queries); a page's lines hold at most 20,000 characters each and 150,000 bytes in all (413 `page_text_too_large`), so every accepted text fits the search index. An uploaded PAGE or ALTO transcript is held to the same limits: 422 `transcript_line_too_long`, `transcript_invalid_language`, `transcript_invalid_namespace`, `transcript_invalid_text`, `transcript_too_deep` (more than 100 nested elements), `transcript_reserved_name` (`__proto__` and the like), 413 `transcript_too_large` (also for an outline of more than 10,000 points); an `itemId` of `.` or `..` is 422 `invalid_field`. IIIF Presentation 3 manifests live outside this API, at `/iiif/{ws}/{item}/manifest` beside the canvas URIs, collections at `/iiif/{ws}/collection/{id}`, and each image page's IIIF Image API 3 service at `/iiif/{ws}/image/{pageId}` (public for published pages, drafts with the workspace's key).",
     },
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],

@@ -2,7 +2,7 @@ import 'server-only';
 import { bearerKey } from '@quire/core/apiKeys';
 import { bearerOperatorKey } from '@quire/core/operatorKeys';
 import { authenticateOperatorKey, type OperatorPrincipal } from '@quire/db/operatorKeys';
-import { errorResponse } from './api';
+import { checkPathParams, errorResponse } from './api';
 import { apiError } from './http';
 import { pool } from './server';
 
@@ -31,7 +31,9 @@ export async function withOperator<P = Record<string, never>>(
         'WWW-Authenticate': 'Bearer',
       });
     }
-    return await work(operator, context ? await context.params : ({} as P));
+    const params = context ? await context.params : ({} as P);
+    checkPathParams(params as Record<string, unknown>);
+    return await work(operator, params);
   } catch (error) {
     return errorResponse(error, request);
   }

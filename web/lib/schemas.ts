@@ -2,6 +2,7 @@ import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { jobRequestFields, jsonObject, languageTag } from '@quire/core/jobRequest';
 import { MEDIA_KINDS } from '@quire/core/media';
 import { JOB_STATUSES } from '@quire/core/temporal';
+import { MAX_LINE_CHARS } from '@quire/core/text';
 import { DELIVERY_STATUSES } from '@quire/core/webhookStatus';
 import { z } from 'zod';
 
@@ -57,7 +58,7 @@ export const segmentSchema = z
       z.object({ kind: z.literal('xywh'), box }).strict(),
       z.object({ kind: z.literal('t'), start: z.number().min(0), end: z.number().min(0) }).strict(),
     ]),
-    text: z.string().max(20_000),
+    text: z.string().max(MAX_LINE_CHARS),
     speaker: z.string().min(1).max(200).optional(),
     confidence: z.number().min(0).max(1).optional(),
   })
@@ -94,6 +95,13 @@ export const publishBody = z.object({ expectedRevision: z.number().int().min(0) 
 export const searchQuery = z.object({
   q: z.string().trim().min(1).max(200),
   limit: z.coerce.number().int().min(1).max(100).default(20),
+  collectionId: z.coerce
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('F3: only items in this collection or below it.'),
+  kind: z.enum(MEDIA_KINDS).optional().describe('F3: only pages of this kind.'),
 });
 
 export const createWebhookBody = z

@@ -5,6 +5,7 @@ import { activeApiKey, type Principal } from '@quire/db/workspaces';
 import { cookies } from 'next/headers';
 import { notFound, redirect } from 'next/navigation';
 import { ApiError, errorResponse } from './api';
+import { assertSameOrigin } from './origin';
 import { config, pool } from './server';
 
 /**
@@ -119,6 +120,7 @@ export async function withSession(
   work: (principal: Principal) => Promise<Response>,
 ): Promise<Response> {
   try {
+    assertSameOrigin(request, config().QUIRE_PUBLIC_URL);
     const principal = await currentPrincipal();
     if (!principal) throw new ApiError(401, 'unauthenticated', 'sign in first');
     return await work(principal);

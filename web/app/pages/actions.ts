@@ -1,5 +1,6 @@
 'use server';
 import { segmentsOf } from '@quire/core/annotation';
+import { InvalidTextError, PageTextTooLargeError } from '@quire/core/text';
 import { NotFoundError } from '@quire/db/errors';
 import type { PageRow } from '@quire/db/pages';
 import { requirePrincipal } from '@quire/web/lib/session';
@@ -47,6 +48,10 @@ export async function savePageAction(input: {
   } catch (error) {
     if (error instanceof NotFoundError)
       return { state: 'error', message: 'That page does not exist.' };
+    // R6: text the database cannot hold or index is refused with the reason, nothing saved.
+    if (error instanceof InvalidTextError || error instanceof PageTextTooLargeError) {
+      return { state: 'error', message: error.message };
+    }
     throw error;
   }
   if (result.state === 'stale') {

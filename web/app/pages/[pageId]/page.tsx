@@ -106,7 +106,9 @@ export default async function PageView({
   return (
     <main className="wide">
       <nav aria-label="Breadcrumb" className="crumbs">
-        <Link href="/jobs">Jobs</Link> <span aria-hidden="true">/</span> <span>Page {page.id}</span>
+        <Link href="/">Archive</Link> <span aria-hidden="true">/</span>{' '}
+        <Link href={`/items/${encodeURIComponent(page.itemId)}`}>{page.itemId}</Link>{' '}
+        <span aria-hidden="true">/</span> <span>Page {page.id}</span>
       </nav>
       <div className="page-head">
         <div>
@@ -148,6 +150,7 @@ export default async function PageView({
         revision={page.revision}
         segments={segments}
         mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
+        initialLine={revisionParam(query.line) ?? null}
       />
 
       <div className="columns">
