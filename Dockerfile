@@ -2,9 +2,11 @@
 FROM node:20-bookworm-slim AS base
 WORKDIR /app
 COPY scripts/apt-packages.txt scripts/apt-packages.txt
-# The offline engines: native tesseract (its English model data ships in npm), pocketsphinx and sox from Debian.
+# The offline engines: native tesseract (its English model data ships in npm), pocketsphinx and sox from Debian;
+# poppler and libtiff tools split uploaded PDFs and multi-page TIFFs into pages (I5); ImageMagick converts
+# TIFF and WebP pages for the searchable PDF export (I7).
 RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends sox libsox-fmt-all pocketsphinx pocketsphinx-en-us tesseract-ocr tesseract-ocr-frk ca-certificates \
+ && apt-get install -y -qq --no-install-recommends sox libsox-fmt-all pocketsphinx pocketsphinx-en-us tesseract-ocr tesseract-ocr-frk poppler-utils libtiff-tools imagemagick ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund

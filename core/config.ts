@@ -147,6 +147,8 @@ const schema = z.object({
   QUIRE_PUBLIC_URL: z.string().url().default(DEFAULT_PUBLIC_URL),
   /** Bytes all workspaces may store together (U2); unset: no global quota. */
   QUIRE_GLOBAL_QUOTA_BYTES: z.coerce.number().int().positive().optional(),
+  /** I5: the resolution PDF pages are rendered at when a PDF is uploaded. */
+  QUIRE_PDF_DPI: intFrom(36, 1200, 300),
   /** D1: the key that seals; with QUIRE_SECRET_KEYS, it must be that list's first. */
   QUIRE_SECRET_KEY: z.string().optional(),
   /** D1: rotation: keys newest first, comma-separated; the first seals, every one opens. */

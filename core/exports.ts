@@ -8,6 +8,7 @@
 import type { Box, Segment } from './annotation';
 import { toHocr } from './interchange/hocr';
 import { toPageXml } from './interchange/pageXml';
+import { describeStep, type ExportProvenance } from './interchange/provenance';
 import type { MediaKind } from './media';
 
 export type ExportFormat = 'text' | 'alto' | 'page' | 'hocr' | 'vtt' | 'srt';
@@ -32,6 +33,8 @@ export interface ExportInput {
   duration?: number;
   /** BCP 47 or ISO 639 language of the transcript. */
   language?: string;
+  /** I8: the engine, model and version that read the page and the human edits since. */
+  provenance?: ExportProvenance;
 }
 
 export interface ExportResult {
@@ -159,6 +162,7 @@ export function toAltoXml(input: ExportInput): string {
   out.push('    <sourceImageInformation>');
   out.push(`      <fileName>${escapeXml(input.canvasUri)}</fileName>`);
   out.push('    </sourceImageInformation>');
+  out.push(...altoProcessing(input.provenance));
   out.push('  </Description>');
   out.push('  <Layout>');
   out.push(`    <Page ID="page_1" PHYSICAL_IMG_NR="1" WIDTH="${width}" HEIGHT="${height}">`);
@@ -197,6 +201,49 @@ export function toAltoXml(input: ExportInput): string {
   out.push('  </Layout>');
   out.push('</alto>');
   return `${out.join('\n')}\n`;
+}
+
+/**
+ * I8: one ALTO v4 `Processing` per step of the revision: the engine reading as
+ * contentGeneration with the engine as processingSoftware and its model in the settings, an
+ * import as contentGeneration naming the software the file named, each human edit as
+ * contentModification with the editor as processingAgency.
+ */
+function altoProcessing(provenance: ExportProvenance | undefined): string[] {
+  if (!provenance) return [];
+  const out: string[] = [];
+  provenance.steps.forEach((step, i) => {
+    out.push(`    <Processing ID="processing_${i + 1}">`);
+    out.push(
+      `      <processingCategory>${step.kind === 'human' ? 'contentModification' : 'contentGeneration'}</processingCategory>`,
+    );
+    out.push(`      <processingDateTime>${step.at.toISOString()}</processingDateTime>`);
+    if (step.kind === 'human') {
+      out.push(`      <processingAgency>${escapeXml(step.editedBy)}</processingAgency>`);
+    }
+    out.push(
+      `      <processingStepDescription>${escapeXml(describeStep(step))}</processingStepDescription>`,
+    );
+    if (step.kind === 'engine') {
+      if (step.model) {
+        out.push(
+          `      <processingStepSettings>model=${escapeXml(step.model)}</processingStepSettings>`,
+        );
+      }
+      out.push('      <processingSoftware>');
+      out.push(`        <softwareName>${escapeXml(step.engine)}</softwareName>`);
+      if (step.version) {
+        out.push(`        <softwareVersion>${escapeXml(step.version)}</softwareVersion>`);
+      }
+      out.push('      </processingSoftware>');
+    } else if (step.kind === 'import' && step.producer) {
+      out.push('      <processingSoftware>');
+      out.push(`        <softwareName>${escapeXml(step.producer)}</softwareName>`);
+      out.push('      </processingSoftware>');
+    }
+    out.push('    </Processing>');
+  });
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -50,6 +50,10 @@ export const MEDIA_REJECTIONS = {
   image_too_large: 'invalid',
   audio_too_long: 'invalid',
   malformed_media: 'invalid',
+  /** I5: a PDF or multi-page TIFF with more pages than `maxPagesPerFile`. */
+  too_many_pages: 'too_large',
+  /** I5: a PDF that needs a password to open. */
+  document_encrypted: 'unsupported',
 } as const satisfies Record<string, ErrorKind>;
 
 export type MediaRejectionCode = keyof typeof MEDIA_REJECTIONS;
@@ -73,6 +77,8 @@ export interface MediaLimits {
   maxImageSide: number;
   /** Longest recording. */
   maxAudioDurationMs: number;
+  /** I5: pages of one PDF, frames of one TIFF. */
+  maxPagesPerFile: number;
 }
 
 export const DEFAULT_MEDIA_LIMITS: MediaLimits = {
@@ -80,6 +86,7 @@ export const DEFAULT_MEDIA_LIMITS: MediaLimits = {
   maxPixels: 200_000_000,
   maxImageSide: 65_535,
   maxAudioDurationMs: 6 * 60 * 60 * 1000,
+  maxPagesPerFile: 2000,
 };
 
 export interface MediaInfo {
@@ -89,6 +96,11 @@ export interface MediaInfo {
   height?: number;
   /** Known for WAV, FLAC, OGG, M4A and most MP3; absent when the header does not tell. */
   durationMs?: number;
+  /**
+   * I5: a TIFF holding more than one image: every frame's size, in file order (the first is
+   * `width` x `height`). Absent for a single image.
+   */
+  frames?: Array<{ width: number; height: number }>;
 }
 
 /** Random access to a file's bytes; `read` may return fewer bytes at the end of the file. */
@@ -169,6 +181,11 @@ export async function inspectMedia(
     checkImageLimits(dims.width, dims.height, limits);
     info.width = dims.width;
     info.height = dims.height;
+    if (mediaType === 'image/tiff') {
+      const frames = await tiffFrames(source, limits.maxPagesPerFile);
+      for (const frame of frames) checkImageLimits(frame.width, frame.height, limits);
+      if (frames.length > 1) info.frames = frames;
+    }
   } else {
     const durationMs = await audioDurationMs(mediaType, source);
     if (durationMs !== undefined) {
@@ -267,16 +284,25 @@ async function tiffDimensions(src: ByteSource): Promise<Dims | undefined> {
   const header = await src.read(0, 8);
   if (header.length < 8) return undefined;
   const little = header[0] === 0x49;
-  const ifd = view(header).getUint32(4, little);
+  return (await tiffDirectory(src, view(header).getUint32(4, little), little))?.dims;
+}
+
+/** One image file directory: the image's size and the offset of the next directory (0: none). */
+async function tiffDirectory(
+  src: ByteSource,
+  ifd: number,
+  little: boolean,
+): Promise<{ dims: Dims; next: number } | undefined> {
   if (ifd < 8 || ifd + 2 > src.size) return undefined;
   const countBytes = await src.read(ifd, 2);
   if (countBytes.length < 2) return undefined;
   const count = view(countBytes).getUint16(0, little);
-  const entries = await src.read(ifd + 2, Math.min(count, 4096) * 12);
+  const entries = await src.read(ifd + 2, Math.min(count, 4096) * 12 + 4);
   const v = view(entries);
   let width: number | undefined;
   let height: number | undefined;
-  for (let i = 0; i + 12 <= entries.length; i += 12) {
+  const end = Math.min(count, 4096) * 12;
+  for (let i = 0; i + 12 <= Math.min(entries.length, end); i += 12) {
     const tag = v.getUint16(i, little);
     if (tag !== 256 && tag !== 257) continue;
     const type = v.getUint16(i + 2, little);
@@ -284,7 +310,45 @@ async function tiffDimensions(src: ByteSource): Promise<Dims | undefined> {
     if (tag === 256) width = value;
     else height = value;
   }
-  return width !== undefined && height !== undefined ? { width, height } : undefined;
+  const next = entries.length >= end + 4 ? v.getUint32(end, little) : 0;
+  return width !== undefined && height !== undefined
+    ? { dims: { width, height }, next }
+    : undefined;
+}
+
+/**
+ * I5: the size of every image of a TIFF, following the directory chain from the header. A
+ * chain longer than `maxFrames` is refused as soon as it passes the limit, a chain that loops
+ * or points outside the file as malformed; nothing is decoded.
+ */
+export async function tiffFrames(src: ByteSource, maxFrames: number): Promise<Dims[]> {
+  const header = await src.read(0, 8);
+  if (header.length < 8) throw new MediaRejection('malformed_media', 'the TIFF has no header');
+  const little = header[0] === 0x49;
+  const frames: Dims[] = [];
+  const seen = new Set<number>();
+  let offset = view(header).getUint32(4, little);
+  while (offset !== 0) {
+    if (seen.has(offset)) {
+      throw new MediaRejection('malformed_media', 'the TIFF directory chain loops');
+    }
+    seen.add(offset);
+    const directory = await tiffDirectory(src, offset, little);
+    if (!directory) {
+      throw new MediaRejection('malformed_media', 'a TIFF directory gives no dimensions');
+    }
+    frames.push(directory.dims);
+    if (frames.length > maxFrames) {
+      throw new MediaRejection('too_many_pages', `the file holds more than ${maxFrames} pages`);
+    }
+    offset = directory.next;
+  }
+  return frames;
+}
+
+/** I5: a PDF, by the `%PDF-` its header starts with. */
+export function isPdfHeader(head: Uint8Array): boolean {
+  return ascii(head, 0, '%PDF-');
 }
 
 function webpDimensions(b: Uint8Array): Dims | undefined {

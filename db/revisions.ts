@@ -15,7 +15,8 @@ import type { PoolClient } from './pool';
 
 /** I3: where an imported revision came from. */
 export interface ImportProvenance {
-  format: 'page' | 'alto';
+  /** I3 PAGE, ALTO; I6 hOCR; I5 a PDF's text layer. */
+  format: 'page' | 'alto' | 'hocr' | 'pdf';
   /** The file's schema namespace (PAGE release, ALTO version). */
   namespace: string;
   /** The software or creator the file names; null when it names none. */
@@ -23,6 +24,8 @@ export interface ImportProvenance {
   /** SHA-256 (hex) of the uploaded transcript file. */
   sha256: string;
   filename: string | null;
+  /** I5: the page of the PDF whose text layer this is. */
+  page?: number;
 }
 
 /** Who wrote a revision, as its `page_revisions` row records it. */

@@ -1,4 +1,9 @@
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web';
 import busboy from 'busboy';
 import {
@@ -13,6 +18,7 @@ import {
   type ByteSource,
   checkImageLimits,
   inspectMedia,
+  isPdfHeader,
   type MediaInfo,
   type MediaLimits,
   MediaRejection,
@@ -24,6 +30,7 @@ import { type BatchResult, findBatchByIdempotencyKey } from '../db/ingest';
 import type { Pool } from '../db/pool';
 import { type CreateJobs, commitBatch, Replay, type StoredFile } from './commit';
 import { discardStagedUploads } from './deletion';
+import { ingestPdf, ingestTiffFrames, type StorePage } from './documents';
 import {
   applyField,
   DEFAULT_INGEST_LIMITS,
@@ -72,6 +79,8 @@ export interface IngestDeps {
   reservationMs?: number;
   now?: () => Date;
   createJobs?: CreateJobs;
+  /** I5: resolution PDF pages are rendered at (`QUIRE_PDF_DPI`, default 300). */
+  pdfDpi?: number;
   /** Test seam: awaited at each step (crash injection). */
   onStep?: (step: IngestStep) => void | Promise<void>;
 }
@@ -109,6 +118,9 @@ export async function ingestBatch(
   const fields = emptyFields(request);
   const stored: StoredFile[] = [];
   const staged: number[] = [];
+  /** I5: the uploaded PDFs and multi-page TIFFs, whose pages were stored one by one. */
+  const documentSources: number[] = [];
+  let uploadedBytes = 0;
   let received = 0;
 
   const source = Readable.fromWeb(request.body as unknown as NodeWebReadableStream<Uint8Array>);
@@ -241,8 +253,7 @@ export async function ingestBatch(
           );
           if (earlier) throw new Replay(earlier);
         }
-        const file = await storeFile(index, stream, info.filename ?? null);
-        stored.push(file);
+        stored.push(...(await storeFile(index, stream, info.filename ?? null)));
       } catch (error) {
         stream.resume();
         fail(error);
@@ -267,24 +278,28 @@ export async function ingestBatch(
     fail(new IngestError('too_many_fields', 'too_large', 'the request has too many fields')),
   );
 
-  async function storeFile(
+  interface WrittenUpload {
+    cleanupId: number;
+    uploadId: string;
+    temporaryKey: string;
+    written: { sha256: string; size: number };
+    bytes: ByteSource;
+    limitedBy: Awaited<ReturnType<typeof stageBlobCleanup>>['limitedBy'];
+  }
+
+  /**
+   * Steps 1-2 for one stream: a staged reservation, then the bytes to a temporary. `sniff`
+   * refuses an unsupported upload from its first bytes; a page rendered from a document
+   * (I5) is Quire's own output and is inspected once written.
+   */
+  async function writeUpload(
     index: number,
     stream: Readable,
-    filename: string | null,
-  ): Promise<StoredFile> {
+    reservation: number,
+    sniff: boolean,
+  ): Promise<WrittenUpload> {
     const uploadId = newUploadId();
     const temporaryKey = temporaryKeyFor(workspaceId, uploadId);
-    // The exact size is unknown until the part ends; the reservation is the most this part can
-    // be (the per-file limit, or what remains of a declared body) and is settled to the exact
-    // size before the object gets its canonical name.
-    // When the quotas leave less room than that, the reservation is the room left and the
-    // write stops there with `quota_exceeded`: the reservation always covers every byte written.
-    // (Bytes read from the socket run ahead of the parser, so only finished files are subtracted.)
-    const priorFiles = stored.reduce((sum, f) => sum + f.size, 0);
-    const remaining = Number.isFinite(declaredLength)
-      ? Math.max(1, declaredLength - priorFiles)
-      : Infinity;
-    const reservation = Math.min(limits.maxFileBytes, remaining);
     const { cleanupId, reservedBytes, limitedBy } = await stageBlobCleanup(deps.pool, {
       workspaceId,
       objectKey: temporaryKey,
@@ -299,7 +314,7 @@ export async function ingestBatch(
 
     const head = new Uint8Array(HEAD_BYTES);
     let headLength = 0;
-    let sniffed = false;
+    let sniffed = !sniff;
     let written: { sha256: string; size: number };
     try {
       written = await deps.blobStore.writeTemporary(temporaryKey, stream, {
@@ -338,7 +353,6 @@ export async function ingestBatch(
       throw error;
     }
     await step('after_temp_write');
-
     const bytes: ByteSource = {
       size: written.size,
       read: async (offset, length) =>
@@ -346,24 +360,160 @@ export async function ingestBatch(
           ? head.subarray(offset, offset + length)
           : deps.blobStore.readRange(temporaryKey, offset, length),
     };
+    return { cleanupId, uploadId, temporaryKey, written, bytes, limitedBy };
+  }
+
+  /** Steps 3-4: the bytes inspected, the reservation settled, the object given its name. */
+  async function settleUpload(
+    index: number,
+    upload: WrittenUpload,
+    filename: string | null,
+    inspected?: MediaInfo,
+  ): Promise<StoredFile> {
     let info: MediaInfo;
     try {
-      info = await inspectMedia(bytes, limits);
+      info = inspected ?? (await inspectMedia(upload.bytes, limits));
     } catch (error) {
       if (error instanceof MediaRejection)
         throw new IngestError(error.code, error.kind, error.message, index);
       throw error;
     }
-    const key = canonicalKeyFor(workspaceId, written.sha256, uploadId);
-    await settleStagedCleanup(deps.pool, cleanupId, {
+    const key = canonicalKeyFor(workspaceId, upload.written.sha256, upload.uploadId);
+    await settleStagedCleanup(deps.pool, upload.cleanupId, {
       workspaceId,
       objectKey: key,
-      sizeBytes: written.size,
+      sizeBytes: upload.written.size,
       globalQuotaBytes: deps.globalQuotaBytes ?? null,
     });
-    await deps.blobStore.promote(temporaryKey, key);
+    await deps.blobStore.promote(upload.temporaryKey, key);
     await step('after_rename');
-    return { index, cleanupId, key, sha256: written.sha256, size: written.size, info, filename };
+    return {
+      index,
+      cleanupId: upload.cleanupId,
+      key,
+      sha256: upload.written.sha256,
+      size: upload.written.size,
+      info,
+      filename,
+    };
+  }
+
+  async function storeFile(
+    index: number,
+    stream: Readable,
+    filename: string | null,
+  ): Promise<StoredFile[]> {
+    // The exact size is unknown until the part ends; the reservation is the most this part can
+    // be (the per-file limit, or what remains of a declared body) and is settled to the exact
+    // size before the object gets its canonical name.
+    // When the quotas leave less room than that, the reservation is the room left and the
+    // write stops there with `quota_exceeded`: the reservation always covers every byte written.
+    // (Bytes read from the socket run ahead of the parser, so only finished files are subtracted.)
+    // (The pages of a PDF are not bytes of the request: only uploaded files count.)
+    const remaining = Number.isFinite(declaredLength)
+      ? Math.max(1, declaredLength - uploadedBytes)
+      : Infinity;
+    const upload = await writeUpload(index, stream, Math.min(limits.maxFileBytes, remaining), true);
+    uploadedBytes += upload.written.size;
+    const head = await upload.bytes.read(0, 16);
+    if (isPdfHeader(head)) return storeDocumentPages(index, upload, filename, 'pdf');
+    let info: MediaInfo;
+    try {
+      info = await inspectMedia(upload.bytes, limits);
+    } catch (error) {
+      if (error instanceof MediaRejection)
+        throw new IngestError(error.code, error.kind, error.message, index);
+      throw error;
+    }
+    if (info.frames) return storeDocumentPages(index, upload, filename, 'tiff', info.frames.length);
+    return [await settleUpload(index, upload, filename, info)];
+  }
+
+  /**
+   * I5: a PDF's pages or a TIFF's frames, each stored as a page image of its own, in order.
+   * The uploaded file itself is read from disk, then given to the fenced deletion once the
+   * batch is written (`documentSources`): its pages are what the item keeps.
+   */
+  async function storeDocumentPages(
+    index: number,
+    upload: WrittenUpload,
+    filename: string | null,
+    format: 'pdf' | 'tiff',
+    frames = 0,
+  ): Promise<StoredFile[]> {
+    documentSources.push(upload.cleanupId);
+    // The pages of every document of the request are written in its one transaction: bounded.
+    const room = Math.max(0, limits.maxPagesPerRequest - stored.length);
+    if (format === 'tiff' && frames > room) {
+      throw new IngestError(
+        'too_many_pages',
+        'too_large',
+        `a request makes at most ${limits.maxPagesPerRequest} pages`,
+        index,
+      );
+    }
+    const pages: StoredFile[] = [];
+    const storePage: StorePage = async (image, page) => {
+      const written = await writeUpload(index, image, limits.maxFileBytes, false);
+      const file = await settleUpload(index, written, filename);
+      if (file.info.kind !== 'image' || !file.info.width || !file.info.height) {
+        throw new IngestError('malformed_media', 'invalid', 'a page is not an image', index);
+      }
+      file.page = page;
+      pages.push(file);
+      return { width: file.info.width, height: file.info.height };
+    };
+    const local = await localCopy(upload.temporaryKey);
+    try {
+      if (format === 'tiff') {
+        await ingestTiffFrames(local.path, frames, storePage);
+        return pages;
+      }
+      const document = await ingestPdf(
+        local.path,
+        { ...limits, maxPagesPerFile: Math.min(limits.maxPagesPerFile, room) },
+        { dpi: deps.pdfDpi ?? 300 },
+        storePage,
+      );
+      for (const entry of document.pages) {
+        const file = pages.find((p) => p.page === entry.page);
+        if (file && entry.textLayer) {
+          file.transcript = {
+            parsed: {
+              format: 'pdf',
+              namespace: 'application/pdf',
+              producer: document.producer,
+              width: file.info.width!,
+              height: file.info.height!,
+              segments: entry.textLayer,
+            },
+            sha256: upload.written.sha256,
+            filename: filename ? filename.slice(0, 200) : null,
+            page: entry.page,
+          };
+        }
+      }
+      return pages;
+    } catch (error) {
+      if (error instanceof MediaRejection)
+        throw new IngestError(error.code, error.kind, error.message, index);
+      throw error;
+    } finally {
+      await local.release();
+    }
+  }
+
+  /** A file path holding a temporary's bytes: the object itself on the local store, else a copy. */
+  async function localCopy(
+    temporaryKey: string,
+  ): Promise<{ path: string; release: () => Promise<void> }> {
+    if (deps.blobStore.kind === 'local') {
+      return { path: await deps.blobStore.localPath(temporaryKey), release: async () => {} };
+    }
+    const dir = await mkdtemp(path.join(tmpdir(), 'quire-document-'));
+    const file = path.join(dir, 'upload');
+    await pipeline(deps.blobStore.read(temporaryKey), createWriteStream(file));
+    return { path: file, release: () => rm(dir, { recursive: true, force: true }) };
   }
 
   try {
@@ -394,13 +544,16 @@ export async function ingestBatch(
       );
     }
     await step('before_page_insert');
-    return await commitBatch(
+    const result = await commitBatch(
       deps,
       workspaceId,
       fields,
       stored,
       deps.publicBaseUrl ?? DEFAULT_PUBLIC_URL,
     );
+    // The documents' pages are written; the files they came from go to the fenced deletion.
+    await discardStagedUploads(deps.pool, deps.blobStore, documentSources, now());
+    return result;
   } catch (error) {
     source.unpipe(parser);
     discardRestOf(source);
@@ -423,11 +576,12 @@ export async function ingestBatch(
 }
 
 function earlyChecks(head: Uint8Array, limits: MediaLimits): void {
+  if (isPdfHeader(head)) return;
   const type = sniffMediaType(head.subarray(0, Math.max(SNIFF_BYTES, head.length)));
   if (!type) {
     throw new MediaRejection(
       'unsupported_media_type',
-      'the file is not a PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, OGG or M4A file',
+      'the file is not a PDF, PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, OGG or M4A file',
     );
   }
   const v = new DataView(head.buffer, head.byteOffset, head.byteLength);

@@ -59,6 +59,8 @@ export interface StoredFile {
   filename: string | null;
   /** I3: the PAGE or ALTO transcript uploaded beside this image, read and checked. */
   transcript?: StoredTranscript;
+  /** I5: the page (from 1) of the PDF or multi-page TIFF this image was taken from. */
+  page?: number;
 }
 
 /** Replaces an in-flight ingest with an earlier batch's result (same idempotency key). */
@@ -88,6 +90,8 @@ export async function commitBatch(
       const pages: IngestedPage[] = [];
       const imported = new Set<number>();
       let singleItem: { id: string; next: number } | undefined;
+      // I5: every page of one PDF or TIFF goes to one item, also in perFile mode.
+      const perFileItems = new Map<number, { id: string; next: number }>();
       for (const [ordinal, file] of files.entries()) {
         let itemId: string;
         let position: number;
@@ -102,8 +106,17 @@ export async function commitBatch(
           itemId = singleItem.id;
           position = singleItem.next++;
         } else {
-          itemId = uuidv7();
-          position = await prepareItem(tx, workspaceId, itemId, itemFields(fields, file.filename));
+          let item = perFileItems.get(file.index);
+          if (!item) {
+            const id = uuidv7();
+            item = {
+              id,
+              next: await prepareItem(tx, workspaceId, id, itemFields(fields, file.filename)),
+            };
+            perFileItems.set(file.index, item);
+          }
+          itemId = item.id;
+          position = item.next++;
         }
         await insertBlob(tx, {
           key: file.key,
@@ -132,7 +145,7 @@ export async function commitBatch(
         if (file.transcript) {
           // I3: the imported transcript is revision 1, in the page's own transaction, so a page
           // with one never exists without it (and a refused upload stores neither).
-          const { parsed, sha256, filename } = file.transcript;
+          const { parsed, sha256, filename, page: documentPage } = file.transcript;
           const written = await commitRevision(tx, {
             pageId: page.pageId,
             canvasUri: page.canvasUri,
@@ -147,11 +160,13 @@ export async function commitBatch(
                 producer: parsed.producer,
                 sha256,
                 filename,
+                ...(documentPage !== undefined ? { page: documentPage } : {}),
               },
             },
           });
           if (written.state === 'conflict') throw new RevisionConflictError(page.pageId, written);
-          imported.add(page.pageId);
+          // I5: a PDF's text layer is read again by an engine only when the upload asks.
+          if (parsed.format !== 'pdf' || !fields.transcribeTextLayer) imported.add(page.pageId);
         }
         await retireBlobCleanup(tx, file.cleanupId);
         await insertBatchPage(tx, { batchId, ordinal, pageId: page.pageId });

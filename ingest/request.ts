@@ -18,6 +18,8 @@ export interface IngestLimits extends MediaLimits, TranscriptLimits {
   maxRequestBytes: number;
   /** Bytes of the `metadata` JSON field. */
   maxMetadataBytes: number;
+  /** I5: pages one request may make of its PDFs and multi-page TIFFs together. */
+  maxPagesPerRequest: number;
 }
 
 export const DEFAULT_INGEST_LIMITS: IngestLimits = {
@@ -26,6 +28,7 @@ export const DEFAULT_INGEST_LIMITS: IngestLimits = {
   maxFiles: 500,
   maxRequestBytes: 2 * 1024 * 1024 * 1024,
   maxMetadataBytes: 16 * 1024,
+  maxPagesPerRequest: 5000,
 };
 
 export interface IngestRequestFields {
@@ -35,6 +38,8 @@ export interface IngestRequestFields {
   metadata: Record<string, unknown>;
   provider: string | null;
   mode: 'single' | 'perFile';
+  /** I5: start engine jobs for PDF pages whose text layer was imported, too. */
+  transcribeTextLayer: boolean;
 }
 
 /** A refused request: a stable `code`, and the index of the file it is about when it is about one. */
@@ -59,6 +64,7 @@ const TEXT_FIELDS = new Set([
   'metadata',
   'provider',
   'mode',
+  'transcribeTextLayer',
 ]);
 const ID_PATTERN = /^[A-Za-z0-9._:~-]{1,200}$/;
 
@@ -80,6 +86,7 @@ export function emptyFields(request: Request): IngestRequestFields {
     metadata: {},
     provider: null,
     mode: 'single',
+    transcribeTextLayer: false,
   };
 }
 
@@ -135,6 +142,16 @@ export function applyField(
         );
       }
       fields.mode = value;
+      return;
+    case 'transcribeTextLayer':
+      if (value !== 'true' && value !== 'false') {
+        throw new IngestError(
+          'invalid_field',
+          'invalid',
+          'transcribeTextLayer must be true or false',
+        );
+      }
+      fields.transcribeTextLayer = value === 'true';
       return;
     case 'metadata': {
       if (Buffer.byteLength(value) > limits.maxMetadataBytes) {

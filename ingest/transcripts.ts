@@ -22,6 +22,8 @@ export interface StoredTranscript {
   parsed: ImportedTranscript;
   sha256: string;
   filename: string | null;
+  /** I5: the page of the uploaded PDF whose text layer this is. */
+  page?: number;
 }
 
 async function readBounded(stream: Readable, maxBytes: number, index: number): Promise<Buffer> {
@@ -50,7 +52,9 @@ async function readBounded(stream: Readable, maxBytes: number, index: number): P
 export async function readTranscriptPart(
   stream: Readable,
   filename: string | null,
-  image: { index: number; info: MediaInfo; transcript?: StoredTranscript } | undefined,
+  image:
+    | { index: number; info: MediaInfo; transcript?: StoredTranscript; page?: number }
+    | undefined,
   limits: TranscriptLimits,
 ): Promise<StoredTranscript> {
   if (!image) {
@@ -58,6 +62,14 @@ export async function readTranscriptPart(
       'transcript_without_image',
       'malformed',
       'a transcript must follow the image it describes in files[]',
+    );
+  }
+  if (image.page !== undefined) {
+    throw new IngestError(
+      'transcript_for_document',
+      'invalid',
+      'a PDF or multi-page TIFF is split into pages; upload a transcript beside a single image',
+      image.index,
     );
   }
   if (image.transcript) {

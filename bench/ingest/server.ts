@@ -38,7 +38,13 @@ serveIngest({
   },
   ingest: (workspaceId, request) =>
     ingestBatch(
-      { pool, blobStore, publicBaseUrl: process.env.QUIRE_PUBLIC_URL || undefined },
+      {
+        pool,
+        blobStore,
+        publicBaseUrl: process.env.QUIRE_PUBLIC_URL || undefined,
+        // I5: bench/iiif/pdfIngest.ts renders PDFs at its own resolution.
+        pdfDpi: Number(process.env.QUIRE_PDF_DPI) || undefined,
+      },
       workspaceId,
       request,
     ),

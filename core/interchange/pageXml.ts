@@ -8,6 +8,7 @@
 import type { Box } from '../annotation';
 import { type ExportInput, escapeXml } from '../exports';
 import { imageLinesOf, unionBox } from './lines';
+import { describeStep, type ExportProvenance } from './provenance';
 
 export const PAGE_NAMESPACE = 'http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15';
 const PAGE_SCHEMA_LOCATION = `${PAGE_NAMESPACE} ${PAGE_NAMESPACE}/pagecontent.xsd`;
@@ -37,6 +38,7 @@ export function toPageXml(input: ExportInput & { createdAt?: Date }): string {
   out.push('    <Creator>Quire</Creator>');
   out.push(`    <Created>${created}</Created>`);
   out.push(`    <LastChange>${created}</LastChange>`);
+  out.push(...pageMetadataItems(input.provenance));
   out.push('  </Metadata>');
   out.push(
     `  <Page imageFilename="${escapeXml(input.canvasUri)}" imageWidth="${width}" imageHeight="${height}">`,
@@ -74,4 +76,17 @@ export function toPageXml(input: ExportInput & { createdAt?: Date }): string {
 /** A line's text on one line: PAGE line text has no breaks of its own. */
 function singleLine(text: string): string {
   return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+}
+
+/**
+ * I8: one `MetadataItem` of type processingStep per step of the revision (`engine`, `import`
+ * or `edit`), its value naming the engine, model and version, the imported file's software,
+ * or the editor, dated when the revision was written.
+ */
+function pageMetadataItems(provenance: ExportProvenance | undefined): string[] {
+  if (!provenance) return [];
+  return provenance.steps.map((step) => {
+    const name = step.kind === 'human' ? 'edit' : step.kind;
+    return `    <MetadataItem type="processingStep" name="${name}" value="${escapeXml(describeStep(step))}" date="${step.at.toISOString()}"/>`;
+  });
 }

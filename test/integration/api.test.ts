@@ -451,7 +451,8 @@ describe('pages (SPEC §7)', () => {
       [audio.pageId, 'vtt', 200, /^text\/vtt/],
       [audio.pageId, 'srt', 200, /^application\/x-subrip/],
       [audio.pageId, 'alto', 422],
-      [audio.pageId, 'pdf', 400],
+      [audio.pageId, 'pdf', 422],
+      [audio.pageId, 'docx', 400],
     ];
     for (const [pageId, format, status, type] of expectations) {
       const response = await exp(pageId, format);

@@ -15,7 +15,7 @@ import { recordJobsForIngest } from '../../ingest/jobs';
 import { httpErrorOf } from '../../web/lib/errors';
 import { pageExportResponse } from '../../web/lib/pageHttp';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { KANT } from '../support/interchange';
+import { KANT, MANIFESTO } from '../support/interchange';
 import { file, type Part, png, uploadRequest, wav } from '../support/uploadFixtures';
 
 /**
@@ -33,6 +33,8 @@ let records: JobRecord[];
 const kantImage = readFileSync(KANT.image);
 const kantPage = readFileSync(KANT.page);
 const kantAlto = readFileSync(KANT.alto);
+const manifesto = readFileSync(MANIFESTO.image);
+const manifestoHocr = readFileSync(MANIFESTO.hocr);
 
 const transcript = (value: Uint8Array | string, filename = 'page.xml'): Part => ({
   name: 'transcript',
@@ -85,7 +87,7 @@ async function refusal(parts: Part[], override: Partial<IngestDeps> = {}) {
   throw new Error('expected the upload to be refused');
 }
 
-async function exportBody(pageId: number, format: 'page' | 'alto'): Promise<string> {
+async function exportBody(pageId: number, format: 'page' | 'alto' | 'hocr'): Promise<string> {
   const page = await getPage(db.pool, ws, pageId);
   return pageExportResponse(page!, format).text();
 }
@@ -260,9 +262,124 @@ describe('I3 import', () => {
   });
 });
 
+describe('I6 hOCR import', () => {
+  it('I6 a real hOCR file (tesseract 5.3 over the manifesto scan) beside its image becomes revision 1, source import, format hocr, each ocr_line a line with its bbox and words', async () => {
+    const result = await upload([
+      file(manifesto, 'manifesto-page-0015.png'),
+      transcript(manifestoHocr, 'manifesto.hocr'),
+    ]);
+    expect(result.pages[0]!.jobId).toBeUndefined();
+    const page = await getPage(db.pool, ws, result.pages[0]!.pageId);
+    expect(page!.revision).toBe(1);
+    // Read from the file here with a plain pattern, not the importer's parser.
+    const source = manifestoHocr.toString('utf8');
+    const expected = [
+      ...source.matchAll(
+        /<span class='ocr_line'[^>]*title="bbox (\d+) (\d+) (\d+) (\d+);[^"]*">([\s\S]*?)\n\s*<\/span>/g,
+      ),
+    ].map((m) => ({
+      box: { x: +m[1]!, y: +m[2]!, w: +m[3]! - +m[1]!, h: +m[4]! - +m[2]! },
+      text: [...m[5]!.matchAll(/<span class='ocrx_word'[^>]*>([^<]*)<\/span>/g)]
+        .map((w) =>
+          w[1]!
+            .replace(/&amp;/g, '&')
+            .replace(/&#39;/g, "'")
+            .replace(/&quot;/g, '"'),
+        )
+        .join(' '),
+    }));
+    expect(expected).toHaveLength(30);
+    const segments = segmentsOf(page!.annotationPage);
+    expect(
+      segments.map((s) => ({ box: s.target.kind === 'xywh' ? s.target.box : null, text: s.text })),
+    ).toEqual(expected);
+    expect(segments[0]).toMatchObject({ text: 'MANIFESTO', confidence: 0.96 });
+    const revisions = await listRevisions(db.pool, ws, page!.id, { limit: 1 });
+    expect(revisions![0]).toMatchObject({
+      source: 'import',
+      provenance: {
+        format: 'hocr',
+        namespace: 'http://www.w3.org/1999/xhtml',
+        producer: 'tesseract 5.3.0',
+        filename: 'manifesto.hocr',
+      },
+    });
+    expect(await auditInvariants(db.pool)).toEqual([]);
+  });
+
+  const hocr = (body: string, doctype = '') =>
+    `<?xml version="1.0" encoding="UTF-8"?>${doctype}<html xmlns="http://www.w3.org/1999/xhtml"><head><meta name="ocr-system" content="x"/></head><body>${body}</body></html>`;
+  const hocrPage = (w: number, h: number, lines = '') =>
+    `<div class="ocr_page" title="bbox 0 0 ${w} ${h}">${lines}</div>`;
+  const hocrRefusals: Array<[string, () => Part[], string, number, Partial<IngestDeps>?]> = [
+    [
+      'an hOCR file with two pages',
+      () => [file(png(40, 30)), transcript(hocr(hocrPage(40, 30) + hocrPage(40, 30)), 'x.hocr')],
+      'transcript_invalid',
+      422,
+    ],
+    [
+      'an hOCR page of another size than the image',
+      () => [file(png(40, 30)), transcript(hocr(hocrPage(41, 30)), 'x.hocr')],
+      'transcript_size_mismatch',
+      422,
+    ],
+    [
+      'an hOCR line without a bbox',
+      () => [
+        file(png(40, 30)),
+        transcript(hocr(hocrPage(40, 30, '<span class="ocr_line">a</span>')), 'x.hocr'),
+      ],
+      'transcript_invalid',
+      422,
+    ],
+    [
+      'hOCR that is HTML, not XHTML',
+      () => [file(png(40, 30)), transcript(hocr(hocrPage(40, 30, '<br>')), 'x.hocr')],
+      'transcript_malformed',
+      400,
+    ],
+    [
+      'hOCR with a DOCTYPE that declares entities',
+      () => [
+        file(png(40, 30)),
+        transcript(
+          hocr(hocrPage(40, 30), '<!DOCTYPE html [<!ENTITY e SYSTEM "file:///etc/passwd">]>'),
+          'x.hocr',
+        ),
+      ],
+      'transcript_malformed',
+      400,
+    ],
+    [
+      'an hOCR file above the line limit',
+      () => [
+        file(png(40, 30)),
+        transcript(
+          hocr(hocrPage(40, 30, '<span class="ocr_line" title="bbox 0 0 4 4">a</span>'.repeat(3))),
+          'x.hocr',
+        ),
+      ],
+      'transcript_too_large',
+      413,
+      { limits: { maxTranscriptLines: 2 } },
+    ],
+  ];
+  it.each(hocrRefusals)(
+    'I6 refuses %s with a stable code and stores nothing',
+    async (_label, parts, code, status, override) => {
+      const refused = await refusal(parts(), override ?? {});
+      expect(refused.body.error.code).toBe(code);
+      expect(refused.status).toBe(status);
+      expect(refused.body.error.message).not.toMatch(/passwd/);
+      await expectNothingStored();
+    },
+  );
+});
+
 describe('I3 round trips', () => {
-  for (const format of ['page', 'alto'] as const) {
-    it(`I3 ${format.toUpperCase()} round trip: export, import into a new item, export again gives the same lines, boxes and text`, async () => {
+  for (const format of ['page', 'alto', 'hocr'] as const) {
+    it(`${format === 'hocr' ? 'I6' : 'I3'} ${format.toUpperCase()} round trip: export, import into a new item, export again gives the same lines, boxes and text`, async () => {
       const first = await upload([file(kantImage, 'kant.tif'), transcript(kantPage)]);
       const original = await getPage(db.pool, ws, first.pages[0]!.pageId);
       const exported = await exportBody(original!.id, format);
@@ -283,7 +400,7 @@ describe('I3 round trips', () => {
       const revisions = await listRevisions(db.pool, ws, copy!.id, { limit: 1 });
       expect(revisions![0]!.provenance).toMatchObject({
         format,
-        producer: format === 'page' ? 'Quire' : null,
+        producer: format === 'alto' ? null : 'Quire',
       });
     });
   }

@@ -180,7 +180,7 @@ describe('OpenAPI document (SPEC §7)', () => {
     );
     expect(format).toMatchObject({
       required: true,
-      schema: { enum: ['iiif', 'text', 'vtt', 'srt', 'alto', 'page', 'hocr'] },
+      schema: { enum: ['iiif', 'text', 'vtt', 'srt', 'alto', 'page', 'hocr', 'pdf'] },
     });
     const { GET } = await import('../../web/app/api/v1/openapi.json/route');
     const served = await (await GET()).json();

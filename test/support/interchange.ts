@@ -20,6 +20,12 @@ export const KANT = {
   height: 2083,
 };
 
+/** I6: the real manifesto scan and the hOCR tesseract 5.3.0 wrote for it (SOURCES.md). */
+export const MANIFESTO = {
+  image: path.join(REPO_ROOT, 'test', 'fixtures', 'real', 'manifesto-page-0015.png'),
+  hocr: path.join(INTERCHANGE_FIXTURES, 'manifesto-page-0015.tesseract.hocr'),
+};
+
 let pageValidator: XsdValidator | undefined;
 
 /** Errors libxml2 finds validating `xml` against the PAGE 2019-07-15 XSD; empty when valid. */

@@ -1,5 +1,5 @@
 'use client';
-import { sniffMediaType } from '@quire/core/media';
+import { isPdfHeader, sniffMediaType } from '@quire/core/media';
 import { useRouter } from 'next/navigation';
 import { useId, useRef, useState } from 'react';
 import { formatBytes } from './format';
@@ -11,8 +11,9 @@ import { formatBytes } from './format';
  * offsets of the multipart body, in the order the files are sent.
  */
 const ACCEPT =
-  '.png,.jpg,.jpeg,.tif,.tiff,.webp,.wav,.flac,.mp3,.ogg,.oga,.m4a,.mp4,image/*,audio/*';
+  '.pdf,.png,.jpg,.jpeg,.tif,.tiff,.webp,.wav,.flac,.mp3,.ogg,.oga,.m4a,.mp4,application/pdf,image/*,audio/*';
 const EXTENSIONS = [
+  'pdf',
   'png',
   'jpg',
   'jpeg',
@@ -65,13 +66,13 @@ async function validate(file: File): Promise<string | null> {
     file.type.startsWith('audio/') ||
     EXTENSIONS.includes(extension);
   if (!typeOk)
-    return 'Not an image or audio file (PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, Ogg, M4A).';
+    return 'Not an image or audio file (PDF, PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, Ogg, M4A).';
   if (file.size === 0) return 'The file is empty.';
   if (file.size > MAX_FILE_BYTES) return `Larger than ${formatBytes(MAX_FILE_BYTES)}.`;
   // The same magic-byte sniffing as the ingest (U4): a renamed text file is caught here.
   const head = new Uint8Array(await file.slice(0, 64).arrayBuffer());
-  if (!sniffMediaType(head)) {
-    return 'Its contents are not a PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, Ogg or M4A file.';
+  if (!sniffMediaType(head) && !isPdfHeader(head)) {
+    return 'Its contents are not a PDF, PNG, JPEG, TIFF, WebP, WAV, FLAC, MP3, Ogg or M4A file.';
   }
   return null;
 }
@@ -365,7 +366,7 @@ function TranscriptPicker({
         id={id}
         className="file-input"
         type="file"
-        accept=".xml,application/xml,text/xml"
+        accept=".xml,.hocr,.html,application/xml,text/xml,application/xhtml+xml"
         aria-label={`Transcript of ${entry.file.name}, PAGE XML or ALTO`}
         onChange={(e) => {
           const picked = e.target.files?.[0];

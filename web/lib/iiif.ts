@@ -14,6 +14,7 @@ import {
 import { authenticateApiKey } from '@quire/db/workspaces';
 import { ApiError, checkPathParams, errorResponse } from './api';
 import { blobStore } from './blobs';
+import { searchablePdfResponse } from './searchablePdf';
 import { config, pool } from './server';
 import { currentPrincipal } from './session';
 
@@ -179,6 +180,26 @@ export async function canvasResponse(
       },
       view,
     );
+  } catch (error) {
+    return withCors(errorResponse(error, request));
+  }
+}
+
+/** I7: the item's searchable PDF, of the pages and revisions this caller's view shows. */
+export async function itemPdfResponse(
+  request: Request,
+  params: { ws: string; item: string },
+): Promise<Response> {
+  try {
+    checkPathParams(params);
+    const view = await iiifViewOf(request, params.ws);
+    const { title, pages } = await itemPages(params.ws, params.item, view);
+    return searchablePdfResponse(pages, {
+      filename: `item-${itemIdOf(params.item).replace(/[^A-Za-z0-9._-]/g, '_')}`,
+      ...(title ? { title } : {}),
+      cacheControl: cacheControl(view),
+      headers: { ...IIIF_CORS_HEADERS, Vary: 'Authorization, Cookie' },
+    });
   } catch (error) {
     return withCors(errorResponse(error, request));
   }

@@ -27,6 +27,7 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
         blobStore: blobStore(),
         publicBaseUrl: settings.QUIRE_PUBLIC_URL,
         globalQuotaBytes: settings.QUIRE_GLOBAL_QUOTA_BYTES ?? null,
+        pdfDpi: settings.QUIRE_PDF_DPI,
         createJobs: recordJobsForIngest({
           workspaceId,
           defaultProvider: settings.QUIRE_DEFAULT_PROVIDER,

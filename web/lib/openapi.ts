@@ -7,6 +7,7 @@ import {
   errorBody,
   eventsQuery,
   exportQuery,
+  itemExportQuery,
   listJobsQuery,
   listJobsResponse,
   pageEditBody,
@@ -91,17 +92,25 @@ export const OPERATIONS: Operation[] = [
           'files[]': {
             type: 'array',
             items: { type: 'string', contentMediaType: 'application/octet-stream' },
+            description:
+              'Images (PNG, JPEG, TIFF, WebP), recordings (WAV, FLAC, MP3, OGG, M4A) and, I5, PDFs and multi-page TIFFs: one page per PDF page (rendered at QUIRE_PDF_DPI) or TIFF frame, in order, in one item. A PDF page with a text layer gets it as revision 1 (source import, format pdf) and no job. Refused with too_many_pages, image_too_large (a page above the pixel limit), document_encrypted or malformed_media, storing nothing.',
           },
           itemId: { type: 'string' },
           externalReferenceId: { type: 'string' },
           idempotencyKey: { type: 'string' },
           metadata: { type: 'string', description: 'JSON object' },
           provider: { type: 'string' },
+          transcribeTextLayer: {
+            type: 'string',
+            enum: ['true', 'false'],
+            description:
+              'I5: true starts engine jobs for PDF pages whose text layer was imported, too',
+          },
           transcript: {
             type: 'array',
             items: { type: 'string', contentMediaType: 'application/xml' },
             description:
-              "I3: a PAGE XML or ALTO file sent right after the image it describes (at most one per image); its lines become the page's revision 1 (source import) and no job is started for that page. Refused with transcript_malformed, transcript_unsupported, transcript_too_large, transcript_invalid, transcript_size_mismatch, transcript_without_image, duplicate_transcript or transcript_for_audio, storing nothing.",
+              "I3/I6: a PAGE XML, ALTO or hOCR file sent right after the image it describes (at most one per image); its lines become the page's revision 1 (source import) and no job is started for that page. Refused with transcript_malformed, transcript_unsupported, transcript_too_large, transcript_invalid, transcript_size_mismatch, transcript_without_image, duplicate_transcript, transcript_for_audio or transcript_for_document, storing nothing.",
           },
         },
         required: ['files[]'],
@@ -128,6 +137,18 @@ export const OPERATIONS: Operation[] = [
     responses: {
       '200': { description: '{itemId, pages, blobsHandedToCleanup}' },
       ...errors([401, 404, 409]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/items/{itemId}/export`,
+    summary:
+      'Export an item: format=pdf, a searchable PDF of its image pages with their current lines as invisible text, streamed (I7)',
+    tag: 'items',
+    query: itemExportQuery,
+    responses: {
+      '200': { description: 'the searchable PDF', mediaType: 'application/pdf' },
+      ...errors([400, 401, 404, 422]),
     },
   },
   {
@@ -211,7 +232,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/pages/{pageId}/export`,
-    summary: 'Export the current revision (iiif, text, vtt, srt, alto, page, hocr)',
+    summary:
+      'Export the current revision (iiif, text, vtt, srt, alto, page, hocr; pdf: searchable PDF, I7)',
     tag: 'pages',
     query: exportQuery,
     responses: {

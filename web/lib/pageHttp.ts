@@ -1,7 +1,9 @@
 import 'server-only';
 import { type AnnotationPage, segmentsOf } from '@quire/core/annotation';
 import { type ExportFormat, exportPage } from '@quire/core/exports';
-import type { PageRow } from '@quire/db/pages';
+import { type ExportProvenance, provenanceOf } from '@quire/core/interchange/provenance';
+import { listRevisions, type PageRow } from '@quire/db/pages';
+import type { Queryable } from '@quire/db/pool';
 import { ApiError } from './errors';
 
 /**
@@ -50,6 +52,19 @@ export function pageLanguage(annotationPage: AnnotationPage): string | undefined
   return annotationPage.items.find((a) => a.body.language)?.body.language;
 }
 
+/** Revisions kept for a page's provenance; a page edited more often names its latest edits. */
+const PROVENANCE_REVISIONS = 200;
+
+/** I8: the steps that made the page's current revision, for ALTO and PAGE exports. */
+export async function pageProvenance(db: Queryable, page: PageRow): Promise<ExportProvenance> {
+  const revisions =
+    (await listRevisions(db, page.workspaceId, page.id, {
+      beforeRevision: page.revision + 1,
+      limit: PROVENANCE_REVISIONS,
+    })) ?? [];
+  return provenanceOf(revisions, page.revision);
+}
+
 const IIIF_MEDIA_TYPE =
   'application/ld+json;profile="http://iiif.io/api/presentation/3/context.json"';
 
@@ -57,7 +72,11 @@ const IIIF_MEDIA_TYPE =
  * The current revision of a page in one export format, as a download, for both the API and
  * the console. Throws `UnsupportedExportError` when the format does not fit the page kind.
  */
-export function pageExportResponse(page: PageRow, format: 'iiif' | ExportFormat): Response {
+export function pageExportResponse(
+  page: PageRow,
+  format: 'iiif' | ExportFormat,
+  provenance?: ExportProvenance,
+): Response {
   const headers = { ETag: pageEtag(page.revision), 'Cache-Control': 'no-store' };
   const filename = `page-${page.id}-r${page.revision}`;
   if (format === 'iiif') {
@@ -77,6 +96,7 @@ export function pageExportResponse(page: PageRow, format: 'iiif' | ExportFormat)
     height: page.height ?? undefined,
     duration: page.durationMs === null ? undefined : page.durationMs / 1000,
     language: pageLanguage(page.annotationPage),
+    ...(provenance ? { provenance } : {}),
   });
   return new Response(result.body, {
     headers: {

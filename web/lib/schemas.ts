@@ -76,8 +76,19 @@ export const revisionsQuery = z.object({
   pageSize: pageSizeSchema,
 });
 
-export const exportFormatSchema = z.enum(['iiif', 'text', 'vtt', 'srt', 'alto', 'page', 'hocr']);
+export const exportFormatSchema = z.enum([
+  'iiif',
+  'text',
+  'vtt',
+  'srt',
+  'alto',
+  'page',
+  'hocr',
+  'pdf',
+]);
 export const exportQuery = z.object({ format: exportFormatSchema });
+/** I7: an item's export; a searchable PDF of its image pages. */
+export const itemExportQuery = z.object({ format: z.enum(['pdf']) });
 
 export const publishBody = z.object({ expectedRevision: z.number().int().min(0) }).strict();
 

@@ -1,6 +1,6 @@
 import { isExportFormat, UnsupportedExportError } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
-import { pageExportResponse } from '@quire/web/lib/pageHttp';
+import { pageExportResponse, pageProvenance } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
 import { withSession } from '@quire/web/lib/session';
 
@@ -35,7 +35,9 @@ export async function GET(request: Request, { params }: { params: Promise<{ page
         { status: 404 },
       );
     try {
-      return pageExportResponse(page, format);
+      const provenance =
+        format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
+      return pageExportResponse(page, format, provenance);
     } catch (error) {
       if (error instanceof UnsupportedExportError) {
         return Response.json(

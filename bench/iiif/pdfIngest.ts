@@ -1,0 +1,228 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { ensureDatabase, migrate } from '../../db/migrate';
+
+/**
+ * I5 benchmark: ingest of one many-page PDF through the HTTP ingest (bench/ingest/server.ts,
+ * the web's batch route behind a bare server so its memory is measured alone): pages per
+ * second and the server's peak RSS while it renders and stores the pages one by one. The
+ * PDF is the real manifesto scan with the text layer tesseract writes, repeated by poppler's
+ * pdfunite, so every page is rendered and has its text layer imported. The baseline, in the
+ * same run, is the same number of pages uploaded as the PNGs the renderer makes, in one
+ * request: what storing the pages costs without rendering them.
+ *
+ * Usage: npx tsx bench/iiif/pdfIngest.ts [--pages 200] [--dpi 300]
+ * Prints one JSON object. Env: QUIRE_BENCH_ADMIN_URL (default local Postgres, trust).
+ * pdftoppm and pdftotext run as child processes; their memory is not the web process's.
+ */
+
+const exec = promisify(execFile);
+const ADMIN_URL =
+  process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const MB = 1024 * 1024;
+const BOUNDARY = '----quire-bench-boundary';
+const SCAN = join(
+  import.meta.dirname,
+  '..',
+  '..',
+  'test',
+  'fixtures',
+  'real',
+  'manifesto-page-0015.png',
+);
+
+function arg(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--${name} must be a positive integer`);
+  return value;
+}
+
+function databaseUrl(name: string) {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+function* fileChunks(path: string): Iterable<Buffer> {
+  const fd = openSync(path, 'r');
+  try {
+    const buffer = Buffer.alloc(MB);
+    for (;;) {
+      const n = readSync(fd, buffer, 0, buffer.length, null);
+      if (n === 0) return;
+      yield Buffer.from(buffer.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Streams a multipart body of files read from disk; the client never holds a whole file. */
+function post(port: number, path: string, files: Array<{ name: string; path: string }>) {
+  const head = (name: string) =>
+    Buffer.from(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="files[]"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
+  const tail = Buffer.from(`--${BOUNDARY}--\r\n`);
+  let length = tail.length;
+  for (const f of files) length += head(f.name).length + statSync(f.path).size + 2;
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: {
+          'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+          'content-length': length,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (c) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    (async () => {
+      for (const f of files) {
+        if (!req.write(head(f.name))) await new Promise((r) => req.once('drain', r));
+        for (const chunk of fileChunks(f.path)) {
+          if (!req.write(chunk)) await new Promise((r) => req.once('drain', r));
+        }
+        req.write('\r\n');
+      }
+      req.end(tail);
+    })().catch(reject);
+  });
+}
+
+async function stats(port: number, path = '/stats', method = 'GET') {
+  return new Promise<{ rss: number; peakRss: number; vmHwm: number | null }>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method }, (res) => {
+      let body = '';
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () => resolve(JSON.parse(body)));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function main() {
+  const pages = arg('pages', 200);
+  const dpi = arg('dpi', 300);
+  const work = await mkdtemp(join(tmpdir(), 'quire-pdf-bench-'));
+  const name = `quire_bench_${randomBytes(4).toString('hex')}`;
+  const url = databaseUrl(name);
+  let server: ChildProcess | undefined;
+  const client = new pg.Client({ connectionString: url });
+  try {
+    // The input: one page OCRed by tesseract (its text layer), repeated `pages` times.
+    const scan = join(work, 'manifesto.png');
+    await copyFile(SCAN, scan);
+    await exec('tesseract', [scan, join(work, 'one'), '--dpi', '300', '-l', 'eng', 'pdf']);
+    const pdf = join(work, 'book.pdf');
+    await exec('pdfunite', [...Array.from({ length: pages }, () => join(work, 'one.pdf')), pdf]);
+    // The baseline's pages: the renderer's own PNG of that page at the same resolution.
+    await exec('pdftoppm', [
+      '-r',
+      `${dpi}`,
+      '-png',
+      '-singlefile',
+      join(work, 'one.pdf'),
+      join(work, 'rendered'),
+    ]);
+    const rendered = join(work, 'rendered.png');
+
+    await ensureDatabase(url);
+    await migrate(url);
+    await client.connect();
+    const ws = (await client.query(`INSERT INTO workspaces (name) VALUES ('bench') RETURNING id`))
+      .rows[0].id;
+    server = spawn('npx', ['tsx', 'bench/ingest/server.ts'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: url,
+        QUIRE_BLOB_DIR: join(work, 'blobs'),
+        QUIRE_PDF_DPI: String(dpi),
+        NODE_OPTIONS: '--expose-gc',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      detached: true,
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      server!.stdout!.on('data', (c) => {
+        out += c;
+        const m = /LISTENING (\d+)/.exec(out);
+        if (m) resolve(Number(m[1]));
+      });
+      server!.on('exit', (code) => reject(new Error(`server exited ${code}`)));
+    });
+    const path = `/ws/${ws}/batches`;
+    const round = (n: number) => Math.round(n * 100) / 100;
+
+    const measure = async (files: Array<{ name: string; path: string }>) => {
+      const before = await stats(port, '/reset', 'POST');
+      const start = performance.now();
+      const res = await post(port, path, files);
+      const seconds = (performance.now() - start) / 1000;
+      if (res.status !== 201) throw new Error(`ingest failed: ${res.body}`);
+      const stored = JSON.parse(res.body).pages.length as number;
+      if (stored !== pages) throw new Error(`expected ${pages} pages, got ${stored}`);
+      const after = await stats(port);
+      return {
+        pages: stored,
+        seconds: round(seconds),
+        pagesPerSecond: round(stored / seconds),
+        rssBeforeMb: round(before.rss / MB),
+        peakRssMb: round(after.peakRss / MB),
+        growthMb: round((after.peakRss - before.rss) / MB),
+      };
+    };
+
+    const baseline = await measure(
+      Array.from({ length: pages }, (_, i) => ({ name: `page-${i}.png`, path: rendered })),
+    );
+    const pdfRun = await measure([{ name: 'book.pdf', path: pdf }]);
+    const { rows } = await client.query(
+      "SELECT count(*)::int AS n FROM page_revisions WHERE source = 'import'",
+    );
+    console.log(
+      JSON.stringify({
+        benchmark: 'pdf-ingest',
+        machine: 'shared (figures are noisy)',
+        dpi,
+        pdfBytes: statSync(pdf).size,
+        renderedPageBytes: statSync(rendered).size,
+        pdf: { ...pdfRun, textLayersImported: rows[0].n },
+        baselinePngPages: baseline,
+        pdfToPngTimeRatio: round(pdfRun.seconds / baseline.seconds),
+      }),
+    );
+  } finally {
+    if (server?.pid) process.kill(-server.pid, 'SIGKILL');
+    await client.end().catch(() => {});
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,110 @@
+/**
+ * I8: who wrote the revision an export carries, in the terms ALTO `Description/Processing`
+ * and PAGE `Metadata/MetadataItem` use. The steps are the revision's story since the page was
+ * last read: the engine reading (engine, model, version) or the imported file (its format and
+ * the software it names), then every human edit after it, in order. Pure: the revisions come
+ * from `page_revisions` (db/pages.ts `listRevisions`).
+ */
+
+export interface RevisionRecord {
+  revision: number;
+  source: 'initial' | 'engine' | 'human' | 'import';
+  engine: string | null;
+  model: string | null;
+  modelVersion: string | null;
+  jobId: string | null;
+  editedBy: string | null;
+  provenance: Record<string, unknown> | null;
+  createdAt: Date;
+}
+
+export type ProvenanceStep =
+  | {
+      kind: 'engine';
+      revision: number;
+      at: Date;
+      engine: string;
+      model: string | null;
+      version: string | null;
+      jobId: string | null;
+    }
+  | {
+      kind: 'import';
+      revision: number;
+      at: Date;
+      format: string;
+      producer: string | null;
+      filename: string | null;
+    }
+  | { kind: 'human'; revision: number; at: Date; editedBy: string };
+
+export interface ExportProvenance {
+  /** The revision exported. */
+  revision: number;
+  steps: ProvenanceStep[];
+}
+
+/** The steps that made `revision`: its last machine reading, then the human edits since. */
+export function provenanceOf(
+  revisions: readonly RevisionRecord[],
+  revision: number,
+): ExportProvenance {
+  const upTo = [...revisions]
+    .filter((r) => r.revision <= revision)
+    .sort((a, b) => a.revision - b.revision);
+  let start = 0;
+  upTo.forEach((r, i) => {
+    if (r.source === 'engine' || r.source === 'import') start = i;
+  });
+  const steps: ProvenanceStep[] = [];
+  for (const r of upTo.slice(start)) {
+    if (r.source === 'engine' && r.engine) {
+      steps.push({
+        kind: 'engine',
+        revision: r.revision,
+        at: r.createdAt,
+        engine: r.engine,
+        model: r.model,
+        version: r.modelVersion,
+        jobId: r.jobId,
+      });
+    } else if (r.source === 'import') {
+      const p = r.provenance ?? {};
+      steps.push({
+        kind: 'import',
+        revision: r.revision,
+        at: r.createdAt,
+        format: typeof p.format === 'string' ? p.format : 'unknown',
+        producer: typeof p.producer === 'string' ? p.producer : null,
+        filename: typeof p.filename === 'string' ? p.filename : null,
+      });
+    } else if (r.source === 'human') {
+      steps.push({
+        kind: 'human',
+        revision: r.revision,
+        at: r.createdAt,
+        editedBy: r.editedBy ?? 'unknown',
+      });
+    }
+  }
+  return { revision, steps };
+}
+
+const FORMAT_NAMES: Record<string, string> = {
+  page: 'a PAGE XML file',
+  alto: 'an ALTO file',
+  hocr: 'an hOCR file',
+  pdf: "a PDF's text layer",
+};
+
+/** One sentence per step, for ALTO's processingStepDescription and PAGE's MetadataItem. */
+export function describeStep(step: ProvenanceStep): string {
+  switch (step.kind) {
+    case 'engine':
+      return `revision ${step.revision}: read by ${step.engine}${step.version ? ` ${step.version}` : ''}${step.model ? `, model ${step.model}` : ''}${step.jobId ? `, job ${step.jobId}` : ''}`;
+    case 'import':
+      return `revision ${step.revision}: imported from ${FORMAT_NAMES[step.format] ?? 'a file'}${step.producer ? ` written by ${step.producer}` : ''}`;
+    case 'human':
+      return `revision ${step.revision}: edited by ${step.editedBy}`;
+  }
+}

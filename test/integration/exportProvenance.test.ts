@@ -1,0 +1,208 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { XMLParser } from 'fast-xml-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalBlobStore } from '../../blobs';
+import { segmentsOf } from '../../core/annotation';
+import { parseConfig } from '../../core/config';
+import type { JobRecord } from '../../core/jobStore';
+import { KNOWN_PROVIDERS } from '../../core/providerCatalogue';
+import { getPage, savePageEdit } from '../../db/pages';
+import { withTransaction } from '../../db/pool';
+import { commitRevision } from '../../db/revisions';
+import { createWorkspace } from '../../db/workspaces';
+import { ingestBatch } from '../../ingest/batch';
+import { recordJobsForIngest } from '../../ingest/jobs';
+import { configureWeb } from '../../web/lib/server';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { MANIFESTO, pageSchemaErrors } from '../support/interchange';
+import { file, png, uploadRequest } from '../support/uploadFixtures';
+
+/**
+ * I8 through the real export route and Postgres: the ALTO and PAGE exports of a page name
+ * what wrote its revision, read from `page_revisions`: the engine, model and version of the
+ * reading (or the imported file and its software), then each human edit, in order. PAGE is
+ * validated against the 2019-07-15 XSD; the repository has no ALTO schema, so ALTO's
+ * elements are asserted.
+ */
+
+const BASE = 'https://quire.test';
+let db: TestDatabase;
+let dir: string;
+let A: { ws: number; key: string };
+let enginePage: number;
+let importedPage: number;
+// biome-ignore lint/suspicious/noExplicitAny: route modules are called loosely, as Next does
+type Route = Record<string, (r: Request, c: any) => Promise<Response> | Response>;
+let exportRoute: Route;
+
+const xml = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: '@',
+  parseTagValue: false,
+  isArray: (name) => name === 'Processing' || name === 'MetadataItem',
+});
+
+async function exportOf(pageId: number, format: 'alto' | 'page'): Promise<string> {
+  const response = await exportRoute.GET!(
+    new Request(`${BASE}/api/v1/workspaces/${A.ws}/pages/${pageId}/export?format=${format}`, {
+      headers: { authorization: `Bearer ${A.key}` },
+    }),
+    { params: Promise.resolve({ ws: String(A.ws), pageId: String(pageId) }) },
+  );
+  expect(response.status).toBe(200);
+  return response.text();
+}
+
+async function edit(pageId: number, editedBy: string, text: string) {
+  const page = (await getPage(db.pool, A.ws, pageId))!;
+  const segments = segmentsOf(page.annotationPage);
+  const result = await withTransaction(db.pool, (tx) =>
+    savePageEdit(tx, {
+      workspaceId: A.ws,
+      pageId,
+      expectedRevision: page.revision,
+      segments: [{ ...segments[0]!, text }, ...segments.slice(1)],
+      editedBy,
+    }),
+  );
+  expect(result.state).toBe('saved');
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dir = await mkdtemp(join(tmpdir(), 'quire-provenance-'));
+  configureWeb(
+    parseConfig({
+      DATABASE_URL: db.url,
+      QUIRE_SECRET_KEY: 'provenance-test-secret-key-0123456789ab',
+      QUIRE_PUBLIC_URL: BASE,
+      QUIRE_BLOB_DIR: dir,
+    }),
+  );
+  const a = await createWorkspace(db.pool, 'Provenance');
+  A = { ws: a.workspace.id, key: a.apiKey };
+  const records: JobRecord[] = [];
+  const deps = {
+    pool: db.pool,
+    blobStore: createLocalBlobStore(dir),
+    publicBaseUrl: BASE,
+    createJobs: recordJobsForIngest({
+      workspaceId: A.ws,
+      defaultProvider: 'auto',
+      enabled: KNOWN_PROVIDERS,
+      records,
+    }),
+  };
+  // A page read by an engine: its job's commit goes through the one writer of revisions.
+  const read = await ingestBatch(deps, A.ws, uploadRequest([file(png(400, 300), 'p.png')]));
+  enginePage = read.pages[0]!.pageId;
+  await withTransaction(db.pool, async (tx) => {
+    const written = await commitRevision(tx, {
+      pageId: enginePage,
+      expectedRevision: 0,
+      segments: [
+        { index: 0, target: { kind: 'xywh', box: { x: 10, y: 10, w: 200, h: 30 } }, text: 'Erste' },
+        { index: 1, target: { kind: 'xywh', box: { x: 10, y: 50, w: 200, h: 30 } }, text: 'Zwote' },
+      ],
+      provenance: {
+        source: 'engine',
+        engine: { engine: 'tesseract', model: 'frk', version: '5.3.0' },
+        jobId: read.pages[0]!.jobId!,
+        attemptNumber: 1,
+      },
+    });
+    expect(written.state).toBe('committed');
+  });
+  await edit(enginePage, 'ada@archive.example', 'Erste Zeile');
+  await edit(enginePage, 'ben@archive.example', 'Erste Zeile.');
+  // A page whose text came from tesseract's hOCR, then corrected once.
+  const imported = await ingestBatch(
+    deps,
+    A.ws,
+    uploadRequest([
+      file(readFileSync(MANIFESTO.image), 'manifesto.png'),
+      {
+        name: 'transcript',
+        value: readFileSync(MANIFESTO.hocr),
+        filename: 'manifesto.hocr',
+        contentType: 'application/xhtml+xml',
+      },
+    ]),
+  );
+  importedPage = imported.pages[0]!.pageId;
+  await edit(importedPage, 'ada@archive.example', 'MANIFESTO');
+  exportRoute = (await import(
+    '../../web/app/api/v1/workspaces/[ws]/pages/[pageId]/export/route'
+  )) as unknown as Route;
+}, 60_000);
+
+afterAll(async () => {
+  const { pool } = await import('../../web/lib/server');
+  await pool().end();
+  await db?.drop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('I8 provenance in exports', () => {
+  it('I8 ALTO Description/Processing names the engine, model and version of the reading, then each human edit with its editor, in order', async () => {
+    const alto = xml.parse(await exportOf(enginePage, 'alto'));
+    const steps = alto.alto.Description.Processing;
+    expect(steps).toHaveLength(3);
+    expect(steps[0]).toMatchObject({
+      processingCategory: 'contentGeneration',
+      processingStepSettings: 'model=frk',
+      processingSoftware: { softwareName: 'tesseract', softwareVersion: '5.3.0' },
+    });
+    expect(steps[0].processingStepDescription).toMatch(
+      /^revision 1: read by tesseract 5\.3\.0, model frk, job /,
+    );
+    expect(steps.slice(1)).toMatchObject([
+      {
+        processingCategory: 'contentModification',
+        processingAgency: 'ada@archive.example',
+        processingStepDescription: 'revision 2: edited by ada@archive.example',
+      },
+      {
+        processingCategory: 'contentModification',
+        processingAgency: 'ben@archive.example',
+        processingStepDescription: 'revision 3: edited by ben@archive.example',
+      },
+    ]);
+    for (const step of steps) {
+      expect(Number.isNaN(Date.parse(step.processingDateTime))).toBe(false);
+    }
+  });
+
+  it('I8 PAGE Metadata carries a processingStep MetadataItem per step (engine, edits) and stays valid against the PAGE 2019 XSD', async () => {
+    const body = await exportOf(enginePage, 'page');
+    expect(pageSchemaErrors(body)).toEqual([]);
+    const page = xml.parse(body);
+    expect(page.PcGts.Metadata.Creator).toBe('Quire');
+    const items = page.PcGts.Metadata.MetadataItem;
+    expect(items.map((i: Record<string, string>) => [i['@type'], i['@name']])).toEqual([
+      ['processingStep', 'engine'],
+      ['processingStep', 'edit'],
+      ['processingStep', 'edit'],
+    ]);
+    expect(items[0]['@value']).toMatch(/^revision 1: read by tesseract 5\.3\.0, model frk/);
+    expect(items[2]['@value']).toBe('revision 3: edited by ben@archive.example');
+  });
+
+  it("I8 an imported revision's exports name the file's format and the software it named, then the edit", async () => {
+    const alto = xml.parse(await exportOf(importedPage, 'alto'));
+    const steps = alto.alto.Description.Processing;
+    expect(steps[0]).toMatchObject({
+      processingCategory: 'contentGeneration',
+      processingStepDescription:
+        'revision 1: imported from an hOCR file written by tesseract 5.3.0',
+      processingSoftware: { softwareName: 'tesseract 5.3.0' },
+    });
+    expect(steps[1]).toMatchObject({ processingAgency: 'ada@archive.example' });
+    const body = await exportOf(importedPage, 'page');
+    expect(pageSchemaErrors(body)).toEqual([]);
+    expect(xml.parse(body).PcGts.Metadata.MetadataItem).toHaveLength(2);
+  });
+});
