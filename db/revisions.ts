@@ -1,5 +1,15 @@
-import { buildAnnotationPage, plainText, type Segment } from '../core/annotation';
+import {
+  buildAnnotationPage,
+  type LineAuthor,
+  type LineStamp,
+  lineStateOf,
+  plainText,
+  type Segment,
+} from '../core/annotation';
+import { countLineStates, stampUnstamped } from '../core/lineStates';
 import type { EngineIdentity } from '../core/provider';
+import { appendEvent } from './events';
+import { EVENT_TYPES } from './jobs';
 import type { PoolClient } from './pool';
 
 /**
@@ -28,7 +38,12 @@ export interface ImportProvenance {
 export type RevisionProvenance =
   | { source: 'initial' }
   | { source: 'engine'; engine: EngineIdentity; jobId: string; attemptNumber: number }
-  | { source: 'human'; editedBy: string }
+  | {
+      source: 'human';
+      editedBy: string;
+      /** V1: the principal its changed lines name; read from `editedBy` when not given. */
+      author?: LineAuthor;
+    }
   | { source: 'import'; import: ImportProvenance };
 
 export interface RevisionWrite {
@@ -73,15 +88,17 @@ export async function commitRevision(
   if (canvasUri === undefined) throw new Error(`page ${write.pageId} not found`);
   const from = write.expectedRevision ?? 0;
   const revision = write.expectedRevision === null ? 0 : from + 1;
+  // V1: every line leaves here with a state; a line the writer did not stamp is the writer's.
+  const segments = stampUnstamped(write.segments, defaultStamp(write.provenance));
   const annotationPage = JSON.stringify(
-    buildAnnotationPage(canvasUri, revision, write.segments, write.language),
+    buildAnnotationPage(canvasUri, revision, segments, write.language),
   );
   // The new revision's row must not exist yet: so revision 0, too, is written only once.
   const cas = await client.query(
     `UPDATE pages SET revision = $3, annotation_page = $4, search_text = $5, updated_at = now()
       WHERE id = $1 AND revision = $2
         AND NOT EXISTS (SELECT 1 FROM page_revisions WHERE page_id = $1 AND revision = $3)`,
-    [write.pageId, from, revision, annotationPage, plainText(write.segments)],
+    [write.pageId, from, revision, annotationPage, plainText(segments)],
   );
   if (cas.rowCount !== 1) {
     const now = await client.query<{ revision: number }>(
@@ -109,5 +126,68 @@ export async function commitRevision(
       p.source === 'import' ? JSON.stringify(p.import) : null,
     ],
   );
+  await indexLines(client, write.pageId, revision, segments);
   return { state: 'committed', revision };
+}
+
+/** V1: the state of a line an engine, an import or a person wrote without naming one. */
+function defaultStamp(provenance: RevisionProvenance): LineStamp {
+  const at = new Date().toISOString();
+  switch (provenance.source) {
+    case 'human':
+      return { state: 'edited', by: provenance.author ?? authorOf(provenance.editedBy), at };
+    case 'engine':
+      return { state: 'machine', by: { kind: 'engine', id: provenance.engine.engine }, at };
+    case 'import':
+      return { state: 'machine', by: { kind: 'import', id: provenance.import.format }, at };
+    case 'initial':
+      return { state: 'machine', by: { kind: 'import', id: 'initial' }, at };
+  }
+}
+
+/** `api-key:3` or `console:api-key:3`: the key; anything else is named as it is written. */
+function authorOf(editedBy: string): LineAuthor {
+  const key = /api-key:(\d+)$/.exec(editedBy);
+  return { kind: 'api-key', id: key ? key[1]! : editedBy };
+}
+
+/**
+ * V2 V5: the current revision's lines in `page_lines`, replaced in the revision's own
+ * transaction; and V5's `page.verified` event when this revision is the one that makes every
+ * line of the page verified (a page already fully verified emits nothing again).
+ */
+async function indexLines(
+  client: PoolClient,
+  pageId: number,
+  revision: number,
+  segments: readonly Segment[],
+): Promise<void> {
+  const before = await client.query<{ state: string }>(
+    'DELETE FROM page_lines WHERE page_id = $1 RETURNING state',
+    [pageId],
+  );
+  const wasVerified = before.rows.length > 0 && before.rows.every((r) => r.state === 'verified');
+  const { rows } = await client.query<{ workspace_id: number; item_id: string }>(
+    `INSERT INTO page_lines (page_id, line_index, workspace_id, item_id, revision, state, confidence)
+     SELECT p.id, l.line_index, p.workspace_id, p.item_id, $2, l.state, l.confidence
+       FROM pages p, unnest($3::int[], $4::text[], $5::real[]) AS l(line_index, state, confidence)
+      WHERE p.id = $1
+     RETURNING workspace_id, item_id`,
+    [
+      pageId,
+      revision,
+      segments.map((s) => s.index),
+      segments.map((s) => lineStateOf(s)),
+      segments.map((s) => Math.min(1, Math.max(0, s.confidence ?? 0))),
+    ],
+  );
+  const counts = countLineStates(segments);
+  if (!counts.fullyVerified || wasVerified || rows.length === 0) return;
+  const { workspace_id: workspaceId, item_id: itemId } = rows[0]!;
+  await appendEvent(client, {
+    workspaceId,
+    type: EVENT_TYPES.pageVerified,
+    subject: `pages/${pageId}`,
+    data: { workspaceId, pageId, itemId, revision, lines: counts.verified },
+  });
 }

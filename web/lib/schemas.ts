@@ -70,6 +70,11 @@ export const pageEditBody = z
   })
   .strict();
 
+/** V1: the lines of the revision read that the caller confirms. */
+export const pageVerifyBody = z
+  .object({ lines: z.array(z.number().int().min(0)).min(1).max(5_000) })
+  .strict();
+
 export const revisionsQuery = z.object({
   before: positiveIntParam.optional().describe('Only revisions below this one (paging back).'),
   pageSize: pageSizeSchema,
