@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import { type Segment, segmentsOf } from '../core/annotation';
 import { payloadsOf } from '../core/checkpoints';
 import { ProviderError } from '../core/failures';
+import { overwritesHumanLines } from '../core/jobOptions';
 import { humanLineIndexes } from '../core/lineStates';
 import { billedProvider } from '../core/pricing';
 import {
@@ -26,7 +27,7 @@ export function polishProviderOf(ctx: AttemptContext): string {
  * none when the job was started with `options.overwriteHumanLines: true`.
  */
 export function protectedLinesOf(ctx: AttemptContext, segments: readonly Segment[]): number[] {
-  return ctx.snapshot.options?.overwriteHumanLines === true ? [] : humanLineIndexes(segments);
+  return overwritesHumanLines(ctx.snapshot.options) ? [] : humanLineIndexes(segments);
 }
 
 /**

@@ -1,6 +1,5 @@
 import {
   type LineAuthor,
-  type LineStamp,
   lineStateOf,
   type Segment,
   targetFragment,
@@ -63,11 +62,6 @@ export function stampVerified(
   return segments.map((s) =>
     chosen.has(s.index) ? { ...s, stamp: { state: 'verified', by, at } } : s,
   );
-}
-
-/** V1: every line that has no state yet gets the writer's (an engine's or an import's `machine`). */
-export function stampUnstamped(segments: readonly Segment[], stamp: LineStamp): Segment[] {
-  return segments.map((s) => (s.stamp ? s : { ...s, stamp }));
 }
 
 /** The indexes of the lines a person's save is not to see replaced by an engine (V3). */

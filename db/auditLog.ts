@@ -26,6 +26,8 @@ export type AuditAction =
   | 'operator_key.revoke'
   | 'job.cancel'
   | 'job.rerun'
+  /** V3: a job started to read every line, those a person edited or verified too. */
+  | 'job.overwrite_human_lines'
   | 'batch.cancel';
 
 export interface AuditEntryInput {

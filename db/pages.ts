@@ -1,4 +1,4 @@
-import type { AnnotationPage, LineAuthor, Segment } from '../core/annotation';
+import type { AnnotationPage, Segment } from '../core/annotation';
 import type { MediaKind } from '../core/media';
 import { scheduleBlobDeletion } from './blobs';
 import { appendEvent } from './events';
@@ -113,8 +113,6 @@ export async function savePageEdit(
     segments: Segment[];
     language?: string;
     editedBy: string;
-    /** V1: the principal the lines it changed are `edited` (or `verified`) by. */
-    author?: LineAuthor;
   },
 ): Promise<PageEditResult> {
   const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
@@ -124,7 +122,7 @@ export async function savePageEdit(
     expectedRevision: args.expectedRevision,
     segments: args.segments,
     language: args.language,
-    provenance: { source: 'human', editedBy: args.editedBy, author: args.author },
+    provenance: { source: 'human', editedBy: args.editedBy },
   });
   return written.state === 'conflict'
     ? { state: 'stale', revision: written.currentRevision }

@@ -1,12 +1,10 @@
 import {
   buildAnnotationPage,
-  type LineAuthor,
-  type LineStamp,
   lineStateOf,
   plainText,
   type Segment,
 } from '../core/annotation';
-import { countLineStates, stampUnstamped } from '../core/lineStates';
+import { countLineStates } from '../core/lineStates';
 import type { EngineIdentity } from '../core/provider';
 import { appendEvent } from './events';
 import { EVENT_TYPES } from './jobs';
@@ -38,12 +36,7 @@ export interface ImportProvenance {
 export type RevisionProvenance =
   | { source: 'initial' }
   | { source: 'engine'; engine: EngineIdentity; jobId: string; attemptNumber: number }
-  | {
-      source: 'human';
-      editedBy: string;
-      /** V1: the principal its changed lines name; read from `editedBy` when not given. */
-      author?: LineAuthor;
-    }
+  | { source: 'human'; editedBy: string }
   | { source: 'import'; import: ImportProvenance };
 
 export interface RevisionWrite {
@@ -88,8 +81,9 @@ export async function commitRevision(
   if (canvasUri === undefined) throw new Error(`page ${write.pageId} not found`);
   const from = write.expectedRevision ?? 0;
   const revision = write.expectedRevision === null ? 0 : from + 1;
-  // V1: every line leaves here with a state; a line the writer did not stamp is the writer's.
-  const segments = stampUnstamped(write.segments, defaultStamp(write.provenance));
+  // V1: the writer stamps the lines a person changed (core/lineStates.ts); an unstamped line
+  // is `machine`, and who wrote it and when is its revision's provenance.
+  const segments = write.segments;
   const annotationPage = JSON.stringify(
     buildAnnotationPage(canvasUri, revision, segments, write.language),
   );
@@ -128,27 +122,6 @@ export async function commitRevision(
   );
   await indexLines(client, write.pageId, revision, segments);
   return { state: 'committed', revision };
-}
-
-/** V1: the state of a line an engine, an import or a person wrote without naming one. */
-function defaultStamp(provenance: RevisionProvenance): LineStamp {
-  const at = new Date().toISOString();
-  switch (provenance.source) {
-    case 'human':
-      return { state: 'edited', by: provenance.author ?? authorOf(provenance.editedBy), at };
-    case 'engine':
-      return { state: 'machine', by: { kind: 'engine', id: provenance.engine.engine }, at };
-    case 'import':
-      return { state: 'machine', by: { kind: 'import', id: provenance.import.format }, at };
-    case 'initial':
-      return { state: 'machine', by: { kind: 'import', id: 'initial' }, at };
-  }
-}
-
-/** `api-key:3` or `console:api-key:3`: the key; anything else is named as it is written. */
-function authorOf(editedBy: string): LineAuthor {
-  const key = /api-key:(\d+)$/.exec(editedBy);
-  return { kind: 'api-key', id: key ? key[1]! : editedBy };
 }
 
 /**

@@ -75,6 +75,18 @@ export const pageVerifyBody = z
   .object({ lines: z.array(z.number().int().min(0)).min(1).max(5_000) })
   .strict();
 
+/** V2: the review queue of the workspace, or of one item. */
+export const reviewQuery = z.object({
+  itemId: z.string().min(1).max(200).optional().describe('Only the lines of this item.'),
+  pageSize: pageSizeSchema,
+  pageToken: pageTokenSchema.optional(),
+});
+
+/** V5: progress of the workspace, or of one item. */
+export const progressQuery = z.object({
+  itemId: z.string().min(1).max(200).optional().describe('Only this item.'),
+});
+
 export const revisionsQuery = z.object({
   before: positiveIntParam.optional().describe('Only revisions below this one (paging back).'),
   pageSize: pageSizeSchema,

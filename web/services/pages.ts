@@ -121,7 +121,6 @@ export async function editPage(
         segments: merge.segments,
         language: language ?? pageLanguage(page.annotationPage),
         editedBy: `${input.channel === 'console' ? 'console:' : ''}api-key:${principal.apiKeyId}`,
-        author,
       }),
     );
     if (result.state === 'missing') throw pageNotFound();

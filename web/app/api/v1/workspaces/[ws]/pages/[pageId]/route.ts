@@ -1,11 +1,6 @@
 import { getPage } from '@quire/db/pages';
 import { ApiError, json, pathId, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
-import {
-  ifMatchRevision,
-  pageEditResponse,
-  pageEtag,
-  pageJson,
-} from '@quire/web/lib/pageHttp';
+import { ifMatchRevision, pageEditResponse, pageEtag, pageJson } from '@quire/web/lib/pageHttp';
 import { pageEditBody } from '@quire/web/lib/schemas';
 import { pool } from '@quire/web/lib/server';
 import { editPage } from '@quire/web/services/pages';
