@@ -1,9 +1,4 @@
-import {
-  type LineAuthor,
-  lineStateOf,
-  type Segment,
-  targetFragment,
-} from './annotation';
+import { type LineAuthor, lineStateOf, type Segment, targetFragment } from './annotation';
 
 /**
  * V1 and V4: how a line's state follows what was done to it, and how a save made from an

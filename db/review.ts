@@ -17,6 +17,9 @@ export interface ReviewLine {
   pageId: number;
   itemId: string;
   kind: 'image' | 'audio';
+  /** Image pages: the page's pixel size, for the line's crop. */
+  width: number | null;
+  height: number | null;
   /** The page revision the line was read from: a save names it (V4). */
   revision: number;
   index: number;
@@ -39,7 +42,7 @@ export async function listReviewQueue(
 ): Promise<ReviewLine[]> {
   const after = options.after;
   const { rows } = await db.query(
-    `SELECT l.page_id, l.item_id, l.line_index, l.state, l.confidence, l.revision, p.kind,
+    `SELECT l.page_id, l.item_id, l.line_index, l.state, l.confidence, l.revision, p.kind, p.width, p.height,
             a.value->'body'->>'value' AS text, a.value->>'target' AS target, a.value->>'quire:speaker' AS speaker
        FROM (SELECT * FROM page_lines
               WHERE workspace_id = $1 AND state <> 'verified'
@@ -69,6 +72,8 @@ export async function listReviewQueue(
     pageId: Number(r.page_id),
     itemId: r.item_id,
     kind: r.kind,
+    width: r.width ?? null,
+    height: r.height ?? null,
     revision: r.revision,
     index: r.line_index,
     state: r.state,

@@ -1,9 +1,4 @@
-import {
-  buildAnnotationPage,
-  lineStateOf,
-  plainText,
-  type Segment,
-} from '../core/annotation';
+import { buildAnnotationPage, lineStateOf, plainText, type Segment } from '../core/annotation';
 import { countLineStates } from '../core/lineStates';
 import type { EngineIdentity } from '../core/provider';
 import { appendEvent } from './events';

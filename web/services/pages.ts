@@ -43,7 +43,9 @@ export type PageEdit =
   /** V1: lines of the revision read that a person confirms as they are. */
   | { verify: number[] }
   /** V6: one speaker's label renamed on every line of the page that carries it. */
-  | { renameSpeaker: { from: string; to: string } };
+  | { renameSpeaker: { from: string; to: string } }
+  /** V2 undo: a line put back as it was in an earlier revision, its state with it. */
+  | { restore: { index: number; revision: number } };
 
 /** V4: a line both the save and a later revision changed, each its own way. */
 export interface LineConflictView {
@@ -92,7 +94,13 @@ export async function editPage(
       base = segmentsOf(kept.annotationPage);
     }
     const at = new Date().toISOString();
-    const { mine, language } = savedLines(page, base, input.edit, author, at);
+    const { mine, language } =
+      'restore' in input.edit
+        ? {
+            mine: await restoredLines(principal, page, base, input.edit.restore),
+            language: undefined,
+          }
+        : savedLines(page, base, input.edit, author, at);
     const merge = mergeLines(base, current, mine);
     if (merge.state === 'conflict') {
       return {
@@ -140,11 +148,30 @@ export async function editPage(
   }
 }
 
+/** V2 undo: the revision read with one line as an earlier revision had it. */
+async function restoredLines(
+  principal: Principal,
+  page: PageRow,
+  base: Segment[],
+  restore: { index: number; revision: number },
+): Promise<Segment[]> {
+  const earlier = await getRevision(pool(), principal.workspaceId, page.id, restore.revision);
+  const line = earlier && segmentsOf(earlier.annotationPage).find((s) => s.index === restore.index);
+  if (!line || !base.some((s) => s.index === restore.index)) {
+    throw new DomainError(
+      'invalid',
+      'unknown_line',
+      `line ${restore.index} is not in revision ${restore.revision}`,
+    );
+  }
+  return base.map((s) => (s.index === restore.index ? line : s));
+}
+
 /** The page as the save wants it, made from the revision it was read from. */
 function savedLines(
   page: PageRow,
   base: Segment[],
-  edit: PageEdit,
+  edit: Exclude<PageEdit, { restore: unknown }>,
   author: LineAuthor,
   at: string,
 ): { mine: Segment[]; language?: string } {
