@@ -21,6 +21,8 @@ export type AuditAction =
   | 'workspace.quota'
   | 'workspace.job_cap'
   | 'workspace.providers'
+  /** V6: keep recordings, or delete Quire's copy once the engine holds it. */
+  | 'workspace.recording_retention'
   | 'provider.resume'
   | 'operator_key.create'
   | 'operator_key.revoke'

@@ -35,3 +35,11 @@ ON CONFLICT DO NOTHING;
 -- V3: how many lines a person had edited or verified that an engine's run kept as they were.
 ALTER TABLE transcription_jobs ADD COLUMN kept_segments integer NOT NULL DEFAULT 0
   CHECK (kept_segments >= 0);
+
+-- V6: what happens to a recording once the speech engine holds it. Workspaces that exist
+-- today keep today's rule (seed 001's order: Quire's copy goes at once); a new workspace
+-- keeps its recordings, in the blob store and under its quota, because an archive's
+-- recording is the record.
+ALTER TABLE workspaces ADD COLUMN recording_retention text NOT NULL DEFAULT 'delete-after-recognition'
+  CHECK (recording_retention IN ('keep', 'delete-after-recognition'));
+ALTER TABLE workspaces ALTER COLUMN recording_retention SET DEFAULT 'keep';

@@ -129,6 +129,13 @@ describe('OpenAPI document (SPEC §7)', () => {
         ],
       },
       {
+        method: 'patch',
+        path: '/workspaces/{ws}',
+        schema: schemas.workspaceSettingsBody,
+        ok: [{ recordingRetention: 'keep' }, { recordingRetention: 'delete-after-recognition' }],
+        bad: [{}, { recordingRetention: 'forever' }, { recordingRetention: 'keep', name: 'x' }],
+      },
+      {
         method: 'post',
         path: '/workspaces/{ws}/pages/{pageId}/verify',
         schema: schemas.pageVerifyBody,

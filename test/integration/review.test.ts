@@ -5,10 +5,12 @@ import { parseConfig } from '../../core/config';
 import { auditInvariants } from '../../db/audit';
 import { getPage } from '../../db/pages';
 import { addApiKey, createWorkspace } from '../../db/workspaces';
+import { ingestBatch } from '../../ingest/batch';
 import { configureWeb } from '../../web/lib/server';
 import { type CallResult, call, type RouteModule } from '../support/api';
-import { seedPage } from '../support/pages';
+import { seedPage, TEST_PUBLIC_URL } from '../support/pages';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
+import { file, uploadRequest, wav } from '../support/uploadFixtures';
 
 /**
  * SPEC §18 (V1-V5) through the HTTP API, called in-process through the route modules, against
@@ -33,6 +35,7 @@ const ROUTES = {
   revision: 'pages/[pageId]/revisions/[revision]/route',
   exportPage: 'pages/[pageId]/export/route',
   review: 'review/route',
+  workspace: 'route',
   progress: 'progress/route',
 } as const;
 
@@ -454,5 +457,104 @@ describe('V5 progress', () => {
     const workspace = (await progress()).json;
     expect(workspace.lines.total).toBeGreaterThanOrEqual(5);
     expect(workspace.pages.fullyVerified).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('V6 recordings', () => {
+  async function recordedPage(who: Who): Promise<number> {
+    const batch = await ingestBatch(
+      { pool: quire.db.pool, blobStore: quire.blobStore, publicBaseUrl: TEST_PUBLIC_URL },
+      who.ws,
+      uploadRequest([
+        { name: 'itemId', value: `interview-${Date.now()}` },
+        file(wav(2000), 'a.wav'),
+      ]),
+    );
+    const pageId = batch.pages[0]!.pageId;
+    await runJob(who, pageId, { simulated: { audioSegments: 2 } });
+    return pageId;
+  }
+  const workspaceOf = (who: Who) =>
+    call(R.workspace!, 'GET', '/x', { ws: String(who.ws) }, { key: who.key });
+
+  it('V6 a new workspace keeps its recordings once the engine holds them; delete-after-recognition (set through the API, audited) releases Quire copy as before', async () => {
+    const created = await createWorkspace(quire.db.pool, 'Oral history');
+    const archive = { ws: created.workspace.id, key: created.apiKey };
+    expect((await workspaceOf(archive)).json.recordingRetention).toBe('keep');
+    const kept = await recordedPage(archive);
+    const page = await getPage(quire.db.pool, archive.ws, kept);
+    expect(page!.blobKey).not.toBeNull();
+    expect(segmentsOf(page!.annotationPage).every((s) => s.target.kind === 't')).toBe(true);
+    const bytes = await quire.blobStore.readRange(page!.blobKey!, 0, 4);
+    expect(Buffer.from(bytes).toString('latin1')).toBe('RIFF');
+    const due = await quire.db.pool.query(
+      `SELECT 1 FROM blob_cleanups WHERE blob_key = $1 AND status = 'due'`,
+      [page!.blobKey],
+    );
+    expect(due.rowCount).toBe(0);
+
+    const clinic = await createWorkspace(quire.db.pool, 'Clinic');
+    const therapy = { ws: clinic.workspace.id, key: clinic.apiKey };
+    const set = await call(
+      R.workspace!,
+      'PATCH',
+      '/x',
+      { ws: String(therapy.ws) },
+      {
+        key: therapy.key,
+        body: { recordingRetention: 'delete-after-recognition' },
+      },
+    );
+    expect(set.status).toBe(200);
+    expect(set.json.recordingRetention).toBe('delete-after-recognition');
+    const bad = await call(
+      R.workspace!,
+      'PATCH',
+      '/x',
+      { ws: String(therapy.ws) },
+      {
+        key: therapy.key,
+        body: { recordingRetention: 'forever' },
+      },
+    );
+    expect(bad.status).toBe(400);
+    const audit = await quire.db.pool.query(
+      `SELECT before, after FROM audit_log WHERE action = 'workspace.recording_retention' AND workspace_id = $1`,
+      [therapy.ws],
+    );
+    expect(audit.rows).toEqual([
+      {
+        before: { recordingRetention: 'keep' },
+        after: { recordingRetention: 'delete-after-recognition' },
+      },
+    ]);
+    const released = await recordedPage(therapy);
+    expect((await getPage(quire.db.pool, therapy.ws, released))!.blobKey).toBeNull();
+  });
+
+  it('V6 a speaker is renamed once and the name applies to every line of that speaker on the page', async () => {
+    const pageId = await quire.page(A.ws, 'audio');
+    await runJob(A, pageId, { simulated: { audioSegments: 3 } });
+    const before = await currentLines(pageId);
+    const speaker = before.find((s) => s.speaker)?.speaker;
+    expect(speaker).toBeDefined();
+    const { editPage } = await import('../../web/services/pages');
+    const result = await editPage(
+      { workspaceId: A.ws, apiKeyId: A.keyId },
+      {
+        pageId,
+        expectedRevision: 1,
+        edit: { renameSpeaker: { from: speaker!, to: 'Mrs Ada Byron' } },
+        channel: 'console',
+      },
+    );
+    expect(result.state).toBe('saved');
+    const after = await currentLines(pageId);
+    for (const [i, line] of after.entries()) {
+      const was = before[i]!;
+      expect(line.speaker).toBe(was.speaker === speaker ? 'Mrs Ada Byron' : was.speaker);
+      expect(line.text).toBe(was.text);
+      expect(line.stamp?.state ?? 'machine').toBe(was.speaker === speaker ? 'edited' : 'machine');
+    }
   });
 });

@@ -30,6 +30,8 @@ interface Props {
   revision: number;
   segments: ViewSegment[];
   mediaUrl: string | null;
+  /** V6: what the workspace does with a recording once the engine holds it. */
+  recordingRetention: 'keep' | 'delete-after-recognition';
 }
 
 type Conflict = {
@@ -62,6 +64,7 @@ export function PageWorkspace({
   revision,
   segments,
   mediaUrl,
+  recordingRetention,
 }: Props) {
   const [active, setActive] = useState<number | null>(null);
   const [selected, setSelected] = useState<number | null>(null);
@@ -262,8 +265,9 @@ export function PageWorkspace({
           </div>
         ) : (
           <p className="empty card muted">
-            No recording is stored for this page: Quire deletes its copy of a recording as soon as
-            the speech engine holds it.
+            {recordingRetention === 'delete-after-recognition'
+              ? 'No recording is stored for this page: this workspace deletes its copy of a recording as soon as the speech engine holds it.'
+              : 'No recording is stored for this page.'}
           </p>
         )}
       </div>

@@ -19,6 +19,7 @@ import {
   startedJobResponse,
   startJobBody,
   webhookResponse,
+  workspaceSettingsBody,
 } from './schemas';
 
 /**
@@ -70,6 +71,15 @@ export const OPERATIONS: Operation[] = [
     summary: 'The workspace of the key',
     tag: 'workspaces',
     responses: { '200': { description: 'workspace' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'patch',
+    path: ws,
+    summary:
+      'V6: the workspace settings: `recordingRetention` (`keep`, the default, or `delete-after-recognition`), audited',
+    tag: 'workspaces',
+    body: workspaceSettingsBody,
+    responses: { '200': { description: 'workspace' }, ...errors([400, 401, 415, 422]) },
   },
   {
     method: 'post',

@@ -1,6 +1,6 @@
 import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { jobRequestFields, jsonObject, languageTag } from '@quire/core/jobRequest';
-import { MEDIA_KINDS } from '@quire/core/media';
+import { MEDIA_KINDS, RECORDING_RETENTIONS } from '@quire/core/media';
 import { JOB_STATUSES } from '@quire/core/temporal';
 import { DELIVERY_STATUSES } from '@quire/core/webhookStatus';
 import { z } from 'zod';
@@ -68,6 +68,11 @@ export const pageEditBody = z
     segments: z.array(segmentSchema).max(5_000),
     language: languageTag.optional(),
   })
+  .strict();
+
+/** V6: the settings a workspace's key may change. */
+export const workspaceSettingsBody = z
+  .object({ recordingRetention: z.enum(RECORDING_RETENTIONS) })
   .strict();
 
 /** V1: the lines of the revision read that the caller confirms. */

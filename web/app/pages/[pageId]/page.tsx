@@ -5,6 +5,7 @@ import { jobsDigest } from '@quire/db/console';
 import { listJobSummaries } from '@quire/db/jobList';
 import { getPage, getRevision, listRevisions } from '@quire/db/pages';
 import { lineProgress } from '@quire/db/review';
+import { getWorkspace } from '@quire/db/workspaces';
 import { DiffTooLargeError, diffLines } from '@quire/web/components/diff';
 import { shortId } from '@quire/web/components/format';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
@@ -59,11 +60,12 @@ export default async function PageView({
   const page = await getPage(pool(), principal.workspaceId, pageId);
   if (!page) notFound();
   const query = await searchParams;
-  const [revisions, jobs, digest, itemProgress] = await Promise.all([
+  const [revisions, jobs, digest, itemProgress, workspace] = await Promise.all([
     listRevisions(pool(), principal.workspaceId, pageId, { limit: 50 }),
     listJobSummaries(pool(), principal.workspaceId, { pageId, limit: 5 }),
     jobsDigest(pool(), principal.workspaceId),
     lineProgress(pool(), principal.workspaceId, page.itemId),
+    getWorkspace(pool(), principal.workspaceId),
   ]);
   const from = revisionParam(query.from);
   const to = revisionParam(query.to);
@@ -168,6 +170,7 @@ export default async function PageView({
         revision={page.revision}
         segments={segments}
         mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
+        recordingRetention={workspace?.recordingRetention ?? 'keep'}
       />
 
       <div className="columns">
