@@ -42,8 +42,8 @@ export async function listReviewQueue(
 ): Promise<ReviewLine[]> {
   const after = options.after;
   const { rows } = await db.query(
-    `SELECT l.page_id, l.item_id, l.line_index, l.state, l.confidence, l.revision, p.kind, p.width, p.height,
-            a.value->'body'->>'value' AS text, a.value->>'target' AS target, a.value->>'quire:speaker' AS speaker
+    `SELECT l.page_id, l.item_id, l.line_index, l.state, l.confidence, l.revision, l.text, l.target,
+            l.speaker, p.kind, p.width, p.height
        FROM (SELECT * FROM page_lines
               WHERE workspace_id = $1 AND state <> 'verified'
                 AND ($2::text IS NULL OR item_id = $2)
@@ -51,13 +51,6 @@ export async function listReviewQueue(
               ORDER BY confidence, page_id, line_index
               LIMIT $6) l
        JOIN pages p ON p.id = l.page_id AND p.deleted_at IS NULL
-       -- Items are stored in line order, so the line is nearly always at its own position.
-       CROSS JOIN LATERAL (
-         SELECT coalesce(
-           CASE WHEN (p.annotation_page->'items'->l.line_index->>'quire:index')::int = l.line_index
-                THEN p.annotation_page->'items'->l.line_index END,
-           (SELECT value FROM jsonb_array_elements(p.annotation_page->'items')
-             WHERE (value->>'quire:index')::int = l.line_index LIMIT 1)) AS value) a
       ORDER BY l.confidence, l.page_id, l.line_index`,
     [
       workspaceId,
@@ -79,7 +72,7 @@ export async function listReviewQueue(
     state: r.state,
     confidence: r.confidence,
     text: r.text ?? '',
-    target: r.target ? (parseTarget(r.target) ?? null) : null,
+    target: parseTarget(r.target) ?? null,
     speaker: r.speaker ?? null,
   }));
 }

@@ -1,4 +1,10 @@
-import { buildAnnotationPage, lineStateOf, plainText, type Segment } from '../core/annotation';
+import {
+  buildAnnotationPage,
+  lineStateOf,
+  plainText,
+  type Segment,
+  targetFragment,
+} from '../core/annotation';
 import { countLineStates } from '../core/lineStates';
 import type { EngineIdentity } from '../core/provider';
 import { appendEvent } from './events';
@@ -136,9 +142,13 @@ async function indexLines(
   );
   const wasVerified = before.rows.length > 0 && before.rows.every((r) => r.state === 'verified');
   const { rows } = await client.query<{ workspace_id: number; item_id: string }>(
-    `INSERT INTO page_lines (page_id, line_index, workspace_id, item_id, revision, state, confidence)
-     SELECT p.id, l.line_index, p.workspace_id, p.item_id, $2, l.state, l.confidence
-       FROM pages p, unnest($3::int[], $4::text[], $5::real[]) AS l(line_index, state, confidence)
+    `INSERT INTO page_lines (page_id, line_index, workspace_id, item_id, revision, state, confidence,
+                             text, target, speaker)
+     SELECT p.id, l.line_index, p.workspace_id, p.item_id, $2, l.state, l.confidence, l.text,
+            l.target, l.speaker
+       FROM pages p,
+            unnest($3::int[], $4::text[], $5::real[], $6::text[], $7::text[], $8::text[])
+              AS l(line_index, state, confidence, text, target, speaker)
       WHERE p.id = $1
      RETURNING workspace_id, item_id`,
     [
@@ -147,6 +157,9 @@ async function indexLines(
       segments.map((s) => s.index),
       segments.map((s) => lineStateOf(s)),
       segments.map((s) => Math.min(1, Math.max(0, s.confidence ?? 0))),
+      segments.map((s) => s.text),
+      segments.map((s) => targetFragment(s.target)),
+      segments.map((s) => s.speaker ?? null),
     ],
   );
   const counts = countLineStates(segments);

@@ -12,6 +12,11 @@ CREATE TABLE page_lines (
   state        text NOT NULL CHECK (state IN ('machine', 'edited', 'verified')),
   -- The engine's confidence; a line with none sorts as the least sure (0).
   confidence   real NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+  -- The line as the queue shows it (copies of the AnnotationPage's, like search_text), so a
+  -- queue page never reads a page's whole AnnotationPage.
+  text         text NOT NULL,
+  target       text NOT NULL,
+  speaker      text,
   PRIMARY KEY (page_id, line_index)
 );
 -- The queue's keyset order (V2), per workspace and per item; verified lines are not in it,
@@ -24,10 +29,12 @@ CREATE INDEX page_lines_review_item ON page_lines (workspace_id, item_id, confid
 CREATE INDEX page_lines_item_state ON page_lines (workspace_id, item_id, state);
 
 -- Pages transcribed before V1: every line `machine`.
-INSERT INTO page_lines (page_id, line_index, workspace_id, item_id, revision, state, confidence)
+INSERT INTO page_lines (page_id, line_index, workspace_id, item_id, revision, state, confidence,
+                        text, target, speaker)
 SELECT p.id, (a->>'quire:index')::int, p.workspace_id, p.item_id, p.revision,
        coalesce(a->>'quire:state', 'machine'),
-       least(1, greatest(0, coalesce((a->>'quire:confidence')::real, 0)))
+       least(1, greatest(0, coalesce((a->>'quire:confidence')::real, 0))),
+       coalesce(a->'body'->>'value', ''), a->>'target', a->>'quire:speaker'
   FROM pages p, jsonb_array_elements(p.annotation_page->'items') a
  WHERE p.deleted_at IS NULL
 ON CONFLICT DO NOTHING;

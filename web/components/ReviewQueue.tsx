@@ -258,14 +258,19 @@ export function ReviewQueue({ itemId, initial }: Props) {
   }
 
   return (
-    <div className="review" data-testid="review">
+    <div className="review" data-testid="review" aria-busy={pending}>
       <p className="muted small" id="review-keys">
         Keys: <kbd>↓</kbd> or <kbd>j</kbd> next, <kbd>↑</kbd> or <kbd>k</kbd> previous, <kbd>v</kbd>{' '}
         verify, <kbd>e</kbd> or <kbd>Enter</kbd> edit (<kbd>Enter</kbd> saves, <kbd>Esc</kbd>{' '}
         cancels), <kbd>u</kbd> undo{current?.kind === 'audio' ? ', p play the span' : ''}.
       </p>
       {current ? (
-        <section className="review-line card" aria-labelledby="review-line-heading">
+        <section
+          className="review-line card"
+          aria-labelledby="review-line-heading"
+          data-page={current.pageId}
+          data-line={current.index}
+        >
           <h2 id="review-line-heading">
             Line {current.index + 1} of{' '}
             <Link href={`/pages/${current.pageId}`}>page {current.pageId}</Link>{' '}
