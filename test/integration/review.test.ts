@@ -217,7 +217,7 @@ describe('V1 line states', () => {
     expect(pageXml.text).toContain('<TextLine id="line_2" custom="quireState {state:machine;}"');
   });
 
-  it('V1 bad verify input: an unknown line is 422 unknown_line, another workspace gets 404, and nothing is written', async () => {
+  it('V1 bad input: an unknown line is 422 unknown_line, another workspace gets 404, and nothing is written; a stamp sent with a PUT is ignored', async () => {
     const pageId = await transcribedPage();
     const unknown = await verify(A, pageId, 1, [7]);
     expect(unknown.status).toBe(422);
@@ -232,6 +232,27 @@ describe('V1 line states', () => {
     });
     expect(noIfMatch.status).toBe(428);
     expect((await getPage(quire.db.pool, A.ws, pageId))!.revision).toBe(1);
+
+    // A stamp sent with a PUT is not taken: the server decides a line's state.
+    const claimed = segmentsOf((await getPage(quire.db.pool, A.ws, pageId))!.annotationPage).map(
+      (s) =>
+        s.index === 0
+          ? {
+              ...s,
+              text: 'changed and claimed',
+              stamp: { state: 'verified', by: { kind: 'api-key', id: '999' }, at: 'never' },
+            }
+          : s,
+    );
+    const put = await call(R.page!, 'PUT', '/x', pageParams(A, pageId), {
+      key: A.key,
+      body: { segments: claimed },
+      headers: { 'if-match': '"1"' },
+    });
+    expect(put.status).toBe(200);
+    const [first, second] = await currentLines(pageId);
+    expect(first!.stamp).toMatchObject({ state: 'edited', by: { id: String(A.keyId) } });
+    expect(second!.stamp).toBeUndefined();
   });
 });
 

@@ -1,3 +1,4 @@
+import { LINE_STATES } from '@quire/core/annotation';
 import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { jobRequestFields, jsonObject, languageTag } from '@quire/core/jobRequest';
 import { MEDIA_KINDS, RECORDING_RETENTIONS } from '@quire/core/media';
@@ -60,6 +61,17 @@ export const segmentSchema = z
     text: z.string().max(20_000),
     speaker: z.string().min(1).max(200).optional(),
     confidence: z.number().min(0).max(1).optional(),
+    stamp: z
+      .object({
+        state: z.enum(LINE_STATES),
+        by: z.object({ kind: z.string().max(50), id: z.string().max(200) }).strict(),
+        at: z.string().max(50),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'V1: read-only. A line keeps its state when its text, place and speaker are unchanged and becomes `edited` otherwise; a stamp sent here is ignored.',
+      ),
   })
   .strict();
 

@@ -38,7 +38,8 @@ export async function PUT(request: Request, context: RouteContext<Params>) {
     const result = await editPage(principal, {
       pageId,
       expectedRevision,
-      edit: { segments: body.segments, language: body.language },
+      // V1: states are the server's to set; a stamp read back from a GET is not taken.
+      edit: { segments: body.segments.map(({ stamp: _, ...s }) => s), language: body.language },
       channel: 'api',
     });
     return pageEditResponse(result, expectedRevision);
