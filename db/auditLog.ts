@@ -2,7 +2,8 @@ import type { Queryable } from './pool';
 
 /**
  * M4: the audit log of acts on the installation and on jobs: every operator action, and every
- * cancel, resume and re-run by anyone. Append-only (a trigger refuses UPDATE, DELETE and
+ * cancel, resume and re-run by anyone, and every change to the archive (F1/F2: collections,
+ * item descriptions, page order and moves). Append-only (a trigger refuses UPDATE, DELETE and
  * TRUNCATE). Not to be confused with db/audit.ts, the invariant auditor of the job tables.
  */
 
@@ -30,7 +31,12 @@ export type AuditAction =
   | 'job.rerun'
   /** V3: a job started to read every line, those a person edited or verified too. */
   | 'job.overwrite_human_lines'
-  | 'batch.cancel';
+  | 'batch.cancel'
+  | 'collection.create'
+  | 'collection.update'
+  | 'collection.delete'
+  | 'item.update'
+  | 'item.pages';
 
 export interface AuditEntryInput {
   action: AuditAction;

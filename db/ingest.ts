@@ -160,10 +160,12 @@ export async function createPage(
   // Revision 0's AnnotationPage is written below, by the one writer of revisions, before
   // this transaction lets anyone see the row.
   await client.query(
+    // F3: the page is indexed in its item's language from the start.
     `INSERT INTO pages (id, workspace_id, item_id, position, kind, canvas_uri, blob_key, media_type, width, height,
-       duration_ms, revision, annotation_page)
+       duration_ms, revision, annotation_page, search_config)
      OVERRIDING SYSTEM VALUE
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, '{}'::jsonb)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, '{}'::jsonb,
+             (SELECT search_config FROM items WHERE workspace_id = $2 AND id = $3))`,
     [
       pageId,
       page.workspaceId,

@@ -28,9 +28,17 @@ export async function iiifItemPages(
   workspaceId: number,
   itemId: string,
   view: IiifView,
-): Promise<{ title: string | null; pages: IiifPageRow[] } | undefined> {
+): Promise<
+  | {
+      title: string | null;
+      metadata: Array<{ label: string; value: string }>;
+      collectionId: number | null;
+      pages: IiifPageRow[];
+    }
+  | undefined
+> {
   const { rows } = await db.query(
-    `SELECT i.title, p.id, p.position, p.kind, p.canvas_uri, p.width, p.height, p.duration_ms,
+    `SELECT i.title, i.descriptive_metadata, i.collection_id, p.id, p.position, p.kind, p.canvas_uri, p.width, p.height, p.duration_ms,
             p.blob_key, p.media_type, b.size_bytes,
             CASE WHEN $3 = 'draft' THEN p.annotation_page ELSE p.published_snapshot END AS annotation_page
        FROM items i
@@ -44,6 +52,8 @@ export async function iiifItemPages(
   if (rows.length === 0) return undefined;
   return {
     title: rows[0].title ?? null,
+    metadata: rows[0].descriptive_metadata ?? [],
+    collectionId: rows[0].collection_id === null ? null : Number(rows[0].collection_id),
     pages: rows.map((r) => ({
       id: Number(r.id),
       position: r.position,
@@ -58,4 +68,24 @@ export async function iiifItemPages(
       annotationPage: (r.annotation_page as AnnotationPage | null) ?? null,
     })),
   };
+}
+
+/**
+ * F2: where a page is now (its item, its canvas URI), when the view may see it: a canvas URI
+ * keeps working after its page moved to another item.
+ */
+export async function iiifPageLocation(
+  db: Queryable,
+  workspaceId: number,
+  pageId: number,
+  view: IiifView,
+): Promise<{ itemId: string; canvasUri: string } | undefined> {
+  const { rows } = await db.query(
+    `SELECT p.item_id, p.canvas_uri FROM pages p
+       JOIN items i ON i.workspace_id = p.workspace_id AND i.id = p.item_id AND i.deleted_at IS NULL
+      WHERE p.workspace_id = $1 AND p.id = $2 AND p.deleted_at IS NULL
+        AND ($3 = 'draft' OR p.published_revision IS NOT NULL)`,
+    [workspaceId, pageId, view],
+  );
+  return rows[0] ? { itemId: rows[0].item_id, canvasUri: rows[0].canvas_uri } : undefined;
 }

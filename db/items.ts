@@ -1,7 +1,10 @@
 import { emptyAnnotationPage } from '../core/annotation';
+import { type MetadataEntry, searchConfigFor } from '../core/archive';
+import { DomainError } from '../core/errors';
+import { type AuditActor, recordAudit } from './auditLog';
 import { scheduleBlobDeletion } from './blobs';
 import { ConflictError, NotFoundError } from './errors';
-import { type Pool, type PoolClient, withTransaction } from './pool';
+import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 
 export interface DeletedItem {
@@ -135,5 +138,367 @@ export async function releaseIncompleteBatchPages(
       [workspaceId, [...new Set(pages.rows.map((p) => p.item_id))]],
     );
     return { pages: pages.rowCount ?? 0, blobsHandedToCleanup: blobs };
+  });
+}
+
+/** F2: an item as the archive shows it. */
+export interface ItemSummary {
+  id: string;
+  title: string | null;
+  collectionId: number | null;
+  language: string | null;
+  metadata: MetadataEntry[];
+  /** Live pages, and those with a transcript (a revision above the empty 0). */
+  pages: number;
+  transcribedPages: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const ITEM_COLUMNS = `i.id, i.title, i.collection_id, i.language, i.descriptive_metadata, i.created_at, i.updated_at,
+  n.n_pages, n.n_transcribed`;
+
+/** Page and transcribed counts in one pass over the covering index `pages_item_progress`. */
+const ITEM_COUNTS = `CROSS JOIN LATERAL (
+  SELECT count(*)::int AS n_pages, (count(*) FILTER (WHERE p.revision > 0))::int AS n_transcribed
+    FROM pages p WHERE p.workspace_id = i.workspace_id AND p.item_id = i.id AND p.deleted_at IS NULL) n`;
+
+function toItem(r: Record<string, unknown>): ItemSummary {
+  return {
+    id: r.id as string,
+    title: (r.title as string | null) ?? null,
+    collectionId: r.collection_id === null ? null : Number(r.collection_id),
+    language: (r.language as string | null) ?? null,
+    metadata: r.descriptive_metadata as MetadataEntry[],
+    pages: r.n_pages as number,
+    transcribedPages: r.n_transcribed as number,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+  };
+}
+
+const itemNotFound = () => new NotFoundError('item_not_found', 'item not found');
+
+export async function getItem(
+  db: Queryable,
+  workspaceId: number,
+  itemId: string,
+): Promise<ItemSummary | undefined> {
+  const { rows } = await db.query(
+    `SELECT ${ITEM_COLUMNS} FROM items i ${ITEM_COUNTS}
+      WHERE i.workspace_id = $1 AND i.id = $2 AND i.deleted_at IS NULL`,
+    [workspaceId, itemId],
+  );
+  return rows[0] ? toItem(rows[0]) : undefined;
+}
+
+/** Which items a listing shows: all, those at the workspace's root, or one collection's. */
+export type ItemScope = { kind: 'all' } | { kind: 'root' } | { kind: 'collection'; id: number };
+
+/** F2: keyset-paged by item id, after `afterId`; `limit + 1` rows tell the caller there is more. */
+export async function listItems(
+  db: Queryable,
+  workspaceId: number,
+  options: { scope: ItemScope; afterId?: string; limit: number },
+): Promise<ItemSummary[]> {
+  const { scope } = options;
+  const { rows } = await db.query(
+    `SELECT ${ITEM_COLUMNS} FROM items i ${ITEM_COUNTS}
+      WHERE i.workspace_id = $1 AND i.deleted_at IS NULL
+        AND ($2 = 'all' OR ($2 = 'root' AND i.collection_id IS NULL) OR i.collection_id = $3::bigint)
+        AND ($4::text IS NULL OR i.id > $4)
+      ORDER BY i.id LIMIT $5`,
+    [
+      workspaceId,
+      scope.kind,
+      scope.kind === 'collection' ? scope.id : null,
+      options.afterId ?? null,
+      options.limit,
+    ],
+  );
+  return rows.map(toItem);
+}
+
+export interface ItemPatch {
+  title?: string | null;
+  metadata?: MetadataEntry[];
+  /** A BCP 47 tag; its text-search configuration is applied to the item's pages (F3). */
+  language?: string | null;
+  /** null: to the workspace's root. */
+  collectionId?: number | null;
+}
+
+function itemAuditView(item: ItemSummary) {
+  return {
+    title: item.title,
+    metadata: item.metadata,
+    language: item.language,
+    collectionId: item.collectionId,
+  };
+}
+
+/** F2: describe an item or move it to a collection, with its audit row, in one transaction. */
+export async function updateItem(
+  pool: Pool,
+  actor: AuditActor,
+  workspaceId: number,
+  itemId: string,
+  patch: ItemPatch,
+): Promise<ItemSummary> {
+  return withTransaction(pool, async (client) => {
+    const locked = await client.query(
+      'SELECT 1 FROM items WHERE workspace_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE',
+      [workspaceId, itemId],
+    );
+    if (locked.rowCount === 0) throw itemNotFound();
+    const before = (await getItem(client, workspaceId, itemId))!;
+    if (patch.collectionId != null) {
+      const target = await client.query(
+        'SELECT 1 FROM collections WHERE workspace_id = $1 AND id = $2 FOR KEY SHARE',
+        [workspaceId, patch.collectionId],
+      );
+      if (target.rowCount === 0) {
+        throw new DomainError('invalid', 'collection_not_found', 'the collection does not exist');
+      }
+    }
+    const updated = await client.query(
+      `UPDATE items SET
+          title = CASE WHEN $3 THEN $4 ELSE title END,
+          descriptive_metadata = CASE WHEN $5 THEN $6::jsonb ELSE descriptive_metadata END,
+          language = CASE WHEN $7 THEN $8 ELSE language END,
+          search_config = CASE WHEN $7 THEN $9::regconfig ELSE search_config END,
+          collection_id = CASE WHEN $10 THEN $11::bigint ELSE collection_id END,
+          updated_at = now()
+        WHERE workspace_id = $1 AND id = $2`,
+      [
+        workspaceId,
+        itemId,
+        patch.title !== undefined,
+        patch.title ?? null,
+        patch.metadata !== undefined,
+        JSON.stringify(patch.metadata ?? []),
+        patch.language !== undefined,
+        patch.language ?? null,
+        searchConfigFor(patch.language),
+        patch.collectionId !== undefined,
+        patch.collectionId ?? null,
+      ],
+    );
+    if (updated.rowCount !== 1) throw new Error('item changed while locked');
+    if (patch.language !== undefined) {
+      // F3: the pages are indexed again in the item's language, in the same transaction.
+      await client.query(
+        `UPDATE pages p SET search_config = i.search_config
+           FROM items i WHERE i.workspace_id = p.workspace_id AND i.id = p.item_id
+            AND p.workspace_id = $1 AND p.item_id = $2 AND p.search_config <> i.search_config`,
+        [workspaceId, itemId],
+      );
+    }
+    const after = (await getItem(client, workspaceId, itemId))!;
+    await recordAudit(client, actor, {
+      action: 'item.update',
+      target: `items/${itemId}`,
+      workspaceId,
+      before: itemAuditView(before),
+      after: itemAuditView(after),
+    });
+    return after;
+  });
+}
+
+/** F2: a page of an item, in order, as the archive lists it. */
+export interface ItemPage {
+  pageId: number;
+  position: number;
+  kind: 'image' | 'audio';
+  canvasUri: string;
+  revision: number;
+  width: number | null;
+  height: number | null;
+  durationMs: number | null;
+  hasMedia: boolean;
+  lines: number;
+}
+
+export async function listItemPages(
+  db: Queryable,
+  workspaceId: number,
+  itemId: string,
+): Promise<ItemPage[]> {
+  const { rows } = await db.query(
+    `SELECT id, position, kind, canvas_uri, revision, width, height, duration_ms, blob_key IS NOT NULL AS has_media,
+            jsonb_array_length(annotation_page->'items') AS lines
+       FROM pages WHERE workspace_id = $1 AND item_id = $2 AND deleted_at IS NULL
+      ORDER BY position LIMIT 10000`,
+    [workspaceId, itemId],
+  );
+  return rows.map((r) => ({
+    pageId: Number(r.id),
+    position: r.position,
+    kind: r.kind,
+    canvasUri: r.canvas_uri,
+    revision: r.revision,
+    width: r.width ?? null,
+    height: r.height ?? null,
+    durationMs: r.duration_ms ?? null,
+    hasMedia: r.has_media,
+    lines: r.lines,
+  }));
+}
+
+export interface ArrangedPages {
+  itemId: string;
+  pageIds: number[];
+  /** Pages that came from other items, each with the item it left. */
+  moved: Array<{ pageId: number; fromItemId: string }>;
+}
+
+/** Positions are moved out of the way first: (item, position) is unique and checked at once. */
+const POSITION_SHIFT = 1 << 30;
+
+/**
+ * F2: sets the order of an item's pages in one transaction: `pageIds` is the item's every
+ * live page in its new order, and may name pages of other items of the workspace, which move
+ * here. The item is created when it does not exist yet (splitting an upload). A page keeps
+ * its id, its canvas URI, its revisions, jobs and attempts: only its item and position change
+ * (and its text-search configuration, to the new item's). Items that lost pages close their
+ * gaps. Locks items first, then pages, each in a fixed order, as ingest and deletion do. The
+ * audit row names the key and lists every item's order before and after.
+ */
+export async function arrangeItemPages(
+  pool: Pool,
+  actor: AuditActor,
+  workspaceId: number,
+  itemId: string,
+  pageIds: number[],
+): Promise<ArrangedPages> {
+  if (new Set(pageIds).size !== pageIds.length) {
+    throw new DomainError('invalid', 'duplicate_pages', 'a page is listed more than once');
+  }
+  return withTransaction(pool, async (client) => {
+    const existing = await client.query<{ deleted: boolean }>(
+      'SELECT deleted_at IS NOT NULL AS deleted FROM items WHERE workspace_id = $1 AND id = $2',
+      [workspaceId, itemId],
+    );
+    if (existing.rows[0]?.deleted) {
+      throw new ConflictError('item_deleted', `item ${itemId} was deleted`);
+    }
+    if (existing.rowCount === 0) {
+      if (pageIds.length === 0) throw itemNotFound();
+      await client.query(
+        'INSERT INTO items (workspace_id, id) VALUES ($1, $2) ON CONFLICT (workspace_id, id) DO NOTHING',
+        [workspaceId, itemId],
+      );
+    }
+    const named = await client.query<{ id: string; item_id: string }>(
+      `SELECT id::text, item_id FROM pages WHERE workspace_id = $1 AND id = ANY($2::bigint[]) AND deleted_at IS NULL`,
+      [workspaceId, pageIds],
+    );
+    if (named.rowCount !== pageIds.length) {
+      // Another workspace's page is just a page that is not there.
+      throw new NotFoundError('page_not_found', 'a listed page does not exist in this workspace');
+    }
+    const items = [...new Set([itemId, ...named.rows.map((r) => r.item_id)])].sort();
+    await client.query(
+      `SELECT 1 FROM items WHERE workspace_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`,
+      [workspaceId, items],
+    );
+    const locked = await client.query<{
+      id: string;
+      item_id: string;
+      position: number;
+      deleted: boolean;
+    }>(
+      `SELECT id::text, item_id, position, deleted_at IS NOT NULL AS deleted FROM pages
+        WHERE workspace_id = $1 AND item_id = ANY($2) ORDER BY id FOR UPDATE`,
+      [workspaceId, items],
+    );
+    const byItem = new Map<string, typeof locked.rows>();
+    for (const row of locked.rows) {
+      const list = byItem.get(row.item_id) ?? [];
+      list.push(row);
+      byItem.set(row.item_id, list);
+    }
+    for (const list of byItem.values()) list.sort((a, b) => a.position - b.position);
+    const before = Object.fromEntries(
+      items.map((id) => [
+        id,
+        (byItem.get(id) ?? []).filter((p) => !p.deleted).map((p) => Number(p.id)),
+      ]),
+    );
+    // Read again under the locks: a page that moved meanwhile is seen where it is now.
+    const listed = new Set(pageIds);
+    const stillHere = locked.rows.filter((p) => !p.deleted && listed.has(Number(p.id)));
+    if (stillHere.length !== pageIds.length) {
+      throw new ConflictError('pages_changed', 'the listed pages changed meanwhile; read again');
+    }
+    const left = before[itemId]!.filter((id) => !listed.has(id));
+    if (left.length > 0) {
+      throw new DomainError(
+        'invalid',
+        'pages_missing',
+        "every live page of the item must be listed; move a page out by listing it in its new item's order",
+        { pageIds: left },
+      );
+    }
+    // The final order of every item touched: live pages first, tombstones after them.
+    const order = new Map<string, number[]>();
+    for (const id of items) {
+      const rows = byItem.get(id) ?? [];
+      const live =
+        id === itemId
+          ? pageIds
+          : rows.filter((p) => !p.deleted && !listed.has(Number(p.id))).map((p) => Number(p.id));
+      order.set(id, [...live, ...rows.filter((p) => p.deleted).map((p) => Number(p.id))]);
+    }
+    // Only the pages whose place changes are written: every write of a page row recomputes
+    // its stored tsvector. Those move out of the way first; the others already hold their
+    // final places, which no moved page can take.
+    const placeOf = new Map(
+      locked.rows.map((p) => [Number(p.id), `${p.item_id}\u0000${p.position}`]),
+    );
+    const ids: number[] = [];
+    const targets: string[] = [];
+    const positions: number[] = [];
+    for (const [id, list] of order) {
+      list.forEach((pageId, position) => {
+        if (placeOf.get(pageId) === `${id}\u0000${position}`) return;
+        ids.push(pageId);
+        targets.push(id);
+        positions.push(position);
+      });
+    }
+    await client.query(
+      `UPDATE pages SET position = position + ${POSITION_SHIFT} WHERE id = ANY($1::bigint[])`,
+      [ids],
+    );
+    const moved = await client.query(
+      `UPDATE pages p SET item_id = v.item_id, position = v.position,
+              search_config = CASE WHEN p.item_id = v.item_id THEN p.search_config ELSE i.search_config END,
+              updated_at = now()
+         FROM unnest($2::bigint[], $3::text[], $4::int[]) AS v(id, item_id, position), items i
+        WHERE p.id = v.id AND p.workspace_id = $1 AND i.workspace_id = $1 AND i.id = v.item_id`,
+      [workspaceId, ids, targets, positions],
+    );
+    if (moved.rowCount !== ids.length) throw new Error('a page changed while locked');
+    const tombstones = new Set(locked.rows.filter((r) => r.deleted).map((r) => Number(r.id)));
+    const after = Object.fromEntries(
+      items.map((id) => [id, order.get(id)!.filter((p) => !tombstones.has(p))]),
+    );
+    const movedPages = named.rows
+      .filter((r) => r.item_id !== itemId)
+      .map((r) => ({ pageId: Number(r.id), fromItemId: r.item_id }));
+    await client.query(
+      'UPDATE items SET updated_at = now() WHERE workspace_id = $1 AND id = ANY($2)',
+      [workspaceId, items],
+    );
+    await recordAudit(client, actor, {
+      action: 'item.pages',
+      target: `items/${itemId}`,
+      workspaceId,
+      before,
+      after: { ...after, moved: movedPages },
+    });
+    return { itemId, pageIds, moved: movedPages };
   });
 }

@@ -291,37 +291,3 @@ export async function publishPage(
     return { state: 'published' as const, revision: page.revision, eventId };
   });
 }
-
-export interface SearchHit {
-  pageId: number;
-  itemId: string;
-  canvasUri: string;
-  kind: MediaKind;
-  revision: number;
-  rank: number;
-}
-
-/** The derived full-text index, scoped to one workspace, best first, bounded by `limit`. */
-export async function searchPages(
-  db: Queryable,
-  workspaceId: number,
-  query: string,
-  limit: number,
-): Promise<SearchHit[]> {
-  const { rows } = await db.query(
-    `SELECT id, item_id, canvas_uri, kind, revision, ts_rank(search_tsv, q) AS rank
-       FROM pages, plainto_tsquery('simple', $2) AS q
-      WHERE workspace_id = $1 AND search_tsv @@ q
-      ORDER BY rank DESC, id
-      LIMIT $3`,
-    [workspaceId, query, limit],
-  );
-  return rows.map((r) => ({
-    pageId: r.id,
-    itemId: r.item_id,
-    canvasUri: r.canvas_uri,
-    kind: r.kind,
-    revision: r.revision,
-    rank: Number(r.rank),
-  }));
-}

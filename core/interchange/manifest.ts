@@ -29,6 +29,10 @@ export interface ManifestInput {
   manifestUri: string;
   itemId: string;
   title: string | null;
+  /** F2: the item's descriptive metadata, label/value pairs in order. */
+  metadata?: ReadonlyArray<{ label: string; value: string }>;
+  /** F1: the collection the item is in, as its URI. */
+  partOf?: string | null;
   pages: readonly ManifestPage[];
 }
 
@@ -102,6 +106,12 @@ export function buildManifest(input: ManifestInput) {
     id: input.manifestUri,
     type: 'Manifest',
     label: label(input.title ?? input.itemId),
+    ...(input.metadata && input.metadata.length > 0
+      ? {
+          metadata: input.metadata.map((e) => ({ label: label(e.label), value: label(e.value) })),
+        }
+      : {}),
+    ...(input.partOf ? { partOf: [{ id: input.partOf, type: 'Collection' }] } : {}),
     items: pages.map(canvasOf),
   };
 }

@@ -69,7 +69,7 @@ async function signedIn(name: string): Promise<Session> {
   await page.goto('/signin');
   await page.getByLabel('Workspace API key').fill(apiKey);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/jobs');
+  await page.waitForURL((url) => url.pathname === '/');
   return { workspaceId: workspace.id, apiKey, context, page };
 }
 
@@ -224,6 +224,14 @@ describe('console (C)', () => {
     await expect.poll(() => page.locator('#signin-error').textContent()).toContain('not valid');
     await page.getByLabel('Workspace API key').fill(apiKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
+    // F4: the editor lands on the archive; jobs are one click away.
+    await page.waitForURL((url) => url.pathname === '/');
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Archive');
+    expect(await page.getByText('No items here').isVisible()).toBe(true);
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Jobs' })
+      .click();
     await page.waitForURL('**/jobs');
     await expect
       .poll(() => page.getByRole('heading', { level: 1 }).textContent())
@@ -568,6 +576,8 @@ describe('console (C)', () => {
     expect(created.status).toBe(201);
     const webhookId = ((await created.json()) as { id: string }).id;
     const pages: Array<[string, string]> = [
+      ['archive', '/'],
+      ['search', '/search?q=line'],
       ['jobs', '/jobs'],
       ['job', `/jobs/${jobId}`],
       ['upload', '/upload'],

@@ -39,7 +39,7 @@ async function signIn(context: BrowserContext, key: string, landing: string): Pr
   await page.goto('/signin');
   await page.getByLabel('Workspace API key or operator key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL(`**${landing}`);
+  await page.waitForURL((url) => url.pathname === landing);
   return page;
 }
 
@@ -106,7 +106,7 @@ describe('operator console (M1, M4)', () => {
     await operatorPage.goto('/jobs');
     expect(new URL(operatorPage.url()).pathname).toBe('/operator');
 
-    const workspacePage = await signIn(await freshContext(), A.key, '/jobs');
+    const workspacePage = await signIn(await freshContext(), A.key, '/');
     const response = await workspacePage.goto('/operator');
     expect(response?.status()).toBe(404);
     expect(await workspacePage.locator('tr[data-workspace]').count()).toBe(0);
@@ -163,10 +163,10 @@ describe('operator console (M1, M4)', () => {
     );
 
     // The workspace sees its own rows; the other workspace sees none of them.
-    const bPage = await signIn(await freshContext(), B.key, '/jobs');
+    const bPage = await signIn(await freshContext(), B.key, '/');
     await bPage.goto('/audit');
     expect(await bPage.locator('tr[data-action="workspace.job_cap"]').count()).toBe(2);
-    const aPage = await signIn(await freshContext(), A.key, '/jobs');
+    const aPage = await signIn(await freshContext(), A.key, '/');
     await aPage.goto('/audit');
     expect(await aPage.locator('tr[data-action]').count()).toBe(0);
   });

@@ -1,5 +1,101 @@
-import { redirect } from 'next/navigation';
+import { listCollections } from '@quire/db/collections';
+import { listItems } from '@quire/db/items';
+import { CollectionList, FormNotice, ItemTable } from '@quire/web/components/Archive';
+import { queryValue } from '@quire/web/lib/archiveForms';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
+import Link from 'next/link';
+import { createCollectionAction } from './collections/actions';
 
-export default function Home() {
-  redirect('/jobs');
+export const metadata = { title: 'Archive · Quire' };
+export const dynamic = 'force-dynamic';
+
+const PAGE_SIZE = 50;
+
+/**
+ * F4: the console's home. An editor lands on the archive: the workspace's top collections and
+ * the items in no collection, each with its pages and progress; jobs, batches and operations
+ * stay in the navigation.
+ */
+export default async function ArchiveHome({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
+  const principal = await requirePrincipal();
+  const query = await searchParams;
+  const after = queryValue(query.after);
+  const [collections, rows] = await Promise.all([
+    listCollections(pool(), principal.workspaceId, { parentId: null, limit: 200 }),
+    listItems(pool(), principal.workspaceId, {
+      scope: { kind: 'root' },
+      afterId: after && after.length <= 200 ? after : undefined,
+      limit: PAGE_SIZE + 1,
+    }),
+  ]);
+  const items = rows.slice(0, PAGE_SIZE);
+  const next = rows.length > PAGE_SIZE ? items[items.length - 1]?.id : undefined;
+  return (
+    <main>
+      <div className="page-head">
+        <div>
+          <h1>Archive</h1>
+          <p className="muted">
+            Collections and the documents (items) in them, each with its pages in order.
+          </p>
+        </div>
+        <div className="page-head-actions">
+          <Link className="button secondary" href="/search">
+            Search
+          </Link>
+          <Link className="button" href="/upload">
+            Upload files
+          </Link>
+        </div>
+      </div>
+      <FormNotice error={queryValue(query.error)} done={queryValue(query.done)} />
+
+      <section aria-labelledby="collections-heading">
+        <h2 id="collections-heading">Collections</h2>
+        {collections.length === 0 ? (
+          <p className="muted">No collections yet: a fonds, a series, a box or a project.</p>
+        ) : (
+          <CollectionList collections={collections} />
+        )}
+        <form
+          action={createCollectionAction}
+          className="inline-form"
+          aria-label="Create a collection"
+        >
+          <div className="field">
+            <label htmlFor="new-collection-title">New collection</label>
+            <input id="new-collection-title" name="title" required maxLength={500} />
+          </div>
+          <div className="field-actions">
+            <button type="submit">Create collection</button>
+          </div>
+        </form>
+      </section>
+
+      <section aria-labelledby="items-heading">
+        <h2 id="items-heading">Items in no collection</h2>
+        {items.length === 0 && !after ? (
+          <section className="empty card">
+            <h3>No items here</h3>
+            <p className="muted">
+              <Link href="/upload">Upload files</Link>; each upload's files become the pages of an
+              item.
+            </p>
+          </section>
+        ) : (
+          <ItemTable items={items} caption="Items in no collection" />
+        )}
+        {next ? (
+          <p>
+            <Link href={`/?after=${encodeURIComponent(next)}`}>Next items</Link>
+          </p>
+        ) : null}
+      </section>
+    </main>
+  );
 }

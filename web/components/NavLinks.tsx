@@ -3,6 +3,9 @@ import Link from 'next/link';
 import { usePathname } from 'next/navigation';
 
 const LINKS = [
+  // F4: the archive is home; jobs, batches and operations stay one click away.
+  { href: '/', label: 'Archive' },
+  { href: '/search', label: 'Search' },
   { href: '/jobs', label: 'Jobs' },
   { href: '/upload', label: 'Upload' },
   { href: '/batches', label: 'Batches' },
@@ -30,7 +33,9 @@ export function NavLinks({
         {(operator ? OPERATOR_LINKS : LINKS).map((link) => {
           const current =
             pathname === link.href ||
-            pathname.startsWith(`${link.href}/`) ||
+            (link.href !== '/' && pathname.startsWith(`${link.href}/`)) ||
+            (link.href === '/' &&
+              (pathname.startsWith('/collections/') || pathname.startsWith('/items/'))) ||
             (link.href === '/jobs' && pathname.startsWith('/pages/'));
           return (
             <li key={link.href}>

@@ -32,6 +32,8 @@ interface Props {
   mediaUrl: string | null;
   /** V6: what the workspace does with a recording once the engine holds it. */
   recordingRetention: 'keep' | 'delete-after-recognition';
+  /** F3: the line a search hit named (`?line=`), selected and scrolled to on arrival. */
+  initialLine?: number | null;
 }
 
 type Conflict = {
@@ -65,9 +67,13 @@ export function PageWorkspace({
   segments,
   mediaUrl,
   recordingRetention,
+  initialLine = null,
 }: Props) {
   const [active, setActive] = useState<number | null>(null);
-  const [selected, setSelected] = useState<number | null>(null);
+  const [selected, setSelected] = useState<number | null>(
+    initialLine !== null && segments.some((s) => s.index === initialLine) ? initialLine : null,
+  );
+  const linesRef = useRef<HTMLOListElement>(null);
   const [editing, setEditing] = useState(false);
   const [drafts, setDrafts] = useState<Map<number, string>>(new Map());
   const [baseRevision, setBaseRevision] = useState(revision);
@@ -83,6 +89,15 @@ export function PageWorkspace({
   useEffect(() => {
     if (!editing && !conflict) setBaseRevision(revision);
   }, [revision, editing, conflict]);
+
+  // F3: a search hit's line is brought into view once, with its box outlined on the image.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only on arrival, not on every selection
+  useEffect(() => {
+    if (initialLine === null) return;
+    const line = linesRef.current?.querySelector(`[data-line="${initialLine}"]`);
+    const box = document.querySelector(`rect[data-line="${initialLine}"]`);
+    (box ?? line)?.scrollIntoView({ block: 'center' });
+  }, []);
 
   const textOf = (s: ViewSegment) => drafts.get(s.index) ?? s.text;
   const changed = segments.filter((s) => drafts.has(s.index) && drafts.get(s.index) !== s.text);
@@ -361,7 +376,7 @@ export function PageWorkspace({
             </div>
           </div>
         ) : (
-          <ol className="lines">
+          <ol className="lines" ref={linesRef}>
             {segments.map((s) => (
               <li
                 key={s.index}

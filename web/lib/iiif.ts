@@ -1,8 +1,15 @@
 import 'server-only';
 import { Readable } from 'node:stream';
 import { bearerKey } from '@quire/core/apiKeys';
+import { buildCollection, collectionUriFor } from '@quire/core/interchange/collection';
 import { buildManifest, manifestUriFor } from '@quire/core/interchange/manifest';
-import { type IiifPageRow, type IiifView, iiifItemPages } from '@quire/db/interchange';
+import { iiifCollection } from '@quire/db/collections';
+import {
+  type IiifPageRow,
+  type IiifView,
+  iiifItemPages,
+  iiifPageLocation,
+} from '@quire/db/interchange';
 import { authenticateApiKey } from '@quire/db/workspaces';
 import { ApiError, errorResponse } from './api';
 import { blobStore } from './blobs';
@@ -91,8 +98,13 @@ async function itemPages(wsParam: string, itemParam: string, view: IiifView) {
 }
 
 async function manifestOf(view: IiifView, params: { ws: string; item: string }) {
-  const { title, pages } = await itemPages(params.ws, params.item, view);
+  const { title, metadata, collectionId, pages } = await itemPages(params.ws, params.item, view);
   return buildManifest({
+    metadata,
+    partOf:
+      collectionId === null
+        ? null
+        : collectionUriFor(config().QUIRE_PUBLIC_URL, Number(params.ws), collectionId),
     manifestUri: manifestUriFor(
       config().QUIRE_PUBLIC_URL,
       Number(params.ws),
@@ -144,9 +156,9 @@ export async function canvasResponse(
 ): Promise<Response> {
   try {
     const view = await iiifViewOf(request, params.ws);
-    if (!/^[1-9][0-9]{0,15}$/.test(params.pageId)) notFound();
-    const manifest = await manifestOf(view, params);
-    const canvas = manifest.items.find((c) => String(c.id).endsWith(`/canvas/${params.pageId}`));
+    const location = await pageLocation(params, view);
+    const manifest = await manifestOf(view, { ws: params.ws, item: location.itemId });
+    const canvas = manifest.items.find((c) => c.id === location.canvasUri);
     if (!canvas) notFound();
     return jsonLd(
       {
@@ -154,6 +166,54 @@ export async function canvasResponse(
         ...canvas,
         partOf: [{ id: manifest.id, type: 'Manifest' }],
       },
+      view,
+    );
+  } catch (error) {
+    return withCors(errorResponse(error, request));
+  }
+}
+
+/**
+ * F2: a page keeps its canvas URI for good (every revision's annotations target it), and its
+ * canvas is served under that id from whichever item holds the page now, so a canvas URI
+ * handed out before a move still answers, naming the new item's manifest in `partOf`. A path
+ * that is not the page's canvas URI (another item's) is a 404 as before (I1).
+ */
+async function pageLocation(
+  params: { ws: string; item: string; pageId: string },
+  view: IiifView,
+): Promise<{ itemId: string; canvasUri: string }> {
+  if (!/^[1-9][0-9]{0,15}$/.test(params.pageId)) notFound();
+  const location = await iiifPageLocation(pool(), Number(params.ws), Number(params.pageId), view);
+  if (!location) notFound();
+  const asked = `/iiif/${params.ws}/${encodeURIComponent(itemIdOf(params.item))}/canvas/${params.pageId}`;
+  if (!location.canvasUri.endsWith(asked)) notFound();
+  return location;
+}
+
+/** F1: GET /iiif/{ws}/collection/{id}, a IIIF Presentation 3 Collection, as I1 decides access. */
+export async function collectionResponse(
+  request: Request,
+  params: { ws: string; id: string },
+): Promise<Response> {
+  try {
+    const view = await iiifViewOf(request, params.ws);
+    if (!/^[1-9][0-9]{0,15}$/.test(params.id)) notFound();
+    const found = await iiifCollection(pool(), Number(params.ws), Number(params.id), view);
+    if (!found) notFound();
+    return jsonLd(
+      buildCollection({
+        baseUrl: config().QUIRE_PUBLIC_URL,
+        workspaceId: Number(params.ws),
+        id: found.collection.id,
+        title: found.collection.title,
+        description: found.collection.description,
+        metadata: found.collection.metadata,
+        // The public never learns of a parent that shows nothing to them.
+        parentId: view === 'draft' ? found.parentId : null,
+        collections: found.collections,
+        items: found.items,
+      }),
       view,
     );
   } catch (error) {
@@ -173,8 +233,8 @@ export async function canvasMediaResponse(
 ): Promise<Response> {
   try {
     const view = await iiifViewOf(request, params.ws);
-    if (!/^[1-9][0-9]{0,15}$/.test(params.pageId)) notFound();
-    const { pages } = await itemPages(params.ws, params.item, view);
+    const location = await pageLocation(params, view);
+    const { pages } = await itemPages(params.ws, location.itemId, view);
     const page: IiifPageRow | undefined = pages.find((p) => p.id === Number(params.pageId));
     if (!page?.blobKey || !page.mediaType) notFound();
     const headers: Record<string, string> = {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ARCHIVE_OPERATIONS } from './archiveOpenapi';
 import { OPERATOR_OPERATIONS } from './operatorOpenapi';
 import {
   createWebhookBody,
@@ -271,7 +272,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: `${ws}/search`,
-    summary: 'Full-text search of current revisions',
+    summary:
+      'Full-text search of current revisions, best first, each hit with up to three line snippets (segmentIndex, text, highlight offsets); filters collectionId (with sub-collections) and kind; matched in the item language where PostgreSQL stems it. A query matching more than 5,000 pages is ranked among the first 5,000 found (F3)',
     tag: 'pages',
     query: searchQuery,
     responses: { '200': { description: 'hits' }, ...errors([400, 401, 404]) },
@@ -373,6 +375,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'none',
     responses: { '200': { description: 'OpenAPI 3.1' } },
   },
+  ...ARCHIVE_OPERATIONS,
   ...OPERATOR_OPERATIONS,
 ];
 
@@ -474,7 +477,7 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'Quire API',
       version: '1',
       description:
-        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404. IIIF Presentation 3 manifests live outside this API, at `/iiif/{ws}/{item}/manifest` beside the canvas URIs (public for published pages, drafts with the workspace's key).",
+        "Transcription jobs, pages, publication, search, webhooks and the event stream. Errors are `{error:{code,message}}` with a stable code; another workspace's ids are 404. IIIF Presentation 3 manifests live outside this API, at `/iiif/{ws}/{item}/manifest` beside the canvas URIs, and collections at `/iiif/{ws}/collection/{id}` (public for published pages, drafts with the workspace's key).",
     },
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],

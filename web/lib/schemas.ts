@@ -117,6 +117,13 @@ export const publishBody = z.object({ expectedRevision: z.number().int().min(0) 
 export const searchQuery = z.object({
   q: z.string().trim().min(1).max(200),
   limit: z.coerce.number().int().min(1).max(100).default(20),
+  collectionId: z.coerce
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('F3: only items in this collection or below it.'),
+  kind: z.enum(MEDIA_KINDS).optional().describe('F3: only pages of this kind.'),
 });
 
 export const createWebhookBody = z

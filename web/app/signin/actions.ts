@@ -39,7 +39,8 @@ export async function signIn(_previous: SignInState, form: FormData): Promise<Si
     sessionValue(principal),
     sessionCookieOptions(sessionCookieSecure(config().QUIRE_PUBLIC_URL, proto)),
   );
-  redirect('/jobs');
+  // F4: an editor lands on the archive.
+  redirect('/');
 }
 
 export async function signOut(): Promise<void> {

@@ -115,7 +115,9 @@ export default async function PageView({
   return (
     <main className="wide">
       <nav aria-label="Breadcrumb" className="crumbs">
-        <Link href="/jobs">Jobs</Link> <span aria-hidden="true">/</span> <span>Page {page.id}</span>
+        <Link href="/">Archive</Link> <span aria-hidden="true">/</span>{' '}
+        <Link href={`/items/${encodeURIComponent(page.itemId)}`}>{page.itemId}</Link>{' '}
+        <span aria-hidden="true">/</span> <span>Page {page.id}</span>
       </nav>
       <div className="page-head">
         <div>
@@ -171,6 +173,7 @@ export default async function PageView({
         segments={segments}
         mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
         recordingRetention={workspace?.recordingRetention ?? 'keep'}
+        initialLine={revisionParam(query.line) ?? null}
       />
 
       <div className="columns">

@@ -1,0 +1,213 @@
+import { readFile } from 'node:fs/promises';
+import type { Worker } from '@temporalio/worker';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { segmentsOf } from '../../core/annotation';
+import { auditInvariants } from '../../db/audit';
+import { getItem, listItemPages } from '../../db/items';
+import { getPage } from '../../db/pages';
+import { createWorkspace } from '../../db/workspaces';
+import { createProviderRegistry } from '../../providers/registry';
+import { TesseractProvider } from '../../providers/tesseract';
+import {
+  isolatedContexts,
+  launchBrowser,
+  screenshots,
+  seriousViolations,
+} from '../support/browser';
+import {
+  MANIFESTO_PAGE,
+  makeTempDir,
+  RENDERED_LINES,
+  removeDir,
+  renderPage,
+} from '../support/fixtures';
+import { ingestWithJobs } from '../support/ingest';
+import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
+import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
+
+/**
+ * F1-F4 in Debian's Chromium against the real stack: `next start`, PostgreSQL, a Temporal dev
+ * server and a worker running the real offline engine (tesseract) on the real manifesto scan.
+ * An editor signs in and lands on the archive, makes a collection, moves two uploaded items
+ * into it, titles one, reorders its pages, searches for a word the engine read from the scan
+ * and lands on the page with that line highlighted; every archive page passes axe.
+ */
+const tesseract = new TesseractProvider();
+let quire: TestQuire;
+let worker: Worker;
+let running: Promise<void>;
+let web: WebProcess;
+let distDir: string;
+let browser: Browser;
+let dir: string;
+const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+
+beforeAll(async () => {
+  dir = await makeTempDir('quire-archive-e2e-');
+  quire = await createTestQuire(
+    { QUIRE_DEFAULT_PROVIDER: 'tesseract', QUIRE_HEARTBEAT_TIMEOUT_MS: '30000' },
+    createProviderRegistry([tesseract]),
+  );
+  worker = await quire.newWorker('archive-e2e-worker');
+  running = worker.run();
+  const blobRoot = (quire.blobStore as unknown as { root: string }).root;
+  distDir = await buildWeb();
+  web = await startWeb(distDir, {
+    DATABASE_URL: quire.db.url,
+    TEMPORAL_ADDRESS: temporalAddress(),
+    QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
+    QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
+    QUIRE_BLOB_DIR: blobRoot,
+    QUIRE_DEFAULT_PROVIDER: 'tesseract',
+    LOG_LEVEL: 'silent',
+  });
+  browser = await launchBrowser();
+}, 300_000);
+
+afterEach(async () => {
+  await contexts.closeAll();
+  expect(await auditInvariants(quire.db.pool)).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await web?.stop();
+  if (distDir) removeWebBuild(distDir);
+  worker?.shutdown();
+  await running;
+  await tesseract.close();
+  await quire?.close();
+  if (dir) await removeDir(dir);
+});
+
+/** Uploads files as one item through the ingest and waits for every page's job to finish. */
+async function uploadItem(workspaceId: number, itemId: string, files: string[]) {
+  const form = new FormData();
+  form.append('itemId', itemId);
+  for (const path of files) {
+    form.append('files[]', new Blob([await readFile(path)], { type: 'image/png' }), 'page.png');
+  }
+  const { result, records } = await ingestWithJobs(quire, workspaceId, form, {
+    provider: 'tesseract',
+  });
+  for (const record of records) {
+    const outcome = await quire.temporal.workflow.getHandle(record.workflowId).result();
+    expect(outcome.status).toBe('completed');
+  }
+  return result.pages.map((p) => p.pageId);
+}
+
+async function axeClean(page: Page, name: string, failures: string[]) {
+  await page.waitForLoadState('load');
+  for (const v of await seriousViolations(page))
+    failures.push(`${name}: ${v.id} (${v.impact}) ${v.help} at ${v.targets.join(', ')}`);
+  await screenshots(page, `archive-${name}`);
+}
+
+describe('the archive in the console (F1-F4)', () => {
+  it('F1 F2 F3 F4 an editor lands on the archive, files two uploaded items in a new collection, titles one, reorders its pages, and a searched word from the real scan opens its page with the line highlighted', async () => {
+    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Marx and Engels papers');
+    const ws = workspace.id;
+    const rendered = await renderPage(dir, 'cover.png', RENDERED_LINES.slice(0, 3));
+    const manifestoPages = await uploadItem(ws, 'manifesto', [MANIFESTO_PAGE, rendered]);
+    const [letterPage] = await uploadItem(ws, 'letter', [rendered]);
+    // The word to look for is one the engine really read from the scan.
+    const scanned = segmentsOf(
+      (await getPage(quire.db.pool, ws, manifestoPages[0]!))!.annotationPage,
+    );
+    const target = scanned
+      .flatMap((s) => s.text.split(/[^A-Za-z]+/).map((word) => ({ word, index: s.index })))
+      .find(({ word }) => word.length >= 9 && /^[a-z]+$/.test(word));
+    expect(target, scanned.map((s) => s.text).join('\n')).toBeDefined();
+    const failures: string[] = [];
+
+    const context = await contexts.fresh();
+    const page = await context.newPage();
+    await page.goto('/signin');
+    await page.getByLabel('Workspace API key').fill(apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    // F4: home is the archive: the items with their pages and progress.
+    await page.waitForURL((url) => url.pathname === '/');
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Archive');
+    expect(await page.locator('tr[data-item="manifesto"]').textContent()).toContain(
+      '2 of 2 transcribed',
+    );
+    for (const name of ['Jobs', 'Batches', 'Operations']) {
+      expect(
+        await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name }).count(),
+      ).toBe(1);
+    }
+    await axeClean(page, 'home', failures);
+
+    // F1: a new collection.
+    await page.getByLabel('New collection').fill('Manifesto drafts');
+    await page.getByRole('button', { name: 'Create collection' }).click();
+    await page.waitForURL('**/collections/*');
+    const collectionId = Number(new URL(page.url()).pathname.split('/').pop());
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1 }).textContent())
+      .toBe('Manifesto drafts');
+
+    // F2: both items move into it; the manifesto gets a title.
+    await page.goto('/items/manifesto');
+    await page.getByLabel('Title', { exact: true }).fill('Manifesto, page 15');
+    await page.getByLabel('Collection').selectOption(String(collectionId));
+    await page.getByLabel('Metadata label 1').fill('Creator');
+    await page.getByLabel('Metadata value 1').fill('Karl Marx and Friedrich Engels');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL('**/items/manifesto?done=saved');
+    await axeClean(page, 'item', failures);
+    await page.goto('/items/letter');
+    await page.getByLabel('Collection').selectOption(String(collectionId));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL('**/items/letter?done=saved');
+    const manifesto = await getItem(quire.db.pool, ws, 'manifesto');
+    expect(manifesto).toMatchObject({
+      title: 'Manifesto, page 15',
+      collectionId,
+      metadata: [{ label: 'Creator', value: 'Karl Marx and Friedrich Engels' }],
+    });
+    expect((await getItem(quire.db.pool, ws, 'letter'))?.collectionId).toBe(collectionId);
+
+    // F2: the scan moves after the cover page.
+    await page.goto('/items/manifesto');
+    await page.getByRole('button', { name: 'Move page 1 later' }).click();
+    await page.waitForURL('**/items/manifesto?done=reordered');
+    const order = (await listItemPages(quire.db.pool, ws, 'manifesto')).map((p) => p.pageId);
+    expect(order).toEqual([manifestoPages[1], manifestoPages[0]]);
+    await expect
+      .poll(() => page.locator('.page-strip li').first().getAttribute('data-page'))
+      .toBe(String(manifestoPages[1]));
+
+    await page.goto(`/collections/${collectionId}`);
+    for (const id of ['manifesto', 'letter'])
+      expect(await page.locator(`tr[data-item="${id}"]`).count()).toBe(1);
+    await axeClean(page, 'collection', failures);
+
+    // F3: search within the collection for the word read from the scan.
+    await page.goto('/search');
+    await page.getByLabel('Words').fill(target!.word);
+    await page.getByLabel('In collection').selectOption(String(collectionId));
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL('**/search?*');
+    const hit = page.locator(`li[data-hit="${manifestoPages[0]}"]`);
+    await expect.poll(() => hit.count()).toBe(1);
+    expect(await hit.locator('mark').first().textContent()).toBe(target!.word);
+    expect(await page.locator(`li[data-hit="${letterPage}"]`).count()).toBe(0);
+    await axeClean(page, 'search', failures);
+    const line = hit.locator(`a[data-line="${target!.index}"]`);
+    await line.click();
+    await page.waitForURL(`**/pages/${manifestoPages[0]}?line=${target!.index}`);
+    // The line is selected in the transcript and its box outlined on the image.
+    await expect
+      .poll(() => page.locator(`ol.lines li[data-line="${target!.index}"]`).getAttribute('class'))
+      .toContain('line-active');
+    expect(await page.locator(`rect[data-line="${target!.index}"]`).getAttribute('class')).toBe(
+      'box box-active',
+    );
+    expect(await page.locator('rect.box-active').count()).toBe(1);
+    await axeClean(page, 'page-line', failures);
+    expect(failures).toEqual([]);
+  });
+});

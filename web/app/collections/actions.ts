@@ -1,0 +1,90 @@
+'use server';
+import { DomainError } from '@quire/core/errors';
+import { metadataOf } from '@quire/web/lib/archiveForms';
+import { createCollectionBody, updateCollectionBody } from '@quire/web/lib/archiveSchemas';
+import { requirePrincipal } from '@quire/web/lib/session';
+import { createCollection, deleteCollection, updateCollection } from '@quire/web/services/archive';
+import { redirect } from 'next/navigation';
+
+/**
+ * F1: the console's forms for collections, through the same use cases as the API
+ * (web/services/archive.ts) and the same schemas. A refusal comes back as `?error=<code>` on
+ * the page the form was on, which says what it means; nothing was changed.
+ */
+
+function parentOf(form: FormData): number | null {
+  const raw = String(form.get('parentId') ?? '');
+  return /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null;
+}
+
+function codeOf(error: unknown): string {
+  if (error instanceof DomainError) return error.code;
+  throw error;
+}
+
+export async function createCollectionAction(form: FormData): Promise<void> {
+  const principal = await requirePrincipal();
+  const parentId = parentOf(form);
+  const back = parentId === null ? '/' : `/collections/${parentId}`;
+  const body = createCollectionBody.safeParse({
+    title: String(form.get('title') ?? ''),
+    description: String(form.get('description') ?? '') || null,
+    parentId,
+  });
+  if (!body.success) redirect(`${back}?error=invalid_collection`);
+  let id: number | undefined;
+  let error: string | undefined;
+  try {
+    id = (await createCollection(principal, body.data)).id;
+  } catch (e) {
+    error = codeOf(e);
+  }
+  redirect(error ? `${back}?error=${error}` : `/collections/${id}`);
+}
+
+export async function updateCollectionAction(form: FormData): Promise<void> {
+  const principal = await requirePrincipal();
+  const id = Number(form.get('collectionId'));
+  const back = `/collections/${id}`;
+  const metadata = metadataOf(form);
+  const body = updateCollectionBody.safeParse({
+    title: String(form.get('title') ?? ''),
+    description: String(form.get('description') ?? '') || null,
+    ...(metadata.success ? { metadata: metadata.data } : {}),
+  });
+  if (!body.success || !metadata.success) redirect(`${back}?error=invalid_collection`);
+  let error: string | undefined;
+  try {
+    await updateCollection(principal, id, body.data);
+  } catch (e) {
+    error = codeOf(e);
+  }
+  redirect(error ? `${back}?error=${error}` : `${back}?done=saved`);
+}
+
+export async function moveCollectionAction(form: FormData): Promise<void> {
+  const principal = await requirePrincipal();
+  const id = Number(form.get('collectionId'));
+  const back = `/collections/${id}`;
+  let error: string | undefined;
+  try {
+    await updateCollection(principal, id, { parentId: parentOf(form) });
+  } catch (e) {
+    error = codeOf(e);
+  }
+  redirect(error ? `${back}?error=${error}` : `${back}?done=moved`);
+}
+
+export async function deleteCollectionAction(form: FormData): Promise<void> {
+  const principal = await requirePrincipal();
+  const id = Number(form.get('collectionId'));
+  const parentId = parentOf(form);
+  let error: string | undefined;
+  try {
+    await deleteCollection(principal, id);
+  } catch (e) {
+    error = codeOf(e);
+  }
+  if (error) redirect(`/collections/${id}?error=${error}`);
+  redirect(parentId === null ? '/?done=deleted' : `/collections/${parentId}?done=deleted`);
+}

@@ -1,0 +1,15 @@
+import { canvasResponse, iiifPreflight } from '@quire/web/lib/iiif';
+
+export const runtime = 'nodejs';
+export const dynamic = 'force-dynamic';
+
+type Params = { ws: string; pageId: string };
+
+/** The canvas of a page of an item whose id is `collection` (the path `collection/` is taken by F1). */
+export async function GET(request: Request, context: { params: Promise<Params> }) {
+  return canvasResponse(request, { ...(await context.params), item: 'collection' });
+}
+
+export function OPTIONS() {
+  return iiifPreflight();
+}

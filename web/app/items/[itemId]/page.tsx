@@ -1,0 +1,223 @@
+import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
+import { getItem, listItemPages } from '@quire/db/items';
+import {
+  CollectionSelect,
+  FormNotice,
+  MetadataFields,
+  MetadataList,
+  Progress,
+} from '@quire/web/components/Archive';
+import { queryValue } from '@quire/web/lib/archiveForms';
+import { pool } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
+import Link from 'next/link';
+import { notFound } from 'next/navigation';
+import { arrangePagesAction, movePageAction, updateItemAction } from '../actions';
+
+export const dynamic = 'force-dynamic';
+
+async function load(raw: string) {
+  const principal = await requirePrincipal();
+  let itemId: string;
+  try {
+    itemId = decodeURIComponent(raw);
+  } catch {
+    notFound();
+  }
+  if (itemId.length < 1 || itemId.length > 200) notFound();
+  const item = await getItem(pool(), principal.workspaceId, itemId);
+  if (!item) notFound();
+  return { principal, item };
+}
+
+export async function generateMetadata({ params }: { params: Promise<{ itemId: string }> }) {
+  const { item } = await load((await params).itemId);
+  return { title: `${item.title ?? item.id} · Quire` };
+}
+
+/** The order with the page at `from` moved to `to`, as the form sends it. */
+function moved(ids: number[], from: number, to: number): string {
+  const next = [...ids];
+  const [page] = next.splice(from, 1);
+  next.splice(to, 0, page!);
+  return next.join(',');
+}
+
+/** F2: one item: its description, its collection, and its pages in order. */
+export default async function ItemPage({
+  params,
+  searchParams,
+}: {
+  params: Promise<{ itemId: string }>;
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
+  const { principal, item } = await load((await params).itemId);
+  const query = await searchParams;
+  const [pages, choices, up, collection] = await Promise.all([
+    listItemPages(pool(), principal.workspaceId, item.id),
+    listCollectionChoices(pool(), principal.workspaceId),
+    item.collectionId === null
+      ? Promise.resolve([])
+      : collectionPath(pool(), principal.workspaceId, item.collectionId),
+    item.collectionId === null
+      ? Promise.resolve(undefined)
+      : getCollection(pool(), principal.workspaceId, item.collectionId),
+  ]);
+  const path = collection ? [...up, { id: collection.id, title: collection.title }] : [];
+  const ids = pages.map((p) => p.pageId);
+  const name = item.title ?? item.id;
+  return (
+    <main className="wide">
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/">Archive</Link>
+        {path.map((p) => (
+          <span key={p.id}>
+            {' '}
+            <span aria-hidden="true">/</span> <Link href={`/collections/${p.id}`}>{p.title}</Link>
+          </span>
+        ))}{' '}
+        <span aria-hidden="true">/</span> <span aria-current="page">{name}</span>
+      </nav>
+      <div className="page-head">
+        <div>
+          <h1>{name}</h1>
+          <p className="muted">
+            Item <span className="mono">{item.id}</span> · {item.pages}{' '}
+            {item.pages === 1 ? 'page' : 'pages'} ·{' '}
+            <Progress done={item.transcribedPages} total={item.pages} label="Pages transcribed" />
+          </p>
+          <MetadataList entries={item.metadata} />
+        </div>
+        <div className="page-head-actions">
+          <a
+            className="button secondary"
+            href={`/iiif/${principal.workspaceId}/${encodeURIComponent(item.id)}/manifest`}
+          >
+            IIIF manifest
+          </a>
+        </div>
+      </div>
+      <FormNotice error={queryValue(query.error)} done={queryValue(query.done)} />
+
+      <section aria-labelledby="pages-heading">
+        <h2 id="pages-heading">Pages in order</h2>
+        {pages.length === 0 ? (
+          <p className="muted">This item has no pages.</p>
+        ) : (
+          <ol className="page-strip">
+            {pages.map((page, i) => (
+              <li key={page.pageId} className="card" data-page={page.pageId}>
+                <Link
+                  href={`/pages/${page.pageId}`}
+                  aria-label={`Open page ${i + 1} (page ${page.pageId})`}
+                >
+                  {page.kind === 'image' && page.hasMedia ? (
+                    // biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset
+                    <img
+                      src={`/console-api/pages/${page.pageId}/media`}
+                      alt={`Thumbnail of page ${i + 1}`}
+                      loading="lazy"
+                    />
+                  ) : (
+                    <span className="muted">
+                      {page.kind === 'audio' ? 'Recording' : 'No image'}
+                    </span>
+                  )}
+                </Link>
+                <span>
+                  Page {i + 1}{' '}
+                  <span className="muted small">
+                    · {page.lines} {page.lines === 1 ? 'line' : 'lines'} · revision {page.revision}
+                  </span>
+                </span>
+                <div className="inline-form">
+                  <form action={arrangePagesAction}>
+                    <input type="hidden" name="itemId" value={item.id} />
+                    <input type="hidden" name="order" value={moved(ids, i, Math.max(0, i - 1))} />
+                    <button
+                      type="submit"
+                      className="secondary"
+                      disabled={i === 0}
+                      aria-label={`Move page ${i + 1} earlier`}
+                    >
+                      Earlier
+                    </button>
+                  </form>
+                  <form action={arrangePagesAction}>
+                    <input type="hidden" name="itemId" value={item.id} />
+                    <input
+                      type="hidden"
+                      name="order"
+                      value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
+                    />
+                    <button
+                      type="submit"
+                      className="secondary"
+                      disabled={i === ids.length - 1}
+                      aria-label={`Move page ${i + 1} later`}
+                    >
+                      Later
+                    </button>
+                  </form>
+                </div>
+                <form action={movePageAction} className="inline-form">
+                  <input type="hidden" name="itemId" value={item.id} />
+                  <input type="hidden" name="pageId" value={page.pageId} />
+                  <input
+                    name="targetItemId"
+                    required
+                    maxLength={200}
+                    aria-label={`Item to move page ${i + 1} to`}
+                    placeholder="Item id"
+                  />
+                  <button
+                    type="submit"
+                    className="secondary"
+                    aria-label={`Move page ${i + 1} to that item`}
+                  >
+                    Move
+                  </button>
+                </form>
+              </li>
+            ))}
+          </ol>
+        )}
+      </section>
+
+      <section aria-labelledby="describe-heading">
+        <h2 id="describe-heading">Describe</h2>
+        <form action={updateItemAction} className="card stack" aria-label="Describe the item">
+          <input type="hidden" name="itemId" value={item.id} />
+          <div className="field">
+            <label htmlFor="item-title">Title</label>
+            <input id="item-title" name="title" maxLength={500} defaultValue={item.title ?? ''} />
+          </div>
+          <CollectionSelect
+            name="collectionId"
+            label="Collection"
+            choices={choices}
+            value={item.collectionId}
+            rootLabel="None (top level)"
+          />
+          <div className="field">
+            <label htmlFor="item-language">Language</label>
+            <input
+              id="item-language"
+              name="language"
+              maxLength={35}
+              defaultValue={item.language ?? ''}
+              aria-describedby="item-language-hint"
+            />
+            <span id="item-language-hint" className="muted small">
+              A tag such as en or de; search then matches word forms in that language.
+            </span>
+          </div>
+          <MetadataFields entries={item.metadata} />
+          <div className="actions">
+            <button type="submit">Save</button>
+          </div>
+        </form>
+      </section>
+    </main>
+  );
+}
