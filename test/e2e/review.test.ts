@@ -92,7 +92,7 @@ describe('review view (V2 V3)', () => {
     await page.goto('/signin');
     await page.getByLabel('Workspace API key').fill(apiKey);
     await page.keyboard.press('Enter');
-    await page.waitForURL('**/jobs');
+    await page.waitForURL((url) => !url.pathname.startsWith('/signin'));
     await page.goto(`/review?item=${encodeURIComponent(itemId)}`);
     await page.getByTestId('line-crop').waitFor();
     await page.waitForFunction(() => {
