@@ -21,7 +21,7 @@ import {
   type RecognizeOutcome,
   type SegmentFailure,
 } from './attemptContext';
-import { polishCheckpointed, polishProviderOf } from './transcriptStages';
+import { polishCheckpointed, polishProviderOf, protectedLinesOf } from './transcriptStages';
 
 /** How often a long recognition refreshes the job's live counters (the console reads them). */
 const PROGRESS_EVERY_MS = 500;
@@ -159,10 +159,14 @@ export function createImageStages(kit: AttemptKit) {
         const lines = payloadsOf(saved, 'segment').get(0)?.lines;
         if (!lines) throw new Error('recognize ran before segment was checkpointed');
         const done = payloadsOf(saved, 'recognize');
-        const skip = new Set(args.skip);
+        const { media, page } = await kit.pageMedia(ctx.pageId);
+        // V3: a line a person edited or verified is not read again (the commit keeps it).
+        const skip = new Set([
+          ...args.skip,
+          ...protectedLinesOf(ctx, segmentsOf(page.annotationPage)),
+        ]);
         const todo = lines.map((_, i) => i).filter((i) => !done.has(i) && !skip.has(i));
         const batch = todo.slice(0, args.maxSegments);
-        const { media } = await kit.pageMedia(ctx.pageId);
         const provider = deps.providers.get(ctx.snapshot.provider);
         const failures: SegmentFailure[] = [];
         let completed = done.size;

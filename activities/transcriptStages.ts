@@ -1,7 +1,9 @@
 import { Context } from '@temporalio/activity';
-import { segmentsOf } from '../core/annotation';
+import { type Segment, segmentsOf } from '../core/annotation';
 import { payloadsOf } from '../core/checkpoints';
 import { ProviderError } from '../core/failures';
+import { overwritesHumanLines } from '../core/jobOptions';
+import { humanLineIndexes } from '../core/lineStates';
 import { billedProvider } from '../core/pricing';
 import {
   assembleTranscript,
@@ -18,6 +20,14 @@ import type { AttemptContext, AttemptKit, AttemptRef } from './attemptContext';
 /** The provider that polishes a job's text: the one named in its options, or its engine. */
 export function polishProviderOf(ctx: AttemptContext): string {
   return billedProvider(ctx.snapshot, 'polish').provider;
+}
+
+/**
+ * V3: the lines of the page a run does not read, because a person edited or verified them;
+ * none when the job was started with `options.overwriteHumanLines: true`.
+ */
+export function protectedLinesOf(ctx: AttemptContext, segments: readonly Segment[]): number[] {
+  return overwritesHumanLines(ctx.snapshot.options) ? [] : humanLineIndexes(segments);
 }
 
 /**
@@ -81,11 +91,11 @@ export function createTranscriptStages(kit: AttemptKit) {
       return kit.withAttempt('db', ref, async (ctx) => {
         const saved = await loadCheckpoints(pool, ref.jobId);
         const page = await readAttemptPage(pool, ctx.pageId);
-        const { segments, completed, total } = assembleTranscript(
-          saved,
-          segmentsOf(page.annotationPage),
-          args,
-        );
+        const previous = segmentsOf(page.annotationPage);
+        const { segments, completed, total, kept } = assembleTranscript(saved, previous, {
+          ...args,
+          protectedLines: protectedLinesOf(ctx, previous),
+        });
         // Provenance: the engine that read the page in one pass (P1), as saved with its lines;
         // otherwise this worker's engine for the job's provider.
         const engine =
@@ -98,6 +108,7 @@ export function createTranscriptStages(kit: AttemptKit) {
           completed,
           failed: total - completed,
           total,
+          kept,
           engine,
         });
         if (result.state === 'conflict') {
@@ -115,6 +126,7 @@ export function createTranscriptStages(kit: AttemptKit) {
             revision: result.revision,
             completed,
             total,
+            kept,
           },
           'transcript committed',
         );

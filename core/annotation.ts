@@ -7,12 +7,35 @@ export type Box = { x: number; y: number; w: number; h: number };
 
 export type SegmentTarget = { kind: 'xywh'; box: Box } | { kind: 't'; start: number; end: number };
 
+/** V1: who a line's text is from: `machine` (an engine or an import), or a person. */
+export type LineState = 'machine' | 'edited' | 'verified';
+
+export const LINE_STATES: readonly LineState[] = ['machine', 'edited', 'verified'];
+
+/**
+ * V1: the principal behind a line's state. Today a person acts through an API key (the API or
+ * a console session on it); an engine or an import writes `machine` lines.
+ */
+export interface LineAuthor {
+  kind: 'api-key' | 'engine' | 'import';
+  id: string;
+}
+
+/** V1: a line's state, who set it and when (ISO 8601); kept in every revision. */
+export interface LineStamp {
+  state: LineState;
+  by: LineAuthor;
+  at: string;
+}
+
 export interface Segment {
   index: number;
   target: SegmentTarget;
   text: string;
   speaker?: string;
   confidence?: number;
+  /** V1: absent on a segment not yet written; `commitRevision` stamps every line it writes. */
+  stamp?: LineStamp;
 }
 
 export interface TextualBody {
@@ -32,6 +55,10 @@ export interface Annotation {
   'quire:index': number;
   'quire:speaker'?: string;
   'quire:confidence'?: number;
+  /** V1: the line's state, its author and time. Revisions written before V1 have none (`machine`). */
+  'quire:state'?: LineState;
+  'quire:stateBy'?: LineAuthor;
+  'quire:stateAt'?: string;
 }
 
 export interface AnnotationPage {
@@ -98,6 +125,11 @@ export function buildAnnotationPage(
       };
       if (segment.speaker !== undefined) annotation['quire:speaker'] = segment.speaker;
       if (segment.confidence !== undefined) annotation['quire:confidence'] = segment.confidence;
+      if (segment.stamp) {
+        annotation['quire:state'] = segment.stamp.state;
+        annotation['quire:stateBy'] = segment.stamp.by;
+        annotation['quire:stateAt'] = segment.stamp.at;
+      }
       return annotation;
     }),
   };
@@ -111,7 +143,19 @@ export function segmentsOf(page: AnnotationPage): Segment[] {
     const segment: Segment = { index: item['quire:index'], target, text: item.body.value };
     if (item['quire:speaker'] !== undefined) segment.speaker = item['quire:speaker'];
     if (item['quire:confidence'] !== undefined) segment.confidence = item['quire:confidence'];
+    if (item['quire:state'] && item['quire:stateBy'] && item['quire:stateAt']) {
+      segment.stamp = {
+        state: item['quire:state'],
+        by: item['quire:stateBy'],
+        at: item['quire:stateAt'],
+      };
+    }
     segments.push(segment);
   }
   return segments.sort((a, b) => a.index - b.index);
+}
+
+/** V1: a line's state; a line of a revision written before V1 reads as `machine`. */
+export function lineStateOf(segment: Segment): LineState {
+  return segment.stamp?.state ?? 'machine';
 }

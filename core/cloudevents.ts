@@ -11,6 +11,7 @@ export const QUIRE_EVENT_TYPES = [
   'dev.quire.transcription.task.started',
   'dev.quire.transcription.task.completed',
   'dev.quire.annotations.published',
+  'dev.quire.page.verified',
   'dev.quire.provider.paused',
   'dev.quire.provider.resumed',
 ] as const;

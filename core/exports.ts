@@ -5,7 +5,7 @@
  * core/annotation.ts. Pure.
  */
 
-import type { Box, Segment } from './annotation';
+import { type Box, lineStateOf, type Segment } from './annotation';
 import { toHocr } from './interchange/hocr';
 import { toPageXml } from './interchange/pageXml';
 import { describeStep, type ExportProvenance } from './interchange/provenance';
@@ -163,6 +163,16 @@ export function toAltoXml(input: ExportInput): string {
   out.push(`      <fileName>${escapeXml(input.canvasUri)}</fileName>`);
   out.push('    </sourceImageInformation>');
   out.push(...altoProcessing(input.provenance));
+  // V1: which lines a person edited or verified, as ALTO's processing notes say it.
+  for (const state of ['edited', 'verified'] as const) {
+    const ids = lines.filter((l) => lineStateOf(l.segment) === state);
+    if (ids.length === 0) continue;
+    out.push(`    <Processing ID="lines_${state}">`);
+    out.push(
+      `      <processingStepDescription>${state} by a person: ${ids.map((l) => `line_${l.segment.index}`).join(' ')}</processingStepDescription>`,
+    );
+    out.push('    </Processing>');
+  }
   out.push('  </Description>');
   out.push('  <Layout>');
   out.push(`    <Page ID="page_1" PHYSICAL_IMG_NR="1" WIDTH="${width}" HEIGHT="${height}">`);
@@ -182,14 +192,18 @@ export function toAltoXml(input: ExportInput): string {
       const words = segment.text.split(/\s+/).filter((w) => w.length > 0);
       // A TextLine must hold at least one String; an empty line keeps an empty one.
       const strings = words.length > 0 ? words : [''];
-      const confidence =
-        segment.confidence !== undefined
+      // V1: a line a person edited or verified is certain: WC 1 and CC 0 for every character.
+      const human = lineStateOf(segment) !== 'machine';
+      const confidence = human
+        ? ' WC="1.00"'
+        : segment.confidence !== undefined
           ? ` WC="${Math.min(1, Math.max(0, segment.confidence)).toFixed(2)}"`
           : '';
       strings.forEach((word, i) => {
         if (i > 0) out.push('            <SP/>');
+        const cc = human && word.length > 0 ? ` CC="${'0'.repeat([...word].length)}"` : '';
         out.push(
-          `            <String ID="${lineId}_w${i}" CONTENT="${escapeXml(word)}"${confidence}/>`,
+          `            <String ID="${lineId}_w${i}" CONTENT="${escapeXml(word)}"${confidence}${cc}/>`,
         );
       });
       out.push('          </TextLine>');

@@ -96,6 +96,14 @@ export function checkResolvedProvider(provider: string, enabled: readonly string
   checkProvider(provider, enabled, 'provider');
 }
 
+/**
+ * V3: whether a job reads every line of a page, those a person edited or verified too (an
+ * explicit choice, recorded in the audit log), instead of keeping them.
+ */
+export function overwritesHumanLines(options: Record<string, unknown> | undefined): boolean {
+  return options?.overwriteHumanLines === true;
+}
+
 /** The polish provider a job's options name, if any. */
 export function polishProviderOf(options: Record<string, unknown> | undefined): string | undefined {
   const value = options?.polishProvider;
@@ -120,6 +128,13 @@ export function checkJobRequest(
       throw refuse('invalid_options', 'options.polishProvider must be a provider name', 'options');
     }
     checkProvider(polish, enabled, 'options.polishProvider');
+  }
+  if ('overwriteHumanLines' in options && typeof options.overwriteHumanLines !== 'boolean') {
+    throw refuse(
+      'invalid_options',
+      'options.overwriteHumanLines must be true or false',
+      'options.overwriteHumanLines',
+    );
   }
   if ('simulated' in options) {
     if (!enabled.includes('simulated')) {

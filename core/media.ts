@@ -564,3 +564,11 @@ async function mp3Duration(src: ByteSource): Promise<number | undefined> {
   const audioBytes = src.size - (start + at);
   return Math.round(((audioBytes * 8) / (frame.bitrateKbps * 1000)) * 1000);
 }
+
+/**
+ * V6: what becomes of Quire's copy of a recording once the speech engine holds it: `keep`
+ * (the default for a new workspace: an archive's recording is the record) or
+ * `delete-after-recognition` (the clinical rule: the copy goes at once).
+ */
+export const RECORDING_RETENTIONS = ['keep', 'delete-after-recognition'] as const;
+export type RecordingRetention = (typeof RECORDING_RETENTIONS)[number];

@@ -34,8 +34,11 @@ export function recognizedSegments(saved: readonly Checkpoint[]): Segment[] {
 
 export interface Transcript {
   segments: Segment[];
+  /** Lines with text from this run or, for kept lines, from a person (counted in `kept` too). */
   completed: number;
   total: number;
+  /** V3: lines a person edited or verified that were kept as they were. */
+  kept: number;
 }
 
 /**
@@ -47,7 +50,7 @@ export interface Transcript {
 export function assembleTranscript(
   saved: readonly Checkpoint[],
   previous: readonly Segment[],
-  options: { usePolish: boolean },
+  options: { usePolish: boolean; protectedLines?: readonly number[] },
 ): Transcript {
   const polished = options.usePolish ? (payloadsOf(saved, 'polish').get(0)?.texts ?? {}) : {};
   const recognized = new Map(recognizedSegments(saved).map((s) => [s.index, s]));
@@ -57,17 +60,28 @@ export function assembleTranscript(
       ...s,
       text: polished[s.index] ?? s.text,
     }));
-    return { segments, completed: segments.length, total: segments.length };
+    return { segments, completed: segments.length, total: segments.length, kept: 0 };
   }
   const before = new Map(previous.map((s) => [s.index, s]));
+  const kept = new Set((options.protectedLines ?? []).filter((i) => before.has(i)));
+  let completed = 0;
   const segments = lines.map((line, index) => {
+    const old = before.get(index);
+    if (kept.has(index)) {
+      // V3: a person's line stays exactly as it is, whatever the engine read.
+      completed += 1;
+      return { ...old!, target: { kind: 'xywh' as const, box: line.box } };
+    }
     const got = recognized.get(index);
-    const text = got ? (polished[index] ?? got.text) : (before.get(index)?.text ?? '');
+    const text = got ? (polished[index] ?? got.text) : (old?.text ?? '');
     const segment: Segment = { index, target: { kind: 'xywh', box: line.box }, text };
+    if (got) completed += 1;
     if (got?.confidence != null) segment.confidence = got.confidence;
+    // J2: a line not read in this run keeps its text, and the state that text had (V1).
+    if (!got && old?.stamp) segment.stamp = old.stamp;
     return segment;
   });
-  return { segments, completed: recognized.size, total: lines.length };
+  return { segments, completed, total: lines.length, kept: kept.size };
 }
 
 /** The text a polish pass reads: one recognized segment per line. */

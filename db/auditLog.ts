@@ -22,11 +22,15 @@ export type AuditAction =
   | 'workspace.quota'
   | 'workspace.job_cap'
   | 'workspace.providers'
+  /** V6: keep recordings, or delete Quire's copy once the engine holds it. */
+  | 'workspace.recording_retention'
   | 'provider.resume'
   | 'operator_key.create'
   | 'operator_key.revoke'
   | 'job.cancel'
   | 'job.rerun'
+  /** V3: a job started to read every line, those a person edited or verified too. */
+  | 'job.overwrite_human_lines'
   | 'batch.cancel'
   | 'collection.create'
   | 'collection.update'

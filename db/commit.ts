@@ -20,6 +20,8 @@ export interface CommitInput {
   completed: number;
   failed: number;
   total: number;
+  /** V3: lines a person edited or verified that this run kept as they were. */
+  kept?: number;
   engine: EngineIdentity;
 }
 
@@ -78,10 +80,10 @@ export async function commitPageRevision(
     await client.query(
       `UPDATE transcription_jobs
           SET status = 'completed', result_revision = $2, completed_segments = $3, failed_segments = $4,
-              total_segments = $5, stage = 'done', ended_at = now(), updated_at = now(),
+              total_segments = $5, kept_segments = $6, stage = 'done', ended_at = now(), updated_at = now(),
               error_category = NULL, error_detail = NULL
         WHERE id = $1`,
-      [fence.jobId, revision, input.completed, input.failed, input.total],
+      [fence.jobId, revision, input.completed, input.failed, input.total, input.kept ?? 0],
     );
     await resetOutageBackoff(client, attempt.snapshot.provider, attempt.workspace_id);
     const { workspaceId, data } = await jobEventData(client, fence.jobId, {

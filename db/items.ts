@@ -82,6 +82,7 @@ async function tombstonePages(
   );
   await client.query('DELETE FROM mirror_outbox WHERE page_id = ANY($1)', [pageIds]);
   await client.query('DELETE FROM page_revisions WHERE page_id = ANY($1)', [pageIds]);
+  await client.query('DELETE FROM page_lines WHERE page_id = ANY($1)', [pageIds]);
   let blobs = 0;
   for (const page of pages) {
     await client.query(

@@ -18,6 +18,8 @@ export const EVENT_TYPES = {
   taskStarted: 'dev.quire.transcription.task.started',
   taskCompleted: 'dev.quire.transcription.task.completed',
   published: 'dev.quire.annotations.published',
+  /** V5: the revision that makes every line of a page verified. */
+  pageVerified: 'dev.quire.page.verified',
   providerPaused: 'dev.quire.provider.paused',
   providerResumed: 'dev.quire.provider.resumed',
 } as const;
@@ -40,6 +42,8 @@ export interface JobRow {
   completedSegments: number;
   failedSegments: number;
   totalSegments: number | null;
+  /** V3: lines a person edited or verified that the job's commit kept as they were. */
+  keptSegments: number;
   resultRevision: number | null;
   errorCategory: FailureClass | null;
   errorDetail: string | null;
@@ -54,7 +58,7 @@ export interface JobRow {
 
 export const JOB_COLUMNS = `j.id, j.workspace_id, j.page_id, j.batch_id, j.workflow_id, j.status, j.provider, j.snapshot,
   j.input_revision, j.idempotency_key, j.external_reference_id, j.metadata, j.stage, j.last_attempt_number,
-  j.completed_segments, j.failed_segments, j.total_segments, j.result_revision, j.error_category, j.error_detail,
+  j.completed_segments, j.failed_segments, j.total_segments, j.kept_segments, j.result_revision, j.error_category, j.error_detail,
   j.superseded_by, j.workflow_started_at, j.awaiting_slot, j.created_at, j.updated_at, j.ended_at`;
 
 export function toJob(r: Record<string, unknown>): JobRow {
@@ -76,6 +80,7 @@ export function toJob(r: Record<string, unknown>): JobRow {
     completedSegments: r.completed_segments as number,
     failedSegments: r.failed_segments as number,
     totalSegments: (r.total_segments as number | null) ?? null,
+    keptSegments: (r.kept_segments as number | null) ?? 0,
     resultRevision: (r.result_revision as number | null) ?? null,
     errorCategory: (r.error_category as FailureClass | null) ?? null,
     errorDetail: (r.error_detail as string | null) ?? null,

@@ -75,9 +75,10 @@ export async function readAttemptPage(db: Queryable, pageId: number): Promise<Pa
 }
 
 /**
- * T2/U3: once an engine holds a recording and its job id is saved (same transaction), our
- * copy is released (patient audio stays no longer than it must); the cleanup deletes it,
- * fenced against new references.
+ * T2/U3 V6: once an engine holds a recording and its job id is saved (same transaction), our
+ * copy is released when the workspace says `delete-after-recognition` (patient audio stays no
+ * longer than it must); the cleanup deletes it, fenced against new references. A workspace
+ * that keeps its recordings (`keep`) keeps this one, under its quota.
  */
 export async function releaseRecordedAudio(
   client: PoolClient,
@@ -86,7 +87,9 @@ export async function releaseRecordedAudio(
 ): Promise<void> {
   const released = await client.query(
     `UPDATE pages p SET blob_key = NULL, updated_at = now()
-       FROM pages old WHERE p.id = old.id AND p.id = $1 AND old.blob_key IS NOT NULL
+       FROM pages old, workspaces w
+      WHERE p.id = old.id AND p.id = $1 AND old.blob_key IS NOT NULL
+        AND w.id = p.workspace_id AND w.recording_retention = 'delete-after-recognition'
      RETURNING old.blob_key AS key`,
     [pageId],
   );

@@ -1,6 +1,9 @@
-import { buildAnnotationPage, type Segment } from '../core/annotation';
+import { buildAnnotationPage, lineStateOf, type Segment, targetFragment } from '../core/annotation';
+import { countLineStates } from '../core/lineStates';
 import type { EngineIdentity } from '../core/provider';
 import { assertLinesAccepted, assertPageTextFits, searchTextOf } from '../core/text';
+import { appendEvent } from './events';
+import { EVENT_TYPES } from './jobs';
 import type { PoolClient } from './pool';
 
 /**
@@ -83,15 +86,18 @@ export async function commitRevision(
   }
   const from = write.expectedRevision ?? 0;
   const revision = write.expectedRevision === null ? 0 : from + 1;
+  // V1: the writer stamps the lines a person changed (core/lineStates.ts); an unstamped line
+  // is `machine`, and who wrote it and when is its revision's provenance.
+  const segments = write.segments;
   const annotationPage = JSON.stringify(
-    buildAnnotationPage(canvasUri, revision, write.segments, write.language),
+    buildAnnotationPage(canvasUri, revision, segments, write.language),
   );
   // The new revision's row must not exist yet: so revision 0, too, is written only once.
   const cas = await client.query(
     `UPDATE pages SET revision = $3, annotation_page = $4, search_text = $5, updated_at = now()
       WHERE id = $1 AND revision = $2
         AND NOT EXISTS (SELECT 1 FROM page_revisions WHERE page_id = $1 AND revision = $3)`,
-    [write.pageId, from, revision, annotationPage, searchTextOf(write.segments)],
+    [write.pageId, from, revision, annotationPage, searchTextOf(segments)],
   );
   if (cas.rowCount !== 1) {
     const now = await client.query<{ revision: number }>(
@@ -119,5 +125,54 @@ export async function commitRevision(
       p.source === 'import' ? JSON.stringify(p.import) : null,
     ],
   );
+  await indexLines(client, write.pageId, revision, segments);
   return { state: 'committed', revision };
+}
+
+/**
+ * V2 V5: the current revision's lines in `page_lines`, replaced in the revision's own
+ * transaction; and V5's `page.verified` event when this revision is the one that makes every
+ * line of the page verified (a page already fully verified emits nothing again).
+ */
+async function indexLines(
+  client: PoolClient,
+  pageId: number,
+  revision: number,
+  segments: readonly Segment[],
+): Promise<void> {
+  const before = await client.query<{ state: string }>(
+    'DELETE FROM page_lines WHERE page_id = $1 RETURNING state',
+    [pageId],
+  );
+  const wasVerified = before.rows.length > 0 && before.rows.every((r) => r.state === 'verified');
+  const { rows } = await client.query<{ workspace_id: number; item_id: string }>(
+    `INSERT INTO page_lines (page_id, line_index, workspace_id, item_id, revision, state, confidence,
+                             text, target, speaker)
+     SELECT p.id, l.line_index, p.workspace_id, p.item_id, $2, l.state, l.confidence, l.text,
+            l.target, l.speaker
+       FROM pages p,
+            unnest($3::int[], $4::text[], $5::real[], $6::text[], $7::text[], $8::text[])
+              AS l(line_index, state, confidence, text, target, speaker)
+      WHERE p.id = $1
+     RETURNING workspace_id, item_id`,
+    [
+      pageId,
+      revision,
+      segments.map((s) => s.index),
+      segments.map((s) => lineStateOf(s)),
+      segments.map((s) => Math.min(1, Math.max(0, s.confidence ?? 0))),
+      segments.map((s) => s.text),
+      segments.map((s) => targetFragment(s.target)),
+      segments.map((s) => s.speaker ?? null),
+    ],
+  );
+  const counts = countLineStates(segments);
+  if (!counts.fullyVerified || wasVerified || rows.length === 0) return;
+  const { workspace_id: workspaceId, item_id: itemId } = rows[0]!;
+  await appendEvent(client, {
+    workspaceId,
+    type: EVENT_TYPES.pageVerified,
+    subject: `pages/${pageId}`,
+    data: { workspaceId, pageId, itemId, revision, lines: counts.verified },
+  });
 }

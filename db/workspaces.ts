@@ -1,10 +1,14 @@
 import { hashApiKey, newApiKey } from '../core/apiKeys';
+import type { RecordingRetention } from '../core/media';
+import { type AuditActor, recordAudit } from './auditLog';
 import { type Pool, type Queryable, withTransaction } from './pool';
 
 export interface Workspace {
   id: number;
   name: string;
   createdAt: Date;
+  /** V6: whether the workspace keeps its recordings once the speech engine holds them. */
+  recordingRetention: RecordingRetention;
 }
 
 /** Creates a workspace and its first API key; the clear key is returned once, never stored. */
@@ -14,10 +18,10 @@ export async function createWorkspace(
 ): Promise<{ workspace: Workspace; apiKey: string }> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query(
-      'INSERT INTO workspaces (name) VALUES ($1) RETURNING id, name, created_at',
+      'INSERT INTO workspaces (name) VALUES ($1) RETURNING id, name, created_at, recording_retention',
       [name],
     );
-    const workspace = { id: rows[0].id, name: rows[0].name, createdAt: rows[0].created_at };
+    const workspace = toWorkspace(rows[0]);
     const apiKey = await addApiKey(client, workspace.id, 'initial');
     return { workspace, apiKey };
   });
@@ -64,11 +68,51 @@ export async function activeApiKey(
   return rows[0] ? { workspaceId: rows[0].workspace_id, apiKeyId: rows[0].id } : undefined;
 }
 
+function toWorkspace(r: Record<string, unknown>): Workspace {
+  return {
+    id: r.id as number,
+    name: r.name as string,
+    createdAt: r.created_at as Date,
+    recordingRetention: r.recording_retention as RecordingRetention,
+  };
+}
+
 export async function getWorkspace(db: Queryable, id: number): Promise<Workspace | undefined> {
-  const { rows } = await db.query('SELECT id, name, created_at FROM workspaces WHERE id = $1', [
-    id,
-  ]);
-  return rows[0]
-    ? { id: rows[0].id, name: rows[0].name, createdAt: rows[0].created_at }
-    : undefined;
+  const { rows } = await db.query(
+    'SELECT id, name, created_at, recording_retention FROM workspaces WHERE id = $1',
+    [id],
+  );
+  return rows[0] ? toWorkspace(rows[0]) : undefined;
+}
+
+/**
+ * V6: the workspace's rule for recordings, with its audit-log row in the same transaction. It
+ * applies to recordings handed to an engine from now on; one already released stays released.
+ */
+export async function setRecordingRetention(
+  pool: Pool,
+  actor: AuditActor,
+  workspaceId: number,
+  retention: RecordingRetention,
+): Promise<Workspace> {
+  return withTransaction(pool, async (client) => {
+    const before = await client.query(
+      'SELECT recording_retention FROM workspaces WHERE id = $1 FOR UPDATE',
+      [workspaceId],
+    );
+    if (before.rowCount !== 1) throw new Error(`workspace ${workspaceId} not found`);
+    const { rows } = await client.query(
+      `UPDATE workspaces SET recording_retention = $2 WHERE id = $1
+       RETURNING id, name, created_at, recording_retention`,
+      [workspaceId, retention],
+    );
+    await recordAudit(client, actor, {
+      action: 'workspace.recording_retention',
+      target: `workspaces/${workspaceId}`,
+      workspaceId,
+      before: { recordingRetention: before.rows[0].recording_retention },
+      after: { recordingRetention: retention },
+    });
+    return toWorkspace(rows[0]);
+  });
 }

@@ -5,7 +5,7 @@
  * polygon and its text (and confidence) in `TextEquiv`. Pure.
  */
 
-import type { Box } from '../annotation';
+import { type Box, lineStateOf, type Segment } from '../annotation';
 import { type ExportInput, escapeXml } from '../exports';
 import { imageLinesOf, unionBox } from './lines';
 import { describeStep, type ExportProvenance } from './provenance';
@@ -24,6 +24,22 @@ function confidenceAttribute(confidence: number | undefined): string {
   return confidence === undefined
     ? ''
     : ` conf="${Math.min(1, Math.max(0, confidence)).toFixed(3)}"`;
+}
+
+/**
+ * V1: a line's text as PAGE holds it: `index="1"` (the one reading of the line), `conf` the
+ * engine's confidence for a `machine` line and 1 for a line a person edited or verified, and
+ * the state in the line's `custom` attribute (PAGE's place for structured tags), with who and
+ * when in `comments`.
+ */
+function lineStateAttributes(segment: Segment): { line: string; equiv: string } {
+  const state = lineStateOf(segment);
+  const human = state !== 'machine';
+  const equiv = ` index="1"${confidenceAttribute(human ? 1 : segment.confidence)}`;
+  const by = segment.stamp
+    ? ` comments="${escapeXml(`${state} by ${segment.stamp.by.kind}:${segment.stamp.by.id} at ${segment.stamp.at}`)}"`
+    : '';
+  return { line: ` custom="quireState {state:${state};}"${by}`, equiv };
 }
 
 export function toPageXml(input: ExportInput & { createdAt?: Date }): string {
@@ -53,9 +69,10 @@ export function toPageXml(input: ExportInput & { createdAt?: Date }): string {
     out.push('    <TextRegion id="region_1" type="paragraph">');
     out.push(`      <Coords points="${boxPoints(unionBox(lines.map((l) => l.box)))}"/>`);
     for (const { segment, box } of lines) {
-      out.push(`      <TextLine id="line_${segment.index}">`);
+      const attributes = lineStateAttributes(segment);
+      out.push(`      <TextLine id="line_${segment.index}"${attributes.line}>`);
       out.push(`        <Coords points="${boxPoints(box)}"/>`);
-      out.push(`        <TextEquiv${confidenceAttribute(segment.confidence)}>`);
+      out.push(`        <TextEquiv${attributes.equiv}>`);
       out.push(`          <Unicode>${escapeXml(singleLine(segment.text))}</Unicode>`);
       out.push('        </TextEquiv>');
       out.push('      </TextLine>');

@@ -585,6 +585,7 @@ describe('console (C)', () => {
       ['batch', `/batches/${batchId}`],
       ['page', `/pages/${pageId}`],
       ['page-diff', `/pages/${pageId}?from=1&to=3`],
+      ['review', '/review'],
       ['providers', '/providers'],
       ['webhooks', '/webhooks'],
       ['webhook-deliveries', `/webhooks/${webhookId}`],

@@ -365,7 +365,7 @@ const edit = (_pageId: number, texts: string[]) => ({
 });
 
 describe('pages (SPEC §7)', () => {
-  it('PUT If-Match: 428 without it, 412 stale_revision with the current revision and nothing written, 200 with the new ETag', async () => {
+  it('PUT If-Match: 428 without it, 412 stale_revision for a revision the page never had, V4 409 line_conflict for lines changed since, nothing written; 200 with the new ETag', async () => {
     const { pageId } = await completedPage(A);
     const params = { ws: wsOf(A), pageId: String(pageId) };
     const got = await call(R.page!, 'GET', '/x', params, { key: A.key });
@@ -382,11 +382,20 @@ describe('pages (SPEC §7)', () => {
     const stale = await call(R.page!, 'PUT', '/x', params, {
       key: A.key,
       body: edit(pageId, ['a']),
-      headers: { 'if-match': '"0"' },
+      headers: { 'if-match': '"9"' },
     });
     expect(stale.status).toBe(412);
     expect(stale.json.error).toMatchObject({ code: 'stale_revision', currentRevision: 1 });
     expect(stale.headers.get('etag')).toBe('"1"');
+    // From revision 0 (no lines) the edit writes line 0, which the engine wrote since.
+    const clash = await call(R.page!, 'PUT', '/x', params, {
+      key: A.key,
+      body: edit(pageId, ['a']),
+      headers: { 'if-match': '"0"' },
+    });
+    expect(clash.status).toBe(409);
+    expect(clash.json.error).toMatchObject({ code: 'line_conflict', currentRevision: 1 });
+    expect(clash.json.error.conflicts[0]).toMatchObject({ index: 0, mine: { text: 'a' } });
     const wrongKind = await call(R.page!, 'PUT', '/x', params, {
       key: A.key,
       body: { segments: [{ index: 0, target: { kind: 't', start: 0, end: 1 }, text: 'x' }] },

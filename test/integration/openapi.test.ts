@@ -129,6 +129,20 @@ describe('OpenAPI document (SPEC §7)', () => {
         ],
       },
       {
+        method: 'patch',
+        path: '/workspaces/{ws}',
+        schema: schemas.workspaceSettingsBody,
+        ok: [{ recordingRetention: 'keep' }, { recordingRetention: 'delete-after-recognition' }],
+        bad: [{}, { recordingRetention: 'forever' }, { recordingRetention: 'keep', name: 'x' }],
+      },
+      {
+        method: 'post',
+        path: '/workspaces/{ws}/pages/{pageId}/verify',
+        schema: schemas.pageVerifyBody,
+        ok: [{ lines: [0] }, { lines: [0, 3, 7] }],
+        bad: [{}, { lines: [] }, { lines: [-1] }, { lines: ['1'] }, { lines: [0], extra: 1 }],
+      },
+      {
         method: 'post',
         path: '/workspaces/{ws}/webhooks',
         schema: schemas.createWebhookBody,

@@ -5,8 +5,10 @@ import { runBlobCleanup } from '../../activities/maintenance';
 import { segmentsOf } from '../../core/annotation';
 import { characterErrorRate, wordErrorRate } from '../../core/textMetrics';
 import { auditInvariants } from '../../db/audit';
+import { CLI_ACTOR } from '../../db/auditLog';
 import { getJob } from '../../db/jobs';
 import { getPage } from '../../db/pages';
+import { setRecordingRetention } from '../../db/workspaces';
 import { PocketsphinxProvider } from '../../providers/pocketsphinx';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
@@ -39,6 +41,9 @@ beforeAll(async () => {
     createProviderRegistry([tesseract, new PocketsphinxProvider(), new SimulatedProvider()]),
   );
   ws = await quire.workspace();
+  // V6: this workspace follows the clinical rule, Quire's copy of a recording goes once the
+  // engine holds it (a new workspace keeps its recordings).
+  await setRecordingRetention(quire.db.pool, CLI_ACTOR, ws, 'delete-after-recognition');
   dir = await makeTempDir();
   worker = await quire.newWorker();
   running = worker.run();

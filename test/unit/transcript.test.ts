@@ -91,6 +91,7 @@ describe('T2 J1 J2 a transcript assembled from checkpoints', () => {
       segments: [],
       completed: 0,
       total: 0,
+      kept: 0,
     });
     expect(recognizedSegments([])).toEqual([]);
   });

@@ -9,6 +9,7 @@ const LINKS = [
   { href: '/jobs', label: 'Jobs' },
   { href: '/upload', label: 'Upload' },
   { href: '/batches', label: 'Batches' },
+  { href: '/review', label: 'Review' },
   { href: '/providers', label: 'Providers' },
   { href: '/webhooks', label: 'Webhooks' },
   { href: '/operations', label: 'Operations' },

@@ -1,6 +1,12 @@
 'use client';
+import type { LineState } from '@quire/core/annotation';
 import type { MediaKind } from '@quire/core/media';
-import { type SaveResult, savePageAction } from '@quire/web/app/pages/actions';
+import {
+  renameSpeakerAction,
+  type SaveResult,
+  savePageAction,
+  verifyLinesAction,
+} from '@quire/web/app/pages/actions';
 import { useEffect, useRef, useState, useTransition } from 'react';
 import { formatSeconds } from './format';
 
@@ -11,6 +17,9 @@ export interface ViewSegment {
   start?: number;
   end?: number;
   speaker?: string;
+  /** V1: machine, edited or verified, and who set it. */
+  state: LineState;
+  stateBy?: string;
 }
 
 interface Props {
@@ -21,6 +30,8 @@ interface Props {
   revision: number;
   segments: ViewSegment[];
   mediaUrl: string | null;
+  /** V6: what the workspace does with a recording once the engine holds it. */
+  recordingRetention: 'keep' | 'delete-after-recognition';
   /** F3: the line a search hit named (`?line=`), selected and scrolled to on arrival. */
   initialLine?: number | null;
 }
@@ -29,6 +40,15 @@ type Conflict = {
   revision: number;
   current: Map<number, string>;
   choice: Map<number, 'mine' | 'theirs'>;
+  /** V4: who wrote the other text of each line, when known. */
+  authors: Map<number, string>;
+};
+
+/** V1: the words a line's state is shown with. */
+export const STATE_LABEL: Record<LineState, string> = {
+  machine: 'machine',
+  edited: 'edited',
+  verified: 'verified',
 };
 
 /**
@@ -46,6 +66,7 @@ export function PageWorkspace({
   revision,
   segments,
   mediaUrl,
+  recordingRetention,
   initialLine = null,
 }: Props) {
   const [active, setActive] = useState<number | null>(null);
@@ -81,6 +102,44 @@ export function PageWorkspace({
   const textOf = (s: ViewSegment) => drafts.get(s.index) ?? s.text;
   const changed = segments.filter((s) => drafts.has(s.index) && drafts.get(s.index) !== s.text);
 
+  const settle = (
+    result: SaveResult,
+    edits: Array<{ index: number; text: string }>,
+    from: number,
+  ) => {
+    if (result.state === 'saved') {
+      setDrafts(new Map());
+      setConflict(null);
+      setEditing(false);
+      setBaseRevision(result.revision);
+      setStatus({
+        tone: 'ok',
+        text: result.merged
+          ? `Saved as revision ${result.revision}, on top of changes to other lines saved since revision ${from}.`
+          : `Saved as revision ${result.revision}.`,
+      });
+    } else if (result.state === 'stale' || result.state === 'conflict') {
+      const current = new Map(result.current.map((c) => [c.index, c.text]));
+      const choice = new Map<number, 'mine' | 'theirs'>();
+      const authors = new Map<number, string>();
+      if (result.state === 'conflict') {
+        for (const c of result.conflicts) {
+          choice.set(c.index, 'mine');
+          if (c.theirs?.by) authors.set(c.index, `${c.theirs.by.kind} ${c.theirs.by.id}`);
+        }
+      } else {
+        for (const e of edits) choice.set(e.index, 'mine');
+      }
+      setConflict({ revision: result.revision, current, choice, authors });
+      setStatus({
+        tone: 'error',
+        text: `Someone changed ${choice.size === 1 ? 'a line' : `${choice.size} lines`} you edited since revision ${from} (the page is now at revision ${result.revision}). Nothing was overwritten: choose, line by line, which text to keep.`,
+      });
+    } else {
+      setStatus({ tone: 'error', text: result.message });
+    }
+  };
+
   const save = (edits: Array<{ index: number; text: string }>, expectedRevision: number) => {
     setStatus(null);
     startTransition(async () => {
@@ -94,24 +153,33 @@ export function PageWorkspace({
         });
         return;
       }
-      if (result.state === 'saved') {
-        setDrafts(new Map());
-        setConflict(null);
-        setEditing(false);
-        setBaseRevision(result.revision);
-        setStatus({ tone: 'ok', text: `Saved as revision ${result.revision}.` });
-      } else if (result.state === 'stale') {
-        const current = new Map(result.current.map((c) => [c.index, c.text]));
-        const choice = new Map<number, 'mine' | 'theirs'>();
-        for (const e of edits) choice.set(e.index, 'mine');
-        setConflict({ revision: result.revision, current, choice });
-        setStatus({
-          tone: 'error',
-          text: `Someone saved revision ${result.revision} while you edited revision ${expectedRevision}. Nothing was overwritten: choose, line by line, which text to keep.`,
-        });
-      } else {
-        setStatus({ tone: 'error', text: result.message });
-      }
+      settle(result, edits, expectedRevision);
+    });
+  };
+
+  const verifyAll = () => {
+    const lines = segments.filter((s) => s.state !== 'verified').map((s) => s.index);
+    if (lines.length === 0) return;
+    setStatus(null);
+    startTransition(async () => {
+      const result = await verifyLinesAction({ pageId, expectedRevision: baseRevision, lines });
+      settle(result, [], baseRevision);
+    });
+  };
+
+  const speakers = [...new Set(segments.flatMap((s) => (s.speaker ? [s.speaker] : [])))];
+  const renameSpeaker = (form: FormData) => {
+    const from = String(form.get('from') ?? '');
+    const to = String(form.get('to') ?? '');
+    setStatus(null);
+    startTransition(async () => {
+      const result = await renameSpeakerAction({
+        pageId,
+        expectedRevision: baseRevision,
+        from,
+        to,
+      });
+      settle(result, [], baseRevision);
     });
   };
 
@@ -129,10 +197,16 @@ export function PageWorkspace({
 
   const onResolve = () => {
     if (!conflict) return;
-    const edits = [...conflict.choice.entries()].map(([index, which]) => ({
-      index,
-      text: which === 'mine' ? (drafts.get(index) ?? '') : (conflict.current.get(index) ?? ''),
-    }));
+    // The chosen text of each line in conflict, and every other line edited as typed.
+    const edits = [
+      ...[...conflict.choice.entries()].map(([index, which]) => ({
+        index,
+        text: which === 'mine' ? (drafts.get(index) ?? '') : (conflict.current.get(index) ?? ''),
+      })),
+      ...changed
+        .filter((s) => !conflict.choice.has(s.index))
+        .map((s) => ({ index: s.index, text: drafts.get(s.index)! })),
+    ];
     save(edits, conflict.revision);
   };
 
@@ -206,8 +280,9 @@ export function PageWorkspace({
           </div>
         ) : (
           <p className="empty card muted">
-            No recording is stored for this page: Quire deletes its copy of a recording as soon as
-            the speech engine holds it.
+            {recordingRetention === 'delete-after-recognition'
+              ? 'No recording is stored for this page: this workspace deletes its copy of a recording as soon as the speech engine holds it.'
+              : 'No recording is stored for this page.'}
           </p>
         )}
       </div>
@@ -218,9 +293,16 @@ export function PageWorkspace({
             Transcript <span className="muted small">revision {baseRevision}</span>
           </h2>
           {segments.length > 0 && !editing && !conflict ? (
-            <button type="button" className="secondary" onClick={() => setEditing(true)}>
-              Edit
-            </button>
+            <div className="actions">
+              <button type="button" className="secondary" onClick={() => setEditing(true)}>
+                Edit
+              </button>
+              {segments.some((s) => s.state !== 'verified') ? (
+                <button type="button" className="secondary" onClick={verifyAll} disabled={pending}>
+                  Verify all lines
+                </button>
+              ) : null}
+            </div>
           ) : null}
         </div>
         {segments.length === 0 ? (
@@ -274,7 +356,10 @@ export function PageWorkspace({
                             })
                           }
                         />
-                        <span className="choice-label">Revision {conflict.revision}</span>
+                        <span className="choice-label">
+                          Revision {conflict.revision}
+                          {conflict.authors.get(index) ? `, by ${conflict.authors.get(index)}` : ''}
+                        </span>
                         <span className="choice-text" data-testid={`theirs-${index}`}>
                           {theirs}
                         </span>
@@ -337,6 +422,12 @@ export function PageWorkspace({
                     <span className="line-text">
                       {s.text || <span className="muted">(empty)</span>}
                     </span>
+                    <span
+                      className={`line-state state-${s.state}`}
+                      title={s.stateBy ? `${STATE_LABEL[s.state]} by ${s.stateBy}` : undefined}
+                    >
+                      {STATE_LABEL[s.state]}
+                    </span>
                   </button>
                 )}
               </li>
@@ -365,6 +456,26 @@ export function PageWorkspace({
               Discard
             </button>
           </div>
+        ) : null}
+        {kind === 'audio' && speakers.length > 0 && !editing && !conflict ? (
+          <form action={renameSpeaker} className="speaker-rename">
+            <label>
+              Speaker{' '}
+              <select name="from" defaultValue={speakers[0]}>
+                {speakers.map((name) => (
+                  <option key={name} value={name}>
+                    {name}
+                  </option>
+                ))}
+              </select>
+            </label>{' '}
+            <label>
+              is <input name="to" required maxLength={200} />
+            </label>{' '}
+            <button type="submit" className="secondary" disabled={pending}>
+              Rename on every line
+            </button>
+          </form>
         ) : null}
         {!conflict ? (
           <p role="status" aria-live="polite" className={status?.tone === 'error' ? 'error' : 'ok'}>

@@ -12,12 +12,16 @@ import {
   listJobsResponse,
   pageEditBody,
   pageResponse,
+  pageVerifyBody,
+  progressQuery,
   publishBody,
+  reviewQuery,
   revisionsQuery,
   searchQuery,
   startedJobResponse,
   startJobBody,
   webhookResponse,
+  workspaceSettingsBody,
 } from './schemas';
 
 /**
@@ -78,6 +82,15 @@ export const OPERATIONS: Operation[] = [
     summary: 'The workspace of the key',
     tag: 'workspaces',
     responses: { '200': { description: 'workspace' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'patch',
+    path: ws,
+    summary:
+      'V6: the workspace settings: `recordingRetention` (`keep`, the default, or `delete-after-recognition`), audited',
+    tag: 'workspaces',
+    body: workspaceSettingsBody,
+    responses: { '200': { description: 'workspace' }, ...errors([400, 401, 415, 422]) },
   },
   {
     method: 'post',
@@ -205,14 +218,49 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'put',
     path: `${ws}/pages/{pageId}`,
-    summary: 'Human edit by compare-and-set on If-Match',
+    summary:
+      'Human edit from the If-Match revision (V1: changed lines become `edited`; V4: merged line by line onto the current revision)',
     tag: 'pages',
     body: pageEditBody,
     headers: [{ name: 'If-Match', required: true, description: 'The revision edited, e.g. "3"' }],
     responses: {
       '200': { description: 'saved; ETag is the new revision', schema: pageResponse },
+      '409': {
+        description:
+          '`line_conflict`: lines changed since the If-Match revision were changed by this save too; `conflicts` gives each line with the other text, its state and author',
+        schema: errorBody,
+      },
       ...errors([400, 401, 404, 412, 413, 415, 422, 428]),
     },
+  },
+  {
+    method: 'post',
+    path: `${ws}/pages/{pageId}/verify`,
+    summary: 'V1: mark lines of the If-Match revision `verified` (merged as a save is, V4)',
+    tag: 'review',
+    body: pageVerifyBody,
+    headers: [{ name: 'If-Match', required: true, description: 'The revision read, e.g. "3"' }],
+    responses: {
+      '200': { description: 'saved; ETag is the new revision', schema: pageResponse },
+      '409': { description: '`line_conflict`: a line was changed since', schema: errorBody },
+      ...errors([400, 401, 404, 412, 415, 422, 428]),
+    },
+  },
+  {
+    method: 'get',
+    path: `${ws}/review`,
+    summary: 'V2: lines not verified, lowest engine confidence first, keyset-paged',
+    tag: 'review',
+    query: reviewQuery,
+    responses: { '200': { description: 'lines and nextPageToken' }, ...errors([400, 401]) },
+  },
+  {
+    method: 'get',
+    path: `${ws}/progress`,
+    summary: 'V5: lines by state and fully verified pages, of the workspace or an item',
+    tag: 'review',
+    query: progressQuery,
+    responses: { '200': { description: 'counts' }, ...errors([400, 401]) },
   },
   {
     method: 'get',

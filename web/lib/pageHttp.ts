@@ -4,6 +4,7 @@ import { type ExportFormat, exportPage } from '@quire/core/exports';
 import { type ExportProvenance, provenanceOf } from '@quire/core/interchange/provenance';
 import { listRevisions, type PageRow } from '@quire/db/pages';
 import type { Queryable } from '@quire/db/pool';
+import type { EditPageResult } from '@quire/web/services/pages';
 import { ApiError } from './errors';
 
 /**
@@ -45,6 +46,37 @@ export function pageJson(page: PageRow) {
     publishedRevision: page.publishedRevision,
     annotationPage: page.annotationPage,
   };
+}
+
+/**
+ * The answer to a save or a verify (V1 V4): 200 with the page and its new ETag; 409
+ * `line_conflict` with each line changed on both sides (the saver's text, the current text,
+ * its state, author and time); 412 `stale_revision` when the revision named is not kept.
+ */
+export function pageEditResponse(result: EditPageResult, expectedRevision: number): Response {
+  const headers = { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' };
+  if (result.state === 'saved') {
+    return new Response(JSON.stringify({ ...pageJson(result.page), merged: result.merged }), {
+      headers: { ...headers, ETag: pageEtag(result.revision) },
+    });
+  }
+  const error =
+    result.state === 'conflict'
+      ? {
+          code: 'line_conflict',
+          message: `${result.conflicts.length} line(s) changed since revision ${expectedRevision} were changed by this save too`,
+          currentRevision: result.revision,
+          conflicts: result.conflicts,
+        }
+      : {
+          code: 'stale_revision',
+          message: `the page is at revision ${result.revision}, not ${expectedRevision}`,
+          currentRevision: result.revision,
+        };
+  return new Response(JSON.stringify({ error }), {
+    status: result.state === 'conflict' ? 409 : 412,
+    headers: { ...headers, ETag: pageEtag(result.revision) },
+  });
 }
 
 /** The language a page's transcript declares, if any. */

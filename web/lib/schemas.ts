@@ -1,6 +1,7 @@
+import { LINE_STATES } from '@quire/core/annotation';
 import { QUIRE_EVENT_TYPES } from '@quire/core/cloudevents';
 import { jobRequestFields, jsonObject, languageTag } from '@quire/core/jobRequest';
-import { MEDIA_KINDS } from '@quire/core/media';
+import { MEDIA_KINDS, RECORDING_RETENTIONS } from '@quire/core/media';
 import { JOB_STATUSES } from '@quire/core/temporal';
 import { MAX_LINE_CHARS } from '@quire/core/text';
 import { DELIVERY_STATUSES } from '@quire/core/webhookStatus';
@@ -61,6 +62,17 @@ export const segmentSchema = z
     text: z.string().max(MAX_LINE_CHARS),
     speaker: z.string().min(1).max(200).optional(),
     confidence: z.number().min(0).max(1).optional(),
+    stamp: z
+      .object({
+        state: z.enum(LINE_STATES),
+        by: z.object({ kind: z.string().max(50), id: z.string().max(200) }).strict(),
+        at: z.string().max(50),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'V1: read-only. A line keeps its state when its text, place and speaker are unchanged and becomes `edited` otherwise; a stamp sent here is ignored.',
+      ),
   })
   .strict();
 
@@ -70,6 +82,28 @@ export const pageEditBody = z
     language: languageTag.optional(),
   })
   .strict();
+
+/** V6: the settings a workspace's key may change. */
+export const workspaceSettingsBody = z
+  .object({ recordingRetention: z.enum(RECORDING_RETENTIONS) })
+  .strict();
+
+/** V1: the lines of the revision read that the caller confirms. */
+export const pageVerifyBody = z
+  .object({ lines: z.array(z.number().int().min(0)).min(1).max(5_000) })
+  .strict();
+
+/** V2: the review queue of the workspace, or of one item. */
+export const reviewQuery = z.object({
+  itemId: z.string().min(1).max(200).optional().describe('Only the lines of this item.'),
+  pageSize: pageSizeSchema,
+  pageToken: pageTokenSchema.optional(),
+});
+
+/** V5: progress of the workspace, or of one item. */
+export const progressQuery = z.object({
+  itemId: z.string().min(1).max(200).optional().describe('Only this item.'),
+});
 
 export const revisionsQuery = z.object({
   before: positiveIntParam.optional().describe('Only revisions below this one (paging back).'),

@@ -1,4 +1,6 @@
 import 'server-only';
+import type { StartedJob, StartJobRequest } from '@quire/client';
+import { overwritesHumanLines } from '@quire/core/jobOptions';
 import { recordAudit } from '@quire/db/auditLog';
 import { NotFoundError } from '@quire/db/errors';
 import { getJob } from '@quire/db/jobs';
@@ -11,6 +13,28 @@ export const workspaceActor = (principal: Principal) =>
   ({ kind: 'workspace', keyId: principal.apiKeyId }) as const;
 
 const jobNotFound = () => new NotFoundError('job_not_found', 'job not found');
+
+/**
+ * Starts a job through the typed client. V3: a job told to overwrite the lines people edited
+ * or verified is recorded in the audit log once it exists, with who asked.
+ */
+export async function startJob(
+  principal: Principal,
+  input: Omit<StartJobRequest, 'workspaceId'>,
+): Promise<StartedJob> {
+  const client = await availableQuireClient();
+  const started = await client.startJob({ ...input, workspaceId: principal.workspaceId });
+  if (started.created && overwritesHumanLines(input.options)) {
+    await recordAudit(pool(), workspaceActor(principal), {
+      action: 'job.overwrite_human_lines',
+      target: `transcription-jobs/${started.jobId}`,
+      workspaceId: principal.workspaceId,
+      before: null,
+      after: { jobId: started.jobId, pageId: input.pageId, overwriteHumanLines: true },
+    });
+  }
+  return started;
+}
 
 /**
  * J5: the database first (the running attempt's token dies), then the workflow. A job that

@@ -1,9 +1,17 @@
 import 'server-only';
-import { type Segment, segmentsOf } from '@quire/core/annotation';
+import {
+  type LineAuthor,
+  type LineState,
+  lineStateOf,
+  type Segment,
+  segmentsOf,
+} from '@quire/core/annotation';
 import { DomainError } from '@quire/core/errors';
+import { mergeLines, stampEdit, stampVerified } from '@quire/core/lineStates';
 import { NotFoundError } from '@quire/db/errors';
 import {
   getPage,
+  getRevision,
   type PageRow,
   publishPage as publishPageRevision,
   savePageEdit,
@@ -14,9 +22,11 @@ import { pageLanguage } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
 
 /**
- * What happens when an editor saves or publishes a page, for the API and the console alike.
- * An edit is a compare-and-set on the revision the editor read: a page that moved on since
- * changes nothing, and the answer carries the current page so the editor can show both.
+ * What happens when an editor saves, verifies or publishes a page, for the API and the console
+ * alike. A save names the revision it was read from (If-Match). V4: the lines it changed land
+ * on top of the current revision when nobody else changed those lines since; a line changed
+ * on both sides is a conflict that returns the other text and its author, and nothing is
+ * written. V1: a changed line becomes `edited`, a verified one `verified`, by the principal.
  */
 
 /** Where an edit came from; it is recorded as the revision's author beside the key. */
@@ -29,54 +39,174 @@ export type PageEdit =
    * New texts for lines of the revision read (the console): the segments and their targets
    * stay those of that revision, so such an edit can never move a line box.
    */
-  | { texts: Array<{ index: number; text: string }> };
+  | { texts: Array<{ index: number; text: string }> }
+  /** V1: lines of the revision read that a person confirms as they are. */
+  | { verify: number[] }
+  /** V6: one speaker's label renamed on every line of the page that carries it. */
+  | { renameSpeaker: { from: string; to: string } }
+  /** V2 undo: a line put back as it was in an earlier revision, its state with it. */
+  | { restore: { index: number; revision: number } };
+
+/** V4: a line both the save and a later revision changed, each its own way. */
+export interface LineConflictView {
+  index: number;
+  mine: { text: string } | null;
+  theirs: { text: string; state: LineState; by: LineAuthor | null; at: string | null } | null;
+}
 
 export type EditPageResult =
-  | { state: 'saved'; revision: number; page: PageRow }
-  | { state: 'stale'; revision: number; current: PageRow | undefined };
+  | { state: 'saved'; revision: number; page: PageRow; merged: boolean }
+  | { state: 'stale'; revision: number; current: PageRow | undefined }
+  | { state: 'conflict'; revision: number; current: PageRow; conflicts: LineConflictView[] };
 
 const pageNotFound = () => new NotFoundError('page_not_found', 'page not found');
+
+/** V1: the principal a line's state names; today the API key behind the API or the session. */
+export function lineAuthorOf(principal: Principal): LineAuthor {
+  return { kind: 'api-key', id: String(principal.apiKeyId) };
+}
+
+// A save that lost the race to the page's lock is merged again on what won it, this often.
+const MERGE_ROUNDS = 3;
 
 export async function editPage(
   principal: Principal,
   input: { pageId: number; expectedRevision: number; edit: PageEdit; channel: EditChannel },
 ): Promise<EditPageResult> {
-  const page = await getPage(pool(), principal.workspaceId, input.pageId);
-  if (!page) throw pageNotFound();
-  let segments: Segment[];
-  let language: string | undefined;
-  if ('segments' in input.edit) {
-    checkSegmentsFit(page, input.edit.segments);
-    segments = input.edit.segments;
-    language = input.edit.language;
-  } else {
-    // Texts name lines of the revision read; on another revision they would land elsewhere.
-    if (page.revision !== input.expectedRevision) {
+  const author = lineAuthorOf(principal);
+  for (let round = 0; ; round++) {
+    const page = await getPage(pool(), principal.workspaceId, input.pageId);
+    if (!page) throw pageNotFound();
+    const current = segmentsOf(page.annotationPage);
+    // The revision the save was made from: the current one, or an older one still kept.
+    let base: Segment[];
+    if (input.expectedRevision === page.revision) base = current;
+    else if (input.expectedRevision > page.revision) {
       return { state: 'stale', revision: page.revision, current: page };
+    } else {
+      const kept = await getRevision(
+        pool(),
+        principal.workspaceId,
+        page.id,
+        input.expectedRevision,
+      );
+      if (!kept) return { state: 'stale', revision: page.revision, current: page };
+      base = segmentsOf(kept.annotationPage);
     }
-    const texts = new Map(input.edit.texts.map((e) => [e.index, e.text.replace(/\r?\n/g, ' ')]));
-    segments = segmentsOf(page.annotationPage).map((s) =>
-      texts.has(s.index) ? { ...s, text: texts.get(s.index)! } : s,
+    const at = new Date().toISOString();
+    const { mine, language } =
+      'restore' in input.edit
+        ? {
+            mine: await restoredLines(principal, page, base, input.edit.restore),
+            language: undefined,
+          }
+        : savedLines(page, base, input.edit, author, at);
+    const merge = mergeLines(base, current, mine);
+    if (merge.state === 'conflict') {
+      return {
+        state: 'conflict',
+        revision: page.revision,
+        current: page,
+        conflicts: merge.conflicts.map((c) => ({
+          index: c.index,
+          mine: c.mine ? { text: c.mine.text } : null,
+          theirs: c.theirs
+            ? {
+                text: c.theirs.text,
+                state: lineStateOf(c.theirs),
+                by: c.theirs.stamp?.by ?? null,
+                at: c.theirs.stamp?.at ?? null,
+              }
+            : null,
+        })),
+      };
+    }
+    const result = await withTransaction(pool(), (client) =>
+      savePageEdit(client, {
+        workspaceId: principal.workspaceId,
+        pageId: page.id,
+        expectedRevision: page.revision,
+        segments: merge.segments,
+        language: language ?? pageLanguage(page.annotationPage),
+        editedBy: `${input.channel === 'console' ? 'console:' : ''}api-key:${principal.apiKeyId}`,
+      }),
     );
-    language = pageLanguage(page.annotationPage);
+    if (result.state === 'missing') throw pageNotFound();
+    if (result.state === 'stale') {
+      if (round + 1 < MERGE_ROUNDS) continue;
+      const now = await getPage(pool(), principal.workspaceId, page.id);
+      return { state: 'stale', revision: result.revision, current: now };
+    }
+    const saved = await getPage(pool(), principal.workspaceId, page.id);
+    if (!saved) throw pageNotFound();
+    return {
+      state: 'saved',
+      revision: result.revision,
+      page: saved,
+      merged: page.revision !== input.expectedRevision,
+    };
   }
-  const result = await withTransaction(pool(), (client) =>
-    savePageEdit(client, {
-      workspaceId: principal.workspaceId,
-      pageId: page.id,
-      expectedRevision: input.expectedRevision,
-      segments,
-      language,
-      editedBy: `${input.channel === 'console' ? 'console:' : ''}api-key:${principal.apiKeyId}`,
-    }),
-  );
-  if (result.state === 'missing') throw pageNotFound();
-  // Read again: the page moved on between our read and the locked compare-and-set, or it is
-  // the revision just written.
-  const current = await getPage(pool(), principal.workspaceId, page.id);
-  if (result.state === 'stale') return { state: 'stale', revision: result.revision, current };
-  if (!current) throw pageNotFound();
-  return { state: 'saved', revision: result.revision, page: current };
+}
+
+/** V2 undo: the revision read with one line as an earlier revision had it. */
+async function restoredLines(
+  principal: Principal,
+  page: PageRow,
+  base: Segment[],
+  restore: { index: number; revision: number },
+): Promise<Segment[]> {
+  const earlier = await getRevision(pool(), principal.workspaceId, page.id, restore.revision);
+  const line = earlier && segmentsOf(earlier.annotationPage).find((s) => s.index === restore.index);
+  if (!line || !base.some((s) => s.index === restore.index)) {
+    throw new DomainError(
+      'invalid',
+      'unknown_line',
+      `line ${restore.index} is not in revision ${restore.revision}`,
+    );
+  }
+  return base.map((s) => (s.index === restore.index ? line : s));
+}
+
+/** The page as the save wants it, made from the revision it was read from. */
+function savedLines(
+  page: PageRow,
+  base: Segment[],
+  edit: Exclude<PageEdit, { restore: unknown }>,
+  author: LineAuthor,
+  at: string,
+): { mine: Segment[]; language?: string } {
+  if ('segments' in edit) {
+    checkSegmentsFit(page, edit.segments);
+    return { mine: stampEdit(base, edit.segments, author, at), language: edit.language };
+  }
+  const known = new Set(base.map((s) => s.index));
+  const indexes =
+    'texts' in edit ? edit.texts.map((e) => e.index) : 'verify' in edit ? edit.verify : [];
+  const unknown = indexes.find((i) => !known.has(i));
+  if (unknown !== undefined) {
+    throw new DomainError(
+      'invalid',
+      'unknown_line',
+      `line ${unknown} is not a line of the revision read`,
+      { index: unknown },
+    );
+  }
+  if ('verify' in edit) return { mine: stampVerified(base, edit.verify, author, at) };
+  if ('renameSpeaker' in edit) {
+    const { from, to } = edit.renameSpeaker;
+    if (!base.some((s) => s.speaker === from)) {
+      throw new DomainError(
+        'invalid',
+        'unknown_speaker',
+        `no line of the page has speaker ${from}`,
+      );
+    }
+    const renamed = base.map((s) => (s.speaker === from ? { ...s, speaker: to } : s));
+    return { mine: stampEdit(base, renamed, author, at) };
+  }
+  const texts = new Map(edit.texts.map((e) => [e.index, e.text.replace(/\r?\n/g, ' ')]));
+  const next = base.map((s) => (texts.has(s.index) ? { ...s, text: texts.get(s.index)! } : s));
+  return { mine: stampEdit(base, next, author, at) };
 }
 
 /** Segments that do not fit the page: wrong target kind, repeated index, reversed span. */

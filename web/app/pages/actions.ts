@@ -1,17 +1,30 @@
 'use server';
 import { segmentsOf } from '@quire/core/annotation';
-import { InvalidTextError, PageTextTooLargeError } from '@quire/core/text';
+import { DomainError } from '@quire/core/errors';
 import { NotFoundError } from '@quire/db/errors';
 import type { PageRow } from '@quire/db/pages';
 import { requirePrincipal } from '@quire/web/lib/session';
-import { editPage, publishPage } from '@quire/web/services/pages';
+import {
+  type EditPageResult,
+  editPage,
+  type LineConflictView,
+  type PageEdit,
+  publishPage,
+} from '@quire/web/services/pages';
 import { refresh } from 'next/cache';
 
 const MAX_LINE_CHARS = 10_000;
 
 export type SaveResult =
-  | { state: 'saved'; revision: number }
+  | { state: 'saved'; revision: number; merged: boolean }
   | { state: 'stale'; revision: number; current: Array<{ index: number; text: string }> }
+  /** V4: lines changed by someone else since, and by this save too; nothing was written. */
+  | {
+      state: 'conflict';
+      revision: number;
+      current: Array<{ index: number; text: string }>;
+      conflicts: LineConflictView[];
+    }
   | { state: 'error'; message: string };
 
 const lineTexts = (page: PageRow | undefined) =>
@@ -19,46 +32,104 @@ const lineTexts = (page: PageRow | undefined) =>
 
 /**
  * The console's save (web/services/pages.ts `editPage`): only texts travel from the browser,
- * on the revision the editor read (the console's If-Match). A page that moved on changes
- * nothing and returns the current texts, so the editor can show both and lose neither.
+ * from the revision the editor read (the console's If-Match). V4: lines nobody else changed
+ * since land on top of the current revision; a line changed on both sides changes nothing
+ * and comes back with the other text and its author, so the editor can choose.
  */
 export async function savePageAction(input: {
   pageId: number;
   expectedRevision: number;
   edits: Array<{ index: number; text: string }>;
 }): Promise<SaveResult> {
+  if (
+    !Array.isArray(input.edits) ||
+    input.edits.some(
+      (e) =>
+        !Number.isSafeInteger(e.index) ||
+        typeof e.text !== 'string' ||
+        e.text.length > MAX_LINE_CHARS,
+    )
+  ) {
+    return { state: 'error', message: `A line may hold at most ${MAX_LINE_CHARS} characters.` };
+  }
+  return consoleEdit(input, { texts: input.edits });
+}
+
+/** V1: the lines named are verified, as they are in the revision the reviewer read. */
+export async function verifyLinesAction(input: {
+  pageId: number;
+  expectedRevision: number;
+  lines: number[];
+}): Promise<SaveResult> {
+  if (!Array.isArray(input.lines) || !input.lines.every((i) => Number.isSafeInteger(i) && i >= 0)) {
+    return { state: 'error', message: 'The request was malformed.' };
+  }
+  return consoleEdit(input, { verify: input.lines });
+}
+
+/** V2 undo: one line put back as it was in an earlier revision. */
+export async function restoreLineAction(input: {
+  pageId: number;
+  expectedRevision: number;
+  index: number;
+  revision: number;
+}): Promise<SaveResult> {
+  if (!Number.isSafeInteger(input.index) || !Number.isSafeInteger(input.revision)) {
+    return { state: 'error', message: 'The request was malformed.' };
+  }
+  return consoleEdit(input, { restore: { index: input.index, revision: input.revision } });
+}
+
+/** V6: a speaker named once for every line of the page that carries the label. */
+export async function renameSpeakerAction(input: {
+  pageId: number;
+  expectedRevision: number;
+  from: string;
+  to: string;
+}): Promise<SaveResult> {
+  const to = typeof input.to === 'string' ? input.to.trim() : '';
+  if (typeof input.from !== 'string' || to.length === 0 || to.length > 200) {
+    return { state: 'error', message: 'A speaker name has 1 to 200 characters.' };
+  }
+  return consoleEdit(input, { renameSpeaker: { from: input.from, to } });
+}
+
+async function consoleEdit(
+  input: { pageId: number; expectedRevision: number },
+  edit: PageEdit,
+): Promise<SaveResult> {
   const principal = await requirePrincipal();
   if (!Number.isSafeInteger(input.pageId) || !Number.isSafeInteger(input.expectedRevision)) {
     return { state: 'error', message: 'The edit was malformed.' };
   }
-  if (
-    !Array.isArray(input.edits) ||
-    input.edits.some((e) => typeof e.text !== 'string' || e.text.length > MAX_LINE_CHARS)
-  ) {
-    return { state: 'error', message: `A line may hold at most ${MAX_LINE_CHARS} characters.` };
-  }
-  let result: Awaited<ReturnType<typeof editPage>>;
+  let result: EditPageResult;
   try {
     result = await editPage(principal, {
       pageId: input.pageId,
       expectedRevision: input.expectedRevision,
-      edit: { texts: input.edits },
+      edit,
       channel: 'console',
     });
   } catch (error) {
     if (error instanceof NotFoundError)
       return { state: 'error', message: 'That page does not exist.' };
     // R6: text the database cannot hold or index is refused with the reason, nothing saved.
-    if (error instanceof InvalidTextError || error instanceof PageTextTooLargeError) {
-      return { state: 'error', message: error.message };
-    }
+    if (error instanceof DomainError) return { state: 'error', message: error.message };
     throw error;
   }
   if (result.state === 'stale') {
     return { state: 'stale', revision: result.revision, current: lineTexts(result.current) };
   }
+  if (result.state === 'conflict') {
+    return {
+      state: 'conflict',
+      revision: result.revision,
+      current: lineTexts(result.current),
+      conflicts: result.conflicts,
+    };
+  }
   refresh();
-  return { state: 'saved', revision: result.revision };
+  return { state: 'saved', revision: result.revision, merged: result.merged };
 }
 
 export interface PublishState {

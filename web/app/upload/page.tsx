@@ -1,11 +1,17 @@
+import { MEASURED_QUALITY, werInWords } from '@quire/core/engineQuality';
+import { getWorkspace } from '@quire/db/workspaces';
 import { Uploader } from '@quire/web/components/Uploader';
+import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
+
+const SPEECH = MEASURED_QUALITY.pocketsphinx;
 
 export const metadata = { title: 'Upload · Quire' };
 export const dynamic = 'force-dynamic';
 
 export default async function UploadPage() {
-  await requirePrincipal();
+  const principal = await requirePrincipal();
+  const workspace = await getWorkspace(pool(), principal.workspaceId);
   return (
     <main>
       <div className="page-head">
@@ -23,10 +29,16 @@ export default async function UploadPage() {
         <strong>Which engine reads your files.</strong> Page images go to tesseract (printed text;
         for Fraktur ask for the <code>frk</code> language). Recordings go to the built-in offline
         speech engine, which reads clear speech but is <strong>weak on real recordings</strong>{' '}
-        (about two words in three right on a 1961 speech). For interviews and sessions, an operator
-        can connect a Whisper-compatible server (<code>QUIRE_WHISPER_BASE_URL</code>) and jobs can
-        use the <code>whisper</code> provider.
+        (measured word error rate {SPEECH.wer} on {SPEECH.set}: {werInWords(SPEECH.wer)}). For
+        interviews and sessions, an operator can connect a Whisper-compatible server (
+        <code>QUIRE_WHISPER_BASE_URL</code>) and jobs can use the <code>whisper</code> provider.
       </aside>
+      <p className="notice" data-testid="recording-retention">
+        <strong>Recordings.</strong>{' '}
+        {workspace?.recordingRetention === 'delete-after-recognition'
+          ? 'This workspace deletes its copy of each recording as soon as the speech engine holds it (delete-after-recognition): no one can play a line back afterwards.'
+          : 'This workspace keeps its recordings (keep), under its storage quota, so each line can be played back to check it.'}
+      </p>
       <Uploader />
     </main>
   );

@@ -1,8 +1,11 @@
-import { segmentsOf } from '@quire/core/annotation';
+import { lineStateOf, segmentsOf } from '@quire/core/annotation';
+import { countLineStates } from '@quire/core/lineStates';
 import { isActiveStatus } from '@quire/core/temporal';
 import { jobsDigest } from '@quire/db/console';
 import { listJobSummaries } from '@quire/db/jobList';
 import { getPage, getRevision, listRevisions } from '@quire/db/pages';
+import { lineProgress } from '@quire/db/review';
+import { getWorkspace } from '@quire/db/workspaces';
 import { DiffTooLargeError, diffLines } from '@quire/web/components/diff';
 import { shortId } from '@quire/web/components/format';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
@@ -57,10 +60,12 @@ export default async function PageView({
   const page = await getPage(pool(), principal.workspaceId, pageId);
   if (!page) notFound();
   const query = await searchParams;
-  const [revisions, jobs, digest] = await Promise.all([
+  const [revisions, jobs, digest, itemProgress, workspace] = await Promise.all([
     listRevisions(pool(), principal.workspaceId, pageId, { limit: 50 }),
     listJobSummaries(pool(), principal.workspaceId, { pageId, limit: 5 }),
     jobsDigest(pool(), principal.workspaceId),
+    lineProgress(pool(), principal.workspaceId, page.itemId),
+    getWorkspace(pool(), principal.workspaceId),
   ]);
   const from = revisionParam(query.from);
   const to = revisionParam(query.to);
@@ -91,9 +96,13 @@ export default async function PageView({
       diff = error;
     }
   }
-  const segments: ViewSegment[] = segmentsOf(page.annotationPage).map((s) => ({
+  const lines = segmentsOf(page.annotationPage);
+  const counts = countLineStates(lines);
+  const segments: ViewSegment[] = lines.map((s) => ({
     index: s.index,
     text: s.text,
+    state: lineStateOf(s),
+    ...(s.stamp ? { stateBy: `${s.stamp.by.kind} ${s.stamp.by.id}` } : {}),
     ...(s.target.kind === 'xywh'
       ? { box: s.target.box }
       : { start: s.target.start, end: s.target.end }),
@@ -119,6 +128,15 @@ export default async function PageView({
             {page.publishedRevision === null
               ? 'not published'
               : `revision ${page.publishedRevision} published`}
+            {lines.length > 0 ? (
+              <>
+                {' '}
+                ·{' '}
+                <span data-testid="page-progress">
+                  {counts.verified} of {lines.length} lines verified, {counts.edited} edited
+                </span>
+              </>
+            ) : null}
             {latestJob ? (
               <>
                 {' '}
@@ -129,6 +147,10 @@ export default async function PageView({
           </p>
         </div>
         <div className="page-head-actions">
+          <Link href={`/review?item=${encodeURIComponent(page.itemId)}`}>
+            Review this item ({itemProgress.lines.total - itemProgress.lines.verified} lines to
+            check, {itemProgress.pages.fullyVerified} of {itemProgress.pages.total} pages verified)
+          </Link>
           {latestJob && isActiveStatus(latestJob.status) ? (
             // A running job's commit appears without a reload; drafts being edited are kept.
             <LiveRefresh topics={['jobs']} baselines={{ jobs: digest }} label="Job running" />
@@ -150,6 +172,7 @@ export default async function PageView({
         revision={page.revision}
         segments={segments}
         mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
+        recordingRetention={workspace?.recordingRetention ?? 'keep'}
         initialLine={revisionParam(query.line) ?? null}
       />
 

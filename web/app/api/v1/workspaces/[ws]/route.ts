@@ -1,7 +1,9 @@
 import { NotFoundError } from '@quire/db/errors';
-import { getWorkspace } from '@quire/db/workspaces';
-import { json, type RouteContext, withApi } from '@quire/web/lib/api';
+import { getWorkspace, setRecordingRetention, type Workspace } from '@quire/db/workspaces';
+import { json, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { workspaceSettingsBody } from '@quire/web/lib/schemas';
 import { pool } from '@quire/web/lib/server';
+import { workspaceActor } from '@quire/web/services/jobs';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -11,10 +13,33 @@ export async function GET(request: Request, context: RouteContext<{ ws: string }
   return withApi(request, context, async (principal) => {
     const workspace = await getWorkspace(pool(), principal.workspaceId);
     if (!workspace) throw new NotFoundError('workspace_not_found', 'workspace not found');
-    return json({
-      workspaceId: workspace.id,
-      name: workspace.name,
-      createdAt: workspace.createdAt,
-    });
+    return json(workspaceJson(workspace));
+  });
+}
+
+function workspaceJson(workspace: Workspace) {
+  return {
+    workspaceId: workspace.id,
+    name: workspace.name,
+    createdAt: workspace.createdAt,
+    recordingRetention: workspace.recordingRetention,
+  };
+}
+
+/**
+ * PATCH /api/v1/workspaces/{ws}: the workspace's settings. V6 `recordingRetention`: `keep` or
+ * `delete-after-recognition`, for recordings handed to an engine from now on; recorded in the
+ * audit log with the key that changed it.
+ */
+export async function PATCH(request: Request, context: RouteContext<{ ws: string }>) {
+  return withApi(request, context, async (principal) => {
+    const body = await readJson(request, workspaceSettingsBody);
+    const workspace = await setRecordingRetention(
+      pool(),
+      workspaceActor(principal),
+      principal.workspaceId,
+      body.recordingRetention,
+    );
+    return json(workspaceJson(workspace));
   });
 }

@@ -1,6 +1,6 @@
 import { getPage } from '@quire/db/pages';
 import { ApiError, json, pathId, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
-import { ifMatchRevision, pageEtag, pageJson } from '@quire/web/lib/pageHttp';
+import { ifMatchRevision, pageEditResponse, pageEtag, pageJson } from '@quire/web/lib/pageHttp';
 import { pageEditBody } from '@quire/web/lib/schemas';
 import { pool } from '@quire/web/lib/server';
 import { editPage } from '@quire/web/services/pages';
@@ -24,9 +24,11 @@ export async function GET(request: Request, context: RouteContext<Params>) {
 }
 
 /**
- * PUT /api/v1/workspaces/{ws}/pages/{pageId}: a human edit by compare-and-set. `If-Match` names
- * the revision the editor read; a page that moved on since is a 412 carrying the current
- * revision, and nothing is written.
+ * PUT /api/v1/workspaces/{ws}/pages/{pageId}: a human edit. `If-Match` names the revision the
+ * editor read. V4: when the page moved on since, the lines this edit changed land on top of
+ * the current revision if nobody else changed them; a line changed on both sides is a 409
+ * `line_conflict` carrying the other text and its author, and nothing is written. An If-Match
+ * naming no kept revision is a 412 `stale_revision`. V1: changed lines become `edited`.
  */
 export async function PUT(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {
@@ -36,21 +38,10 @@ export async function PUT(request: Request, context: RouteContext<Params>) {
     const result = await editPage(principal, {
       pageId,
       expectedRevision,
-      edit: { segments: body.segments, language: body.language },
+      // V1: states are the server's to set; a stamp read back from a GET is not taken.
+      edit: { segments: body.segments.map(({ stamp: _, ...s }) => s), language: body.language },
       channel: 'api',
     });
-    if (result.state === 'stale') {
-      return json(
-        {
-          error: {
-            code: 'stale_revision',
-            message: `the page is at revision ${result.revision}, not ${expectedRevision}`,
-            currentRevision: result.revision,
-          },
-        },
-        { status: 412, headers: { ETag: pageEtag(result.revision) } },
-      );
-    }
-    return json(pageJson(result.page), { headers: { ETag: pageEtag(result.revision) } });
+    return pageEditResponse(result, expectedRevision);
   });
 }

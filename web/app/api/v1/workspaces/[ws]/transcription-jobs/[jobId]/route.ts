@@ -71,6 +71,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
         completedSegments: live?.completedSegments ?? job.completedSegments,
         failedSegments: live?.failedSegments ?? job.failedSegments,
         totalSegments: live?.totalSegments ?? job.totalSegments,
+        keptHumanLines: job.keptSegments,
         pausedReason: live?.pausedReason ?? null,
         waitingForSlot: job.awaitingSlot && job.status === 'pending',
         live: live !== undefined,

@@ -1,0 +1,145 @@
+import { type LineState, parseTarget, type SegmentTarget } from '../core/annotation';
+import type { Queryable } from './pool';
+
+/**
+ * V2 V5: the review queue and the progress counts, read from `page_lines` (the current
+ * revision's lines, written by commitRevision in the revision's transaction). SQL only.
+ */
+
+/** V2: where a queue page ends: the last line's confidence, page and index. */
+export interface ReviewCursor {
+  confidence: number;
+  pageId: number;
+  index: number;
+}
+
+export interface ReviewLine {
+  pageId: number;
+  itemId: string;
+  kind: 'image' | 'audio';
+  /** Image pages: the page's pixel size, for the line's crop. */
+  width: number | null;
+  height: number | null;
+  /** The page revision the line was read from: a save names it (V4). */
+  revision: number;
+  index: number;
+  state: LineState;
+  confidence: number;
+  text: string;
+  target: SegmentTarget | null;
+  speaker: string | null;
+}
+
+/**
+ * V2: lines not verified, lowest engine confidence first (a line with none counts as 0), then
+ * by page and line; one workspace, or one item of it. Keyset-paged on the partial indexes of
+ * migration 0017, so the first and the last page cost the same.
+ */
+export async function listReviewQueue(
+  db: Queryable,
+  workspaceId: number,
+  options: { itemId?: string; after?: ReviewCursor; limit: number },
+): Promise<ReviewLine[]> {
+  const after = options.after;
+  const { rows } = await db.query(
+    `SELECT l.page_id, l.item_id, l.line_index, l.state, l.confidence, l.revision, l.text, l.target,
+            l.speaker, p.kind, p.width, p.height
+       FROM (SELECT * FROM page_lines
+              WHERE workspace_id = $1 AND state <> 'verified'
+                AND ($2::text IS NULL OR item_id = $2)
+                AND ($3::real IS NULL OR (confidence, page_id, line_index) > ($3::real, $4::bigint, $5::int))
+              ORDER BY confidence, page_id, line_index
+              LIMIT $6) l
+       JOIN pages p ON p.id = l.page_id AND p.deleted_at IS NULL
+      ORDER BY l.confidence, l.page_id, l.line_index`,
+    [
+      workspaceId,
+      options.itemId ?? null,
+      after?.confidence ?? null,
+      after?.pageId ?? null,
+      after?.index ?? null,
+      options.limit,
+    ],
+  );
+  return rows.map((r) => ({
+    pageId: Number(r.page_id),
+    itemId: r.item_id,
+    kind: r.kind,
+    width: r.width ?? null,
+    height: r.height ?? null,
+    revision: r.revision,
+    index: r.line_index,
+    state: r.state,
+    confidence: r.confidence,
+    text: r.text ?? '',
+    target: parseTarget(r.target) ?? null,
+    speaker: r.speaker ?? null,
+  }));
+}
+
+export interface LineProgress {
+  lines: { machine: number; edited: number; verified: number; total: number };
+  pages: { total: number; withLines: number; fullyVerified: number };
+}
+
+/**
+ * V5: lines by state and fully verified pages, for a workspace or one of its items. Items
+ * and collections read it too (per item, or per workspace).
+ */
+export async function lineProgress(
+  db: Queryable,
+  workspaceId: number,
+  itemId?: string,
+): Promise<LineProgress> {
+  const { rows } = await db.query(
+    `WITH per_page AS (
+       SELECT page_id, count(*) FILTER (WHERE state = 'machine') AS machine,
+              count(*) FILTER (WHERE state = 'edited') AS edited,
+              count(*) FILTER (WHERE state = 'verified') AS verified, count(*) AS total
+         FROM page_lines WHERE workspace_id = $1 AND ($2::text IS NULL OR item_id = $2)
+        GROUP BY page_id)
+     SELECT coalesce(sum(machine), 0)::int AS machine, coalesce(sum(edited), 0)::int AS edited,
+            coalesce(sum(verified), 0)::int AS verified, coalesce(sum(total), 0)::int AS total,
+            count(*)::int AS with_lines, count(*) FILTER (WHERE verified = total)::int AS fully_verified,
+            (SELECT count(*)::int FROM pages WHERE workspace_id = $1 AND deleted_at IS NULL
+               AND ($2::text IS NULL OR item_id = $2)) AS pages
+       FROM per_page`,
+    [workspaceId, itemId ?? null],
+  );
+  const r = rows[0];
+  return {
+    lines: { machine: r.machine, edited: r.edited, verified: r.verified, total: r.total },
+    pages: { total: r.pages, withLines: r.with_lines, fullyVerified: r.fully_verified },
+  };
+}
+
+/** V5: the same counts for each item of a workspace that has lines, by item id. */
+export async function lineProgressByItem(
+  db: Queryable,
+  workspaceId: number,
+  itemIds: readonly string[],
+): Promise<Map<string, LineProgress['lines'] & { fullyVerifiedPages: number }>> {
+  const { rows } = await db.query(
+    `SELECT item_id, sum(machine)::int AS machine, sum(edited)::int AS edited, sum(verified)::int AS verified,
+            sum(total)::int AS total, count(*) FILTER (WHERE verified = total)::int AS fully_verified
+       FROM (SELECT item_id, page_id, count(*) FILTER (WHERE state = 'machine') AS machine,
+                    count(*) FILTER (WHERE state = 'edited') AS edited,
+                    count(*) FILTER (WHERE state = 'verified') AS verified, count(*) AS total
+               FROM page_lines WHERE workspace_id = $1 AND item_id = ANY($2::text[])
+              GROUP BY item_id, page_id) p
+      GROUP BY item_id`,
+    [workspaceId, itemIds],
+  );
+  return new Map(
+    rows.map((r) => [
+      r.item_id,
+      {
+        machine: r.machine,
+        edited: r.edited,
+        verified: r.verified,
+        total: r.total,
+        fullyVerifiedPages: r.fully_verified,
+      },
+    ]),
+  );
+}

@@ -1,0 +1,66 @@
+import 'server-only';
+import { decodePageToken, encodePageToken } from '@quire/core/pageToken';
+import {
+  type LineProgress,
+  lineProgress,
+  listReviewQueue,
+  type ReviewLine,
+} from '@quire/db/review';
+import type { Principal } from '@quire/db/workspaces';
+import { ApiError } from '@quire/web/lib/errors';
+import { config, pool } from '@quire/web/lib/server';
+
+/**
+ * V2 V5: what a reviewer reads: the queue of lines that need a person, lowest engine
+ * confidence first, and how far a workspace or an item is. For the API and the console alike.
+ */
+
+export interface ReviewPage {
+  lines: ReviewLine[];
+  nextPageToken: string | null;
+}
+
+/** V2: one page of the queue; the token is signed and bound to the workspace and the item. */
+export async function reviewQueue(
+  principal: Principal,
+  query: { itemId?: string; pageSize: number; pageToken?: string },
+): Promise<ReviewPage> {
+  const binding = {
+    workspaceId: principal.workspaceId,
+    scope: 'review-queue',
+    filter: { itemId: query.itemId ?? null },
+  };
+  const secret = config().QUIRE_SECRET_KEY;
+  let after: { confidence: number; pageId: number; index: number } | undefined;
+  if (query.pageToken !== undefined) {
+    const cursor: unknown = decodePageToken(secret, binding, query.pageToken);
+    if (
+      !Array.isArray(cursor) ||
+      cursor.length !== 3 ||
+      !cursor.every((n) => typeof n === 'number' && Number.isFinite(n))
+    ) {
+      throw new ApiError(400, 'invalid_page_token', 'page token is malformed');
+    }
+    const [confidence, pageId, index] = cursor as [number, number, number];
+    after = { confidence, pageId, index };
+  }
+  const rows = await listReviewQueue(pool(), principal.workspaceId, {
+    itemId: query.itemId,
+    after,
+    limit: query.pageSize + 1,
+  });
+  const lines = rows.slice(0, query.pageSize);
+  const last = lines[lines.length - 1];
+  return {
+    lines,
+    nextPageToken:
+      rows.length > query.pageSize && last
+        ? encodePageToken(secret, binding, [last.confidence, last.pageId, last.index])
+        : null,
+  };
+}
+
+/** V5: lines by state and fully verified pages, for the workspace or one of its items. */
+export async function reviewProgress(principal: Principal, itemId?: string): Promise<LineProgress> {
+  return lineProgress(pool(), principal.workspaceId, itemId);
+}
