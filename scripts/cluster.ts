@@ -138,6 +138,8 @@ process.stdout.write(
     `  object store  ${running.objectStore.endpoint} (bucket ${running.objectStore.bucket})`,
     `  workers       ${running.workers.length}`,
     `  workspace     ${workspace.workspaceId}`,
+    `  sign in       ${workspace.owner.email} / ${workspace.owner.password} (owner)`,
+    `  operator      ${workspace.operator.email} / ${workspace.operator.password}`,
     `  API key       ${workspace.apiKey}`,
     `  secret key    ${join(dir, 'secret-key')} (every process uses it; QUIRE_SECRET_KEY overrides)`,
     `  logs          ${logs}/`,

@@ -1,14 +1,13 @@
 import 'server-only';
+import type { QuireClient } from '@quire/client';
 import { recordAudit } from '@quire/db/auditLog';
 import { NotFoundError } from '@quire/db/errors';
 import { getJob } from '@quire/db/jobs';
 import type { Principal } from '@quire/db/workspaces';
 import { availableQuireClient, pool, quireClient } from '@quire/web/lib/server';
+import { actorOf, requireAction } from './access';
 
 /** Acts on transcription jobs and batches, for the API and the console alike. */
-
-export const workspaceActor = (principal: Principal) =>
-  ({ kind: 'workspace', keyId: principal.apiKeyId }) as const;
 
 const jobNotFound = () => new NotFoundError('job_not_found', 'job not found');
 
@@ -20,13 +19,14 @@ export async function cancelJob(
   principal: Principal,
   jobId: string,
 ): Promise<{ jobId: string; status: string }> {
+  requireAction(principal, 'job.cancel');
   if (jobId.length === 0 || jobId.length > 64) throw jobNotFound();
   const client = await availableQuireClient();
   const before = await getJob(pool(), principal.workspaceId, jobId);
   await client.cancelJob(principal.workspaceId, jobId);
   const job = await getJob(pool(), principal.workspaceId, jobId);
   // M4: every cancel is in the audit log, recorded once it has taken effect.
-  await recordAudit(pool(), workspaceActor(principal), {
+  await recordAudit(pool(), actorOf(principal), {
     action: 'job.cancel',
     target: `transcription-jobs/${jobId}`,
     workspaceId: principal.workspaceId,
@@ -42,6 +42,7 @@ export async function cancelJob(
  * (J4) and reads the page's current revision.
  */
 export async function rerunJob(principal: Principal, jobId: string): Promise<{ jobId: string }> {
+  requireAction(principal, 'job.rerun');
   const job = await getJob(pool(), principal.workspaceId, jobId);
   if (!job) throw jobNotFound();
   const client = await availableQuireClient();
@@ -55,7 +56,7 @@ export async function rerunJob(principal: Principal, jobId: string): Promise<{ j
     externalReferenceId: job.externalReferenceId ?? undefined,
     metadata: job.metadata,
   });
-  await recordAudit(pool(), workspaceActor(principal), {
+  await recordAudit(pool(), actorOf(principal), {
     action: 'job.rerun',
     target: `transcription-jobs/${jobId}`,
     workspaceId: principal.workspaceId,
@@ -65,15 +66,26 @@ export async function rerunJob(principal: Principal, jobId: string): Promise<{ j
   return { jobId: started.jobId };
 }
 
+/** J4, J6: a new job for a page (the API's POST transcription-jobs). */
+export async function startJob(
+  principal: Principal,
+  request: Omit<Parameters<QuireClient['startJob']>[0], 'workspaceId'>,
+) {
+  requireAction(principal, 'job.start');
+  const client = await availableQuireClient();
+  return client.startJob({ ...request, workspaceId: principal.workspaceId });
+}
+
 /** J5: every active job of the batch in one transaction, then their workflows. */
 export async function cancelBatch(
   principal: Principal,
   batchId: string,
 ): Promise<{ canceled: number; releasedPages: number }> {
+  requireAction(principal, 'batch.cancel');
   const client = await quireClient();
   try {
     const result = await client.cancelBatch(principal.workspaceId, batchId);
-    await recordAudit(pool(), workspaceActor(principal), {
+    await recordAudit(pool(), actorOf(principal), {
       action: 'batch.cancel',
       target: `batches/${batchId}`,
       workspaceId: principal.workspaceId,

@@ -1,6 +1,7 @@
 import 'server-only';
 import { type Segment, segmentsOf } from '@quire/core/annotation';
 import { DomainError } from '@quire/core/errors';
+import { actorRef } from '@quire/core/roles';
 import { NotFoundError } from '@quire/db/errors';
 import {
   getPage,
@@ -12,6 +13,7 @@ import { withTransaction } from '@quire/db/pool';
 import type { Principal } from '@quire/db/workspaces';
 import { pageLanguage } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
+import { requireAction } from './access';
 
 /**
  * What happens when an editor saves or publishes a page, for the API and the console alike.
@@ -41,6 +43,7 @@ export async function editPage(
   principal: Principal,
   input: { pageId: number; expectedRevision: number; edit: PageEdit; channel: EditChannel },
 ): Promise<EditPageResult> {
+  requireAction(principal, 'page.edit');
   const page = await getPage(pool(), principal.workspaceId, input.pageId);
   if (!page) throw pageNotFound();
   let segments: Segment[];
@@ -67,7 +70,8 @@ export async function editPage(
       expectedRevision: input.expectedRevision,
       segments,
       language,
-      editedBy: `${input.channel === 'console' ? 'console:' : ''}api-key:${principal.apiKeyId}`,
+      // R5: the account or key that made the revision (`account:7`, `api-key:3`).
+      editedBy: `${input.channel === 'console' ? 'console:' : ''}${actorRef(principal.actor)}`,
     }),
   );
   if (result.state === 'missing') throw pageNotFound();
@@ -117,6 +121,7 @@ export async function publishPage(
   principal: Principal,
   input: { pageId: number; expectedRevision: number },
 ) {
+  requireAction(principal, 'page.publish');
   const result = await publishPageRevision(pool(), {
     workspaceId: principal.workspaceId,
     pageId: input.pageId,

@@ -9,7 +9,8 @@ import {
   withApi,
 } from '@quire/web/lib/api';
 import { listJobsQuery, startJobBody } from '@quire/web/lib/schemas';
-import { availableQuireClient, config, pool } from '@quire/web/lib/server';
+import { config, pool } from '@quire/web/lib/server';
+import { startJob } from '@quire/web/services/jobs';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -24,8 +25,7 @@ type Params = { ws: string };
 export async function POST(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal) => {
     const body = await readJson(request, startJobBody);
-    const client = await availableQuireClient();
-    const started = await client.startJob({ ...body, workspaceId: principal.workspaceId });
+    const started = await startJob(principal, body);
     return json(
       {
         jobId: started.jobId,

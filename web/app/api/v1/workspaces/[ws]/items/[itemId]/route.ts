@@ -1,6 +1,5 @@
-import { deleteItem } from '@quire/db/items';
 import { json, type RouteContext, withApi } from '@quire/web/lib/api';
-import { pool } from '@quire/web/lib/server';
+import { deleteItem } from '@quire/web/services/items';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -14,6 +13,6 @@ export async function DELETE(
   context: RouteContext<{ ws: string; itemId: string }>,
 ) {
   return withApi(request, context, async (principal, params) =>
-    json(await deleteItem(pool(), principal.workspaceId, decodeURIComponent(params.itemId))),
+    json(await deleteItem(principal, decodeURIComponent(params.itemId))),
   );
 }
