@@ -42,7 +42,13 @@ export async function ensureDevWorkspace(databaseUrl: string, file: string): Pro
       saved = { workspaceId: created.workspace.id, apiKey: created.apiKey };
     }
     const workspaceId = saved.workspaceId!;
-    const owner = await ensureAccount(pool, DEV_OWNER_EMAIL, 'Development owner', false, saved.owner);
+    const owner = await ensureAccount(
+      pool,
+      DEV_OWNER_EMAIL,
+      'Development owner',
+      false,
+      saved.owner,
+    );
     const ownerAccount = (await findAccountByEmail(pool, DEV_OWNER_EMAIL))!;
     if ((await memberRole(pool, workspaceId, ownerAccount.id)) !== 'owner') {
       await putMember(pool, CLI_ACTOR, { workspaceId, accountId: ownerAccount.id, role: 'owner' });
