@@ -1,5 +1,6 @@
 import 'server-only';
 import { DomainError } from '@quire/core/errors';
+import { mapClaims } from '@quire/core/oidcRoles';
 import {
   hashPassword,
   normalizeEmail,
@@ -10,6 +11,7 @@ import { isKeyScope, isRole, type KeyScope, type Principal, type Role } from '@q
 import {
   type Account,
   acceptInvitation,
+  accountForOidcSubject,
   changeMemberRole,
   clearSignInFailures,
   createInvitation,
@@ -17,13 +19,14 @@ import {
   memberRole,
   membershipsOf,
   openInvitation,
+  putMember,
   recentSignInFailures,
   recordSignInFailure,
   removeMember,
   setAccountDisabled,
 } from '@quire/db/accounts';
 import type { OperatorPrincipal } from '@quire/db/operatorKeys';
-import { createApiKey, revokeApiKey } from '@quire/db/workspaces';
+import { createApiKey, getWorkspace, revokeApiKey } from '@quire/db/workspaces';
 import { config, pool } from '@quire/web/lib/server';
 import { requireAction } from './access';
 import { operatorActor } from './operator';
@@ -208,6 +211,50 @@ export async function revokeWorkspaceKey(principal: Principal, apiKeyId: number)
 /** R3: an operator disables an account (every session ends) or enables it again. */
 export function disableAccount(operator: OperatorPrincipal, accountId: number, disabled: boolean) {
   return setAccountDisabled(pool(), operatorActor(operator), accountId, disabled);
+}
+
+/**
+ * R2: a person signed in at the identity provider: their account (linked by issuer and
+ * subject, else by a verified email, else new), the operator flag and the memberships the
+ * mapping gives (QUIRE_OIDC_ROLE_MAPPING; a mapped workspace gets the mapped role at every
+ * sign-in, memberships from invitations stay). Where the session starts: the operator view,
+ * the first mapped workspace, or the first of any.
+ */
+export async function signInWithOidcClaims(
+  issuer: string,
+  claims: Record<string, unknown>,
+): Promise<{ accountId: number; operator: boolean; workspaceId: number | null }> {
+  const subject = typeof claims.sub === 'string' ? claims.sub : undefined;
+  const email = typeof claims.email === 'string' ? normalizeEmail(claims.email) : undefined;
+  if (!subject || !email || claims.email_verified === false) {
+    throw new DomainError('unauthenticated', 'oidc_claims', 'the provider gave no verified email');
+  }
+  const name =
+    typeof claims.name === 'string' && claims.name.trim()
+      ? claims.name.trim().slice(0, 200)
+      : email;
+  const access = mapClaims(config().QUIRE_OIDC_ROLE_MAPPING, claims);
+  const account = await accountForOidcSubject(pool(), {
+    issuer,
+    subject,
+    email,
+    name,
+    operator: access.operator,
+  });
+  if (account.disabledAt) throw wrongCredentials();
+  const actor = { kind: 'account' as const, accountId: account.id, name: account.name };
+  const mapped: number[] = [];
+  for (const membership of access.memberships) {
+    if (!(await getWorkspace(pool(), membership.workspaceId))) continue;
+    mapped.push(membership.workspaceId);
+    if ((await memberRole(pool(), membership.workspaceId, account.id)) === membership.role)
+      continue;
+    await putMember(pool(), actor, { ...membership, accountId: account.id });
+  }
+  const workspaceId = account.operator
+    ? null
+    : (mapped[0] ?? (await firstWorkspaceOf(account)));
+  return { accountId: account.id, operator: account.operator, workspaceId };
 }
 
 /** For switching workspaces: the account's role there, if it is a member. */
