@@ -132,7 +132,13 @@ process.stdout.write(
     ...running.webs.map(
       (web, i) => `  console ${i + 1}     ${web.url.replace('127.0.0.1', 'localhost')}`,
     ),
-    `  Temporal UI   ${running.uiUrl ?? '(off)'}`,
+    `  Temporal UI   ${running.uiUrl ?? '(off)'}${running.identity ? ' (operators sign in at the identity provider)' : ''}`,
+    ...(running.identity
+      ? [
+          `  identity      ${running.identity.issuer} (Ory Hydra; the console's single sign-on too)`,
+          `  UI operator   ${running.identity.operator.email} / ${running.identity.operator.password}`,
+        ]
+      : []),
     `  Temporal      ${running.temporalAddress} (PostgreSQL persistence and visibility)`,
     `  PostgreSQL    ${running.postgres.url('quire')}`,
     `  object store  ${running.objectStore.endpoint} (bucket ${running.objectStore.bucket})`,
