@@ -13,7 +13,7 @@ import { withTransaction } from '@quire/db/pool';
 import type { Principal } from '@quire/db/workspaces';
 import { pageLanguage } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
-import { requireAction } from './access';
+import { actorOf, requireAction } from './access';
 
 /**
  * What happens when an editor saves or publishes a page, for the API and the console alike.
@@ -123,6 +123,7 @@ export async function publishPage(
 ) {
   requireAction(principal, 'page.publish');
   const result = await publishPageRevision(pool(), {
+    actor: actorOf(principal),
     workspaceId: principal.workspaceId,
     pageId: input.pageId,
     expectedRevision: input.expectedRevision,
