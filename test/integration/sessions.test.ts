@@ -77,6 +77,25 @@ describe('server-side sessions (R3)', () => {
     expect(await touchSession(db.pool, id, 3600)).toBeUndefined();
   });
 
+  it('R1 the development owner and operator that npm start prints can sign in, and a second start keeps their passwords', async () => {
+    const { ensureDevWorkspace } = await import('../../scripts/lib/devWorkspace');
+    const { findAccountByEmail, memberRole } = await import('../../db/accounts');
+    const { verifyPassword } = await import('../../core/passwords');
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const file = join(mkdtempSync(join(tmpdir(), 'quire-dev-')), 'dev-workspace.json');
+    const first = await ensureDevWorkspace(db.url, file);
+    const owner = (await findAccountByEmail(db.pool, first.owner.email))!;
+    expect(await verifyPassword(owner.passwordHash, first.owner.password)).toBe(true);
+    expect(await memberRole(db.pool, first.workspaceId, owner.id)).toBe('owner');
+    const operator = (await findAccountByEmail(db.pool, first.operator.email))!;
+    expect(operator.operator).toBe(true);
+    expect(await verifyPassword(operator.passwordHash, first.operator.password)).toBe(true);
+    expect((await authenticateApiKey(db.pool, first.apiKey))?.workspaceId).toBe(first.workspaceId);
+    expect(await ensureDevWorkspace(db.url, file)).toEqual(first);
+  });
+
   it('R1 R3 revoking an API key ends the console sessions entered with it', async () => {
     const key = await addApiKey(db.pool, ws, 'console');
     const principal = (await authenticateApiKey(db.pool, key))!;
