@@ -17,7 +17,7 @@ export const LINE_STATES: readonly LineState[] = ['machine', 'edited', 'verified
  * a console session on it); an engine or an import writes `machine` lines.
  */
 export interface LineAuthor {
-  kind: 'api-key' | 'engine' | 'import';
+  kind: 'account' | 'api-key' | 'engine' | 'import';
   id: string;
 }
 

@@ -76,6 +76,20 @@ const providerTimeoutMs = trimmedOptional.transform((raw, ctx) => {
   return ms;
 });
 
+const oidcRoleMapping = z.object({
+  claim: z.string().min(1).max(100).default('groups'),
+  workspaces: z
+    .record(
+      z.string().min(1),
+      z.record(
+        z.string().regex(/^[1-9][0-9]{0,15}$/),
+        z.enum(['owner', 'editor', 'reviewer', 'viewer']),
+      ),
+    )
+    .default({}),
+  operators: z.array(z.string().min(1)).default([]),
+});
+
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/quire'),
@@ -199,6 +213,53 @@ const schema = z.object({
   /** Diagnostic: the simulated provider appends one line per call here (chaos tests). */
   QUIRE_SIMULATED_CALL_LOG: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  // --- People (R1-R4).
+  /** R3: a console session ends after this long without a request (seconds; default 12 h). */
+  QUIRE_SESSION_IDLE_SECONDS: intFrom(10, 30 * 86_400, 12 * 3_600),
+  /** R3: and this long after sign-in, however busy (seconds; default 7 days). */
+  QUIRE_SESSION_ABSOLUTE_SECONDS: intFrom(10, 365 * 86_400, 7 * 86_400),
+  /** R2: failed sign-ins of one account within the window before it is refused for a while. */
+  QUIRE_SIGNIN_MAX_FAILURES_PER_ACCOUNT: intFrom(1, 1_000, 5),
+  /** R2: failed sign-ins from one address within the window (every account together). */
+  QUIRE_SIGNIN_MAX_FAILURES_PER_ADDRESS: intFrom(1, 100_000, 20),
+  QUIRE_SIGNIN_WINDOW_SECONDS: intFrom(1, 86_400, 900),
+  /** R1: how long an invitation link stays valid (seconds; default 7 days). */
+  QUIRE_INVITATION_SECONDS: intFrom(60, 90 * 86_400, 7 * 86_400),
+  /**
+   * R2: the installation's OpenID Connect provider (its issuer URL). Unset: local accounts
+   * only. With it, QUIRE_OIDC_CLIENT_ID and QUIRE_OIDC_CLIENT_SECRET; the redirect URI is
+   * `<QUIRE_PUBLIC_URL>/signin/oidc/callback`.
+   */
+  QUIRE_OIDC_ISSUER: trimmedOptional.pipe(z.string().url().optional()),
+  QUIRE_OIDC_CLIENT_ID: trimmedOptional,
+  /** Never logged. */
+  QUIRE_OIDC_CLIENT_SECRET: trimmedOptional,
+  /** The label of the sign-in button. */
+  QUIRE_OIDC_NAME: z.string().min(1).max(60).default('single sign-on'),
+  /**
+   * R2: how the provider's claims become memberships, JSON. `claim` names the claim holding
+   * the groups (default `groups`); `workspaces` maps a group to `{workspace id: role}`;
+   * `operators` lists the groups whose people are operators of the installation (R4).
+   * Example: `{"claim":"groups","workspaces":{"editors":{"1":"editor"}},"operators":["ops"]}`.
+   */
+  QUIRE_OIDC_ROLE_MAPPING: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const fallback = { claim: 'groups', workspaces: {}, operators: [] };
+      if (!value?.trim()) return fallback;
+      try {
+        const parsed = oidcRoleMapping.safeParse(JSON.parse(value));
+        if (parsed.success) return parsed.data;
+      } catch {}
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'QUIRE_OIDC_ROLE_MAPPING must be JSON {"claim","workspaces":{group:{ws:role}},"operators":[group]}',
+      });
+      return z.NEVER;
+    }),
 
   // --- Engines: read by providers/catalogue.ts, described per provider in
   // core/providerCatalogue.ts. A remote engine is registered when its base URL is set.

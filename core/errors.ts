@@ -13,6 +13,12 @@ export type ErrorKind =
   /** A media or content type Quire does not take. */
   | 'unsupported'
   | 'not_found'
+  /** R1: the principal is in the workspace, but its role or key scope does not allow the act. */
+  | 'forbidden'
+  /** R2: not signed in, or the credentials are wrong. */
+  | 'unauthenticated'
+  /** R2: too many attempts; try again later. */
+  | 'rate_limited'
   /** The thing exists but is in a state that forbids the act. */
   | 'conflict'
   /** The storage quota would be exceeded. */

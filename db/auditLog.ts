@@ -1,3 +1,4 @@
+import type { Actor } from '../core/roles';
 import type { Queryable } from './pool';
 
 /**
@@ -7,11 +8,22 @@ import type { Queryable } from './pool';
  * TRUNCATE). Not to be confused with db/audit.ts, the invariant auditor of the job tables.
  */
 
-/** Who acted: an operator key, a workspace key (API or console session), or the admin CLI. */
+/**
+ * Who acted: an account (a person, R5: member or operator), an operator key, a workspace API
+ * key, or the admin CLI. `name` is the account's name or the key's label at the time.
+ */
 export type AuditActor =
-  | { kind: 'operator'; keyId: number }
-  | { kind: 'workspace'; keyId: number }
+  | { kind: 'account'; accountId: number; name: string }
+  | { kind: 'operator'; keyId: number; name?: string | null }
+  | { kind: 'workspace'; keyId: number; name?: string | null }
   | { kind: 'cli' };
+
+/** R5: the audit actor of a workspace principal (a member's account or an API key). */
+export function auditActorOf(actor: Actor): AuditActor {
+  return actor.type === 'account'
+    ? { kind: 'account', accountId: actor.id, name: actor.name }
+    : { kind: 'workspace', keyId: actor.id, name: actor.name };
+}
 
 export const CLI_ACTOR: AuditActor = { kind: 'cli' };
 
@@ -36,7 +48,18 @@ export type AuditAction =
   | 'collection.update'
   | 'collection.delete'
   | 'item.update'
-  | 'item.pages';
+  | 'item.pages'
+  | 'page.edit'
+  | 'page.publish'
+  | 'member.invite'
+  | 'member.join'
+  | 'member.change_role'
+  | 'member.remove'
+  | 'api_key.create'
+  | 'api_key.revoke'
+  | 'account.create'
+  | 'account.disable'
+  | 'account.enable';
 
 export interface AuditEntryInput {
   action: AuditAction;
@@ -51,13 +74,30 @@ export interface AuditEntryInput {
 export interface AuditEntry {
   id: number;
   at: Date;
-  actor: { kind: AuditActor['kind']; keyId: number | null };
+  /**
+   * `kind` and `keyId` as recorded since M4; R5 adds `type`, `id` and `name`: the account or
+   * key that acted (`cli` for the admin CLI, which has neither).
+   */
+  actor: {
+    kind: AuditActor['kind'];
+    keyId: number | null;
+    type: 'account' | 'apiKey' | 'operatorKey' | 'cli';
+    id: number | null;
+    name: string | null;
+  };
   action: AuditAction;
   target: string;
   workspaceId: number | null;
   before: unknown;
   after: unknown;
 }
+
+const ACTOR_TYPE_OF_KIND = {
+  account: 'account',
+  workspace: 'apiKey',
+  operator: 'operatorKey',
+  cli: 'cli',
+} as const;
 
 /** Appends one row; call it inside the transaction of the act it records where there is one. */
 export async function recordAudit(
@@ -66,11 +106,14 @@ export async function recordAudit(
   entry: AuditEntryInput,
 ): Promise<void> {
   await db.query(
-    `INSERT INTO audit_log (actor_kind, actor_key_id, action, target, workspace_id, before, after)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb)`,
+    `INSERT INTO audit_log (actor_kind, actor_key_id, actor_account_id, actor_name, action,
+                            target, workspace_id, before, after)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb)`,
     [
       actor.kind,
-      actor.kind === 'cli' ? null : actor.keyId,
+      actor.kind === 'cli' || actor.kind === 'account' ? null : actor.keyId,
+      actor.kind === 'account' ? actor.accountId : null,
+      actor.kind === 'cli' ? null : (actor.name ?? null),
       entry.action,
       entry.target,
       entry.workspaceId,
@@ -90,16 +133,26 @@ export async function listAudit(
 ): Promise<{ entries: AuditEntry[]; nextBeforeId: number | null }> {
   const limit = Math.min(Math.max(filter.limit ?? 50, 1), 200);
   const { rows } = await db.query(
-    `SELECT id, at, actor_kind, actor_key_id, action, target, workspace_id, before, after
-       FROM audit_log
-      WHERE ($1::bigint IS NULL OR workspace_id = $1) AND ($2::bigint IS NULL OR id < $2)
-      ORDER BY id DESC LIMIT $3`,
+    `SELECT a.id, a.at, a.actor_kind, a.actor_key_id, a.actor_account_id, a.action, a.target,
+            a.workspace_id, a.before, a.after,
+            coalesce(a.actor_name, k.label, o.label) AS actor_name
+       FROM audit_log a
+       LEFT JOIN api_keys k ON a.actor_kind = 'workspace' AND k.id = a.actor_key_id
+       LEFT JOIN operator_keys o ON a.actor_kind = 'operator' AND o.id = a.actor_key_id
+      WHERE ($1::bigint IS NULL OR a.workspace_id = $1) AND ($2::bigint IS NULL OR a.id < $2)
+      ORDER BY a.id DESC LIMIT $3`,
     [filter.workspaceId, filter.beforeId ?? null, limit + 1],
   );
   const entries = rows.slice(0, limit).map((r) => ({
     id: r.id,
     at: r.at,
-    actor: { kind: r.actor_kind, keyId: r.actor_key_id },
+    actor: {
+      kind: r.actor_kind,
+      keyId: r.actor_key_id,
+      type: ACTOR_TYPE_OF_KIND[r.actor_kind as AuditActor['kind']],
+      id: r.actor_account_id ?? r.actor_key_id,
+      name: r.actor_name,
+    },
     action: r.action,
     target: r.target,
     workspaceId: r.workspace_id,

@@ -5,10 +5,11 @@ import { recordAudit } from './auditLog';
 import { NotFoundError } from './errors';
 import { type Pool, type Queryable, withTransaction } from './pool';
 
-/** M1: an operator of the installation, as authenticated by its key. */
-export interface OperatorPrincipal {
-  operatorKeyId: number;
-}
+/**
+ * M1: an operator of the installation: an operator key (automation), or an account with the
+ * operator flag signed in to the operator view (R1: operators are accounts of the installation).
+ */
+export type OperatorPrincipal = { operatorKeyId: number } | { accountId: number; name: string };
 
 export interface OperatorKeyView {
   id: number;

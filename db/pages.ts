@@ -1,5 +1,6 @@
 import type { AnnotationPage, Segment } from '../core/annotation';
 import type { MediaKind } from '../core/media';
+import { type AuditActor, recordAudit } from './auditLog';
 import { scheduleBlobDeletion } from './blobs';
 import { appendEvent } from './events';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
@@ -141,9 +142,22 @@ export interface RevisionSummary {
   jobId: string | null;
   attemptNumber: number | null;
   editedBy: string | null;
+  /** R5: the account or API key behind `editedBy`, by name (null for engine and import revisions). */
+  editedByActor: { type: 'account' | 'apiKey'; id: number; name: string } | null;
   /** I3: where an imported revision came from (format, namespace, producer, file hash). */
   provenance: Record<string, unknown> | null;
   createdAt: Date;
+}
+
+function editedByActorOf(r: Record<string, unknown>): RevisionSummary['editedByActor'] {
+  const ref = /(account|api-key):([0-9]+)$/.exec((r.edited_by as string | null) ?? '');
+  if (!ref) return null;
+  const name = (ref[1] === 'account' ? r.edited_by_account : r.edited_by_key) as string | null;
+  return {
+    type: ref[1] === 'account' ? 'account' : 'apiKey',
+    id: Number(ref[2]),
+    name: name ?? ref[0],
+  };
 }
 
 function toRevision(r: Record<string, unknown>): RevisionSummary {
@@ -156,13 +170,18 @@ function toRevision(r: Record<string, unknown>): RevisionSummary {
     jobId: (r.job_id as string | null) ?? null,
     attemptNumber: (r.attempt_number as number | null) ?? null,
     editedBy: (r.edited_by as string | null) ?? null,
+    editedByActor: editedByActorOf(r),
     provenance: (r.provenance as Record<string, unknown> | null) ?? null,
     createdAt: r.created_at as Date,
   };
 }
 
 const REVISION_COLUMNS = `r.revision, r.source, r.engine, r.model, r.model_version, r.job_id, r.attempt_number,
-  r.edited_by, r.provenance, r.created_at`;
+  r.edited_by, r.provenance, r.created_at,
+  (SELECT name FROM accounts
+    WHERE r.edited_by ~ 'account:[0-9]+$' AND id = substring(r.edited_by from 'account:([0-9]+)$')::bigint) AS edited_by_account,
+  (SELECT coalesce(label, 'key ' || key_prefix) FROM api_keys
+    WHERE r.edited_by ~ 'api-key:[0-9]+$' AND id = substring(r.edited_by from 'api-key:([0-9]+)$')::bigint) AS edited_by_key`;
 
 /** A page's revision history with provenance, newest first; undefined for another workspace's page. */
 export async function listRevisions(
@@ -237,7 +256,13 @@ export type PublishResult =
  */
 export async function publishPage(
   pool: Pool,
-  args: { workspaceId: number; pageId: number; expectedRevision: number },
+  args: {
+    workspaceId: number;
+    pageId: number;
+    expectedRevision: number;
+    /** R5: who publishes; recorded in the audit log in the same transaction. */
+    actor?: AuditActor;
+  },
 ): Promise<PublishResult> {
   return withTransaction(pool, async (client) => {
     const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
@@ -252,6 +277,15 @@ export async function publishPage(
       [page.id, page.revision],
     );
     if (updated.rowCount !== 1) throw new Error('page changed while locked');
+    if (args.actor) {
+      await recordAudit(client, args.actor, {
+        action: 'page.publish',
+        target: `pages/${page.id}`,
+        workspaceId: page.workspaceId,
+        before: { publishedRevision: page.publishedRevision },
+        after: { publishedRevision: page.revision },
+      });
+    }
     await upsertMirrorRow(client, {
       pageId: page.id,
       workspaceId: page.workspaceId,

@@ -1,7 +1,10 @@
 import { hashApiKey, newApiKey } from '../core/apiKeys';
 import type { RecordingRetention } from '../core/media';
+import type { KeyScope, Principal } from '../core/roles';
 import { type AuditActor, recordAudit } from './auditLog';
+import { NotFoundError } from './errors';
 import { type Pool, type Queryable, withTransaction } from './pool';
+import { endSessionsOf } from './sessions';
 
 export interface Workspace {
   id: number;
@@ -31,18 +34,35 @@ export async function addApiKey(
   db: Queryable,
   workspaceId: number,
   label: string | null,
+  options: { scope?: KeyScope; createdBy?: number | null } = {},
 ): Promise<string> {
-  const { key, hash, prefix } = newApiKey(workspaceId);
-  await db.query(
-    'INSERT INTO api_keys (workspace_id, key_hash, key_prefix, label) VALUES ($1, $2, $3, $4)',
-    [workspaceId, hash, prefix, label],
-  );
-  return key;
+  return (await insertApiKey(db, workspaceId, label, options)).key;
 }
 
-export interface Principal {
-  workspaceId: number;
-  apiKeyId: number;
+async function insertApiKey(
+  db: Queryable,
+  workspaceId: number,
+  label: string | null,
+  options: { scope?: KeyScope; createdBy?: number | null },
+): Promise<{ id: number; key: string; prefix: string }> {
+  const { key, hash, prefix } = newApiKey(workspaceId);
+  const { rows } = await db.query(
+    `INSERT INTO api_keys (workspace_id, key_hash, key_prefix, label, scope, created_by)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+    [workspaceId, hash, prefix, label, options.scope ?? 'write', options.createdBy ?? null],
+  );
+  return { id: rows[0].id, key, prefix };
+}
+
+export type { Principal };
+
+function keyPrincipal(r: Record<string, unknown>): Principal {
+  const id = r.id as number;
+  return {
+    workspaceId: r.workspace_id as number,
+    actor: { type: 'apiKey', id, name: (r.label as string | null) ?? `key ${r.key_prefix}` },
+    grant: { kind: 'key', scope: r.scope as KeyScope },
+  };
 }
 
 /** The workspace a clear API key belongs to, if the key exists and is not revoked. */
@@ -51,10 +71,17 @@ export async function authenticateApiKey(
   key: string,
 ): Promise<Principal | undefined> {
   const { rows } = await db.query(
-    'SELECT id, workspace_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+    `SELECT id, workspace_id, label, key_prefix, scope FROM api_keys
+      WHERE key_hash = $1 AND revoked_at IS NULL`,
     [hashApiKey(key)],
   );
-  return rows[0] ? { workspaceId: rows[0].workspace_id, apiKeyId: rows[0].id } : undefined;
+  return rows[0] ? keyPrincipal(rows[0]) : undefined;
+}
+
+/** The key's id behind a clear key (tests, the admin CLI). */
+export async function apiKeyIdOf(db: Queryable, key: string): Promise<number | undefined> {
+  const { rows } = await db.query('SELECT id FROM api_keys WHERE key_hash = $1', [hashApiKey(key)]);
+  return rows[0]?.id;
 }
 
 export async function activeApiKey(
@@ -62,10 +89,87 @@ export async function activeApiKey(
   apiKeyId: number,
 ): Promise<Principal | undefined> {
   const { rows } = await db.query(
-    'SELECT id, workspace_id FROM api_keys WHERE id = $1 AND revoked_at IS NULL',
+    `SELECT id, workspace_id, label, key_prefix, scope FROM api_keys
+      WHERE id = $1 AND revoked_at IS NULL`,
     [apiKeyId],
   );
-  return rows[0] ? { workspaceId: rows[0].workspace_id, apiKeyId: rows[0].id } : undefined;
+  return rows[0] ? keyPrincipal(rows[0]) : undefined;
+}
+
+export interface ApiKeyView {
+  id: number;
+  name: string | null;
+  prefix: string;
+  scope: KeyScope;
+  createdAt: Date;
+  createdBy: { id: number; name: string } | null;
+  revokedAt: Date | null;
+}
+
+export async function listApiKeys(db: Queryable, workspaceId: number): Promise<ApiKeyView[]> {
+  const { rows } = await db.query(
+    `SELECT k.id, k.label, k.key_prefix, k.scope, k.created_at, k.revoked_at,
+            k.created_by, a.name AS created_by_name
+       FROM api_keys k LEFT JOIN accounts a ON a.id = k.created_by
+      WHERE k.workspace_id = $1 ORDER BY k.id`,
+    [workspaceId],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.label,
+    prefix: r.key_prefix,
+    scope: r.scope,
+    createdAt: r.created_at,
+    createdBy: r.created_by === null ? null : { id: r.created_by, name: r.created_by_name },
+    revokedAt: r.revoked_at,
+  }));
+}
+
+/** R1, R5: an owner makes a named, scoped key; the clear key is returned once. */
+export async function createApiKey(
+  pool: Pool,
+  actor: AuditActor & { kind: 'account' },
+  input: { workspaceId: number; name: string; scope: KeyScope },
+): Promise<{ id: number; key: string; prefix: string }> {
+  return withTransaction(pool, async (client) => {
+    const made = await insertApiKey(client, input.workspaceId, input.name, {
+      scope: input.scope,
+      createdBy: actor.accountId,
+    });
+    await recordAudit(client, actor, {
+      action: 'api_key.create',
+      target: `api-keys/${made.id}`,
+      workspaceId: input.workspaceId,
+      before: null,
+      after: { id: made.id, name: input.name, scope: input.scope, prefix: made.prefix },
+    });
+    return made;
+  });
+}
+
+/** R1, R3: an owner revokes a key; the console sessions entered with it end with it. */
+export async function revokeApiKey(
+  pool: Pool,
+  actor: AuditActor & { kind: 'account' },
+  input: { workspaceId: number; apiKeyId: number },
+): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()),
+              revoked_by = coalesce(revoked_by, $3)
+        WHERE id = $1 AND workspace_id = $2 RETURNING label, revoked_at`,
+      [input.apiKeyId, input.workspaceId, actor.accountId],
+    );
+    if (!rows[0]) throw new NotFoundError('api_key_not_found', 'API key not found');
+    await endSessionsOf(client, { apiKeyId: input.apiKeyId });
+    await recordAudit(client, actor, {
+      action: 'api_key.revoke',
+      target: `api-keys/${input.apiKeyId}`,
+      workspaceId: input.workspaceId,
+      before: { name: rows[0].label },
+      after: { revokedAt: rows[0].revoked_at },
+    });
+  });
 }
 
 function toWorkspace(r: Record<string, unknown>): Workspace {

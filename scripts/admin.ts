@@ -1,8 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../client';
 import { loadConfig, type QuireConfig, requireSecretKeys } from '../core/config';
+import { hashPassword, normalizeEmail } from '../core/passwords';
+import { isRole } from '../core/roles';
 import { temporalConnectionOptions } from '../core/temporalConnection';
+import { createAccount, findAccountByEmail, putMember, setAccountDisabled } from '../db/accounts';
 import { auditInvariants } from '../db/audit';
 import { CLI_ACTOR, listAudit } from '../db/auditLog';
 import { createJobStore } from '../db/jobStore';
@@ -25,6 +29,9 @@ import { createWorkspace } from '../db/workspaces';
 const USAGE = `usage: quire admin <command>
   create-workspace --name NAME             {"workspaceId":..,"apiKey":".."}
   create-operator-key [--label LABEL]      {"operatorKeyId":..,"operatorKey":"qo_.."} (shown once)
+  create-account --email E --name N [--operator] [--workspace N --role R]
+                                           {"accountId":..,"password":".."} (generated, shown once)
+  disable-account --email E | enable-account --email E   R3: disabling ends every session
   list-operator-keys | revoke-operator-key --id N
   set-budget (--workspace N | --global) --micros M|none
   set-quota (--workspace N | --global) --bytes B|none
@@ -87,6 +94,9 @@ async function run(command: string | undefined, rest: string[], config: QuireCon
     enabled: { type: 'string' },
     all: { type: 'boolean' },
     limit: { type: 'string' },
+    email: { type: 'string' },
+    operator: { type: 'boolean' },
+    role: { type: 'string' },
   } as const;
   const { values } = parseArgs({ args: rest, options, strict: true });
   const scope = () => {
@@ -107,6 +117,37 @@ async function run(command: string | undefined, rest: string[], config: QuireCon
       if (label && label.length > 200) throw new UsageError('--label is at most 200 characters');
       const { id, key } = await createOperatorKey(pool, CLI_ACTOR, label);
       return print({ operatorKeyId: id, operatorKey: key });
+    }
+    case 'create-account': {
+      const email = normalizeEmail(values.email ?? '');
+      const name = values.name?.trim();
+      if (!email || !name || name.length > 200)
+        throw new UsageError('--email and --name are required');
+      if (values.role !== undefined && !isRole(values.role)) {
+        throw new UsageError('--role is owner, editor, reviewer or viewer');
+      }
+      const password = randomBytes(15).toString('base64url');
+      const account = await createAccount(pool, CLI_ACTOR, {
+        email,
+        name,
+        passwordHash: await hashPassword(password),
+        operator: Boolean(values.operator),
+      });
+      if (values.workspace !== undefined) {
+        await putMember(pool, CLI_ACTOR, {
+          workspaceId: workspaceValue(values.workspace),
+          accountId: account.id,
+          role: isRole(values.role) ? values.role : 'viewer',
+        });
+      }
+      return print({ accountId: account.id, password });
+    }
+    case 'disable-account':
+    case 'enable-account': {
+      const account = await findAccountByEmail(pool, normalizeEmail(values.email ?? '') ?? '');
+      if (!account) throw new UsageError('--email must name an account');
+      await setAccountDisabled(pool, CLI_ACTOR, account.id, command === 'disable-account');
+      return print({ accountId: account.id, disabled: command === 'disable-account' });
     }
     case 'list-operator-keys':
       return print({ operatorKeys: await listOperatorKeys(pool) });

@@ -152,12 +152,20 @@ process.stdout.write(
     ...running.webs.map(
       (web, i) => `  console ${i + 1}     ${web.url.replace('127.0.0.1', 'localhost')}`,
     ),
-    `  Temporal UI   ${running.uiUrl ?? '(off)'}`,
+    `  Temporal UI   ${running.uiUrl ?? '(off)'}${running.identity ? ' (operators sign in at the identity provider)' : ''}`,
+    ...(running.identity
+      ? [
+          `  identity      ${running.identity.issuer} (Ory Hydra; the console's single sign-on too)`,
+          `  UI operator   ${running.identity.operator.email} / ${running.identity.operator.password}`,
+        ]
+      : []),
     `  Temporal      ${running.temporalAddress} (PostgreSQL persistence and visibility)`,
     `  PostgreSQL    ${running.postgres.url('quire')}`,
     `  object store  ${running.objectStore.endpoint} (bucket ${running.objectStore.bucket})`,
     `  workers       ${running.workers.length}`,
     `  workspace     ${workspace.workspaceId}`,
+    `  sign in       ${workspace.owner.email} / ${workspace.owner.password} (owner)`,
+    `  operator      ${workspace.operator.email} / ${workspace.operator.password}`,
     `  API key       ${workspace.apiKey}`,
     `  secret key    ${join(dir, 'secret-key')} (every process uses it; QUIRE_SECRET_KEY overrides)`,
     `  logs          ${logs}/`,

@@ -177,6 +177,8 @@ process.stdout.write(
     `  console       http://localhost:${webPort}`,
     `  Temporal UI   ${config.QUIRE_TEMPORAL_UI_URL}`,
     `  workspace     ${workspace.workspaceId}`,
+    `  sign in       ${workspace.owner.email} / ${workspace.owner.password} (owner)`,
+    `  operator      ${workspace.operator.email} / ${workspace.operator.password}`,
     `  API key       ${workspace.apiKey}`,
     `  try           curl -H "Authorization: Bearer ${workspace.apiKey}" http://localhost:${webPort}/api/v1/workspaces/${workspace.workspaceId}`,
     '  logs          .data/worker.log, .data/web.log, .data/temporal.log',

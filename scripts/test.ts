@@ -15,9 +15,10 @@ const adminUrl = process.env.QUIRE_TEST_ADMIN_URL ?? 'postgres://postgres@127.0.
 await ensurePostgres(adminUrl);
 const say = (line: string) => process.stderr.write(`quire: ${line}\n`);
 const temporal = findOrBuildTemporal(say);
-// The cluster tests (D2/D3/D5) run the production topology: its programs are built here,
+// The cluster tests (D2/D3/D5) run the production topology, and the sign-in tests (R2, R4) an
+// identity provider (Ory Hydra): their programs are built here,
 // once per machine, before the runner's time limits apply.
-for (const program of ['temporalServer', 'temporalUi', 'objectServer'] as const) {
+for (const program of ['temporalServer', 'temporalUi', 'objectServer', 'hydra'] as const) {
   findOrBuild(program, say);
 }
 mkdirSync('.data', { recursive: true });

@@ -6,6 +6,7 @@ import { parseSettingsText, QUIRE_SETTING_NAMES } from '../../core/config';
 import { migrate } from '../../db/migrate';
 import { WORKFLOWS_PATH } from '../../worker/createWorker';
 import { findOrBuild } from './goBuilds';
+import { type IdentityProvider, startIdentityProvider } from './identityProvider';
 import {
   type ObjectServerSettings,
   objectServerEndpoint,
@@ -13,6 +14,7 @@ import {
 } from './objectServer';
 import { type PgInstance, pgInstance } from './pgInstance';
 import { freePortRange, httpOk, type ManagedProcess, managedProcess, pollReady } from './processes';
+import { freePort } from './temporal';
 import {
   prepareTemporalSchema,
   type TemporalDatabase,
@@ -65,6 +67,8 @@ export interface Cluster {
   readonly temporal: ManagedProcess;
   readonly objectServer: ManagedProcess;
   readonly ui?: ManagedProcess;
+  /** R4: the identity provider the Temporal UI and the console sign operators in with. */
+  readonly identity?: { issuer: string; operator: { email: string; password: string } };
   readonly workers: ManagedProcess[];
   readonly webs: Array<ManagedProcess & { url: string }>;
   /** The settings every Quire process of the cluster gets (without per-process ones). */
@@ -153,6 +157,10 @@ function quireTopologyEnv(p: {
   };
 }
 
+/** R4: the cluster's operator at the identity provider, and the group that makes operators. */
+export const CLUSTER_OPERATOR_EMAIL = 'operator@quire.localhost';
+const OPERATOR_GROUP = 'operators';
+
 async function createDatabases(url: string, names: string[]): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -201,8 +209,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     logFile: join(dir, 'postgres', 'log', 'postgres.log'),
     fast: options.fastPostgres,
   });
+  let identity: IdentityProvider | undefined;
+  let identityOperator: { email: string; password: string } | undefined;
   const stopAll = async () => {
     for (const process of [...started].reverse()) await process.stop(20_000).catch(() => {});
+    await identity?.stop().catch(() => {});
     postgres.stop('fast');
   };
   try {
@@ -271,7 +282,66 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 
     let ui: ManagedProcess | undefined;
     const uiUrl = `http://localhost:${ports.ui}`;
+    let identityEnv: Record<string, string> = {};
+    const uiAuthEnv: Record<string, string> = {};
     if (options.ui !== false) {
+      // R4: the Temporal UI is the operators', behind its own OpenID Connect login against the
+      // installation's provider; here a development Hydra with one operator (its password kept
+      // in the cluster directory), which the console's single sign-on uses too (R2).
+      await createDatabases(postgres.url('postgres'), ['hydra']);
+      const operatorFile = join(dir, 'identity-operator.json');
+      if (!existsSync(operatorFile)) {
+        writeFileSync(
+          operatorFile,
+          JSON.stringify({
+            email: CLUSTER_OPERATOR_EMAIL,
+            password: Buffer.from(crypto.getRandomValues(new Uint8Array(12))).toString('base64url'),
+          }),
+          { mode: 0o600 },
+        );
+      }
+      const operator = JSON.parse(readFileSync(operatorFile, 'utf8'));
+      const dsn = new URL(postgres.url('hydra'));
+      dsn.searchParams.set('sslmode', 'disable');
+      log('starting the identity provider (Ory Hydra) for the operators...');
+      identity = await startIdentityProvider({
+        dsn: dsn.toString(),
+        publicPort: await freePort(),
+        adminPort: await freePort(),
+        people: [{ ...operator, name: 'Cluster operator', groups: [OPERATOR_GROUP] }],
+        logFile: logFile('hydra'),
+        log,
+      });
+      identityOperator = operator;
+      const discovered = (await (
+        await fetch(`${identity.issuer}/.well-known/openid-configuration`)
+      ).json()) as { issuer: string };
+      const uiClient = await identity.registerClient({
+        redirectUris: [`${uiUrl}/auth/sso/callback`],
+      });
+      const consoleClient = await identity.registerClient({
+        redirectUris: ports.web.map((port) => `http://localhost:${port}/signin/oidc/callback`),
+      });
+      Object.assign(uiAuthEnv, {
+        TEMPORAL_AUTH_ENABLED: 'true',
+        TEMPORAL_AUTH_PROVIDER_URL: discovered.issuer,
+        TEMPORAL_AUTH_ISSUER_URL: discovered.issuer,
+        TEMPORAL_AUTH_CLIENT_ID: uiClient.clientId,
+        TEMPORAL_AUTH_CLIENT_SECRET: uiClient.clientSecret,
+        TEMPORAL_AUTH_CALLBACK_URL: `${uiUrl}/auth/sso/callback`,
+        TEMPORAL_AUTH_LABEL: 'Operators sign in',
+        // Plain http on the loopback: the UI's CSRF cookie cannot be Secure here.
+        TEMPORAL_CSRF_COOKIE_INSECURE: 'true',
+        ...(shared.TEMPORAL_UI_WRITE_ACTIONS
+          ? { TEMPORAL_UI_WRITE_ACTIONS: shared.TEMPORAL_UI_WRITE_ACTIONS }
+          : {}),
+      });
+      identityEnv = {
+        QUIRE_OIDC_ISSUER: discovered.issuer,
+        QUIRE_OIDC_CLIENT_ID: consoleClient.clientId,
+        QUIRE_OIDC_CLIENT_SECRET: consoleClient.clientSecret,
+        QUIRE_OIDC_ROLE_MAPPING: JSON.stringify({ operators: [OPERATOR_GROUP] }),
+      };
       const { server } = findOrBuild('temporalUi', log);
       ui = managedProcess({
         name: 'temporal-ui',
@@ -282,6 +352,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
           TEMPORAL_ADDRESS: temporalAddress,
           TEMPORAL_UI_PORT: String(ports.ui),
           TEMPORAL_CORS_ORIGINS: `http://localhost:${ports.web[0]}`,
+          ...uiAuthEnv,
         },
         cwd: root,
         logFile: logFile('temporal-ui'),
@@ -313,6 +384,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         objectStore,
         workflowBundle: bundlePath,
       }),
+      ...identityEnv,
       ...options.env,
     };
     // D9: each process gets every setting in its environment (scripts/cluster.ts read the
@@ -408,6 +480,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       databaseUrl,
       temporalAddress,
       uiUrl: ui ? uiUrl : undefined,
+      identity:
+        identity && identityOperator
+          ? { issuer: identity.issuer, operator: identityOperator }
+          : undefined,
       objectStore,
       temporal,
       objectServer,

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -12,6 +12,8 @@ import { join } from 'node:path';
 export const TEMPORAL_SERVER_VERSION = '1.29.1';
 export const TEMPORAL_UI_VERSION = '2.42.1';
 export const OBJECT_SERVER_VERSION = '1.8.0';
+/** R2, R4: the identity provider the tests and the development stack sign in through. */
+export const HYDRA_VERSION = '2.3.0';
 
 interface GoProgram {
   /** Cache directory name, without the version. */
@@ -21,6 +23,12 @@ interface GoProgram {
   packages: string[];
   /** Binaries the install leaves in the cache directory. */
   binaries: string[];
+  /**
+   * A program whose go.mod carries `replace` directives cannot be `go install`ed by version:
+   * it is built inside a small module of our own (`go get -tool`, then `go build`) that
+   * repeats those replacements, one binary named after the cache directory.
+   */
+  toolModule?: { replaces: string[] };
 }
 
 const PROGRAMS = {
@@ -44,6 +52,18 @@ const PROGRAMS = {
     version: OBJECT_SERVER_VERSION,
     packages: [`github.com/versity/versitygw/cmd/versitygw@v${OBJECT_SERVER_VERSION}`],
     binaries: ['versitygw'],
+  },
+  hydra: {
+    name: 'hydra',
+    version: HYDRA_VERSION,
+    packages: [`github.com/ory/hydra/v2@v${HYDRA_VERSION}`],
+    binaries: ['hydra'],
+    // Hydra builds its database layer against Ory's fork of pop (its go.mod says so).
+    toolModule: {
+      replaces: [
+        'github.com/gobuffalo/pop/v6=github.com/ory/pop/v6@v6.2.1-0.20241121111754-e5dfc0f3344b',
+      ],
+    },
   },
 } satisfies Record<string, GoProgram>;
 
@@ -81,6 +101,34 @@ export function goInstall(go: string, packages: string[], gobin: string) {
   return spawnSync('flock', [join(gobin, '.build.lock'), go, ...install], { env, stdio });
 }
 
+/**
+ * Builds `pkg@version` as a tool of a module of our own in `<dir>/module`, with the program's
+ * own replacements, into `<dir>/<binary>`; under the same flock as `goInstall`.
+ */
+function goBuildTool(
+  go: string,
+  pkgAtVersion: string,
+  replaces: string[],
+  dir: string,
+  binary: string,
+) {
+  const moduleDir = join(dir, 'module');
+  mkdirSync(moduleDir, { recursive: true });
+  writeFileSync(join(moduleDir, 'go.mod'), 'module quire.local/tool-build\n\ngo 1.24\n');
+  const pkg = pkgAtVersion.split('@')[0]!;
+  const steps = [
+    ...replaces.map((r) => `${go} mod edit -replace ${r}`),
+    `${go} get -tool ${pkgAtVersion}`,
+    `${go} mod tidy`,
+    `${go} build -o ${join(dir, binary)} ${pkg}`,
+  ].join(' && ');
+  const env = { ...process.env, GOFLAGS: '-mod=mod' };
+  const stdio: ['ignore', 'inherit', 'inherit'] = ['ignore', 'inherit', 'inherit'];
+  const flock = spawnSync('sh', ['-c', 'command -v flock'], { encoding: 'utf8' });
+  const command = flock.status === 0 ? `flock ${join(dir, '.build.lock')} sh -c '${steps}'` : steps;
+  return spawnSync('sh', ['-c', command], { cwd: moduleDir, env, stdio });
+}
+
 /** The module's source directory in the Go module cache (after a build it is there). */
 function goModuleDir(go: string, modulePath: string, version: string): string {
   const found = spawnSync(go, ['mod', 'download', '-json', `${modulePath}@v${version}`], {
@@ -114,7 +162,9 @@ export function findOrBuild(
     );
   }
   log(`building ${spec.name} v${spec.version} with ${go} (once; a few minutes)...`);
-  const build = goInstall(go, spec.packages, dir);
+  const build = spec.toolModule
+    ? goBuildTool(go, spec.packages[0]!, spec.toolModule.replaces, dir, spec.binaries[0]!)
+    : goInstall(go, spec.packages, dir);
   const missing = Object.values(paths).filter((p) => !existsSync(p));
   if (build.status !== 0 || missing.length > 0) {
     throw new Error(`building ${spec.name} failed (exit ${build.status}); see the output above`);

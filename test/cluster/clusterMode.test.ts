@@ -97,6 +97,17 @@ describe('cluster mode (D2)', () => {
       expect(response.status).toBe(200);
     }
     expect((await fetch(`http://127.0.0.1:${base + 11}/`)).status).toBe(200);
+    // R4: the Temporal UI is the operators': its own OIDC login, no API without a token, write
+    // actions off; the printed operator signs in at the cluster's identity provider.
+    const ui = `http://127.0.0.1:${base + 11}`;
+    const settings = await (await fetch(`${ui}/api/v1/settings`)).json();
+    expect(settings.Auth.Enabled).toBe(true);
+    expect(settings.DisableWriteActions).toBe(true);
+    const unauthenticated = await fetch(
+      `${ui}/api/v1/namespaces/default/workflows?query=${encodeURIComponent(`QuireWorkspaceId=${workspaceId}`)}`,
+    );
+    expect(unauthenticated.status).toBe(401);
+    expect(output).toMatch(/UI operator\s+operator@quire\.localhost \/ \S+/);
     const connection = await Connection.connect({ address: `127.0.0.1:${base}` });
     const attributes = await connection.operatorService.listSearchAttributes({
       namespace: 'default',

@@ -126,7 +126,7 @@ describe('the archive in the console (F1-F4)', () => {
     const page = await context.newPage();
     await page.goto('/signin');
     await page.getByLabel('Workspace API key').fill(apiKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in with a key' }).click();
     // F4: home is the archive: the items with their pages and progress.
     await page.waitForURL((url) => url.pathname === '/');
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Archive');

@@ -68,7 +68,7 @@ async function signedIn(name: string): Promise<Session> {
   page.on('dialog', (dialog) => void dialog.accept());
   await page.goto('/signin');
   await page.getByLabel('Workspace API key').fill(apiKey);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with a key' }).click();
   await page.waitForURL((url) => url.pathname === '/');
   return { workspaceId: workspace.id, apiKey, context, page };
 }
@@ -220,10 +220,10 @@ describe('console (C)', () => {
     const anonymous = await page.request.get('/console-api/live?topics=jobs');
     expect(anonymous.status()).toBe(401);
     await page.getByLabel('Workspace API key').fill(`qk_${workspaceId}_wrong`);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in with a key' }).click();
     await expect.poll(() => page.locator('#signin-error').textContent()).toContain('not valid');
     await page.getByLabel('Workspace API key').fill(apiKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in with a key' }).click();
     // F4: the editor lands on the archive; jobs are one click away.
     await page.waitForURL((url) => url.pathname === '/');
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Archive');
@@ -300,13 +300,14 @@ describe('console (C)', () => {
       'completed',
     );
 
-    // Job detail: the attempt audit and the deep link into the Temporal UI.
+    // Job detail: the attempt audit, and the workflow id to quote; R4: no link into the
+    // Temporal UI for a workspace session (it is the operators').
     await page.goto(`/jobs/${jobId}`);
     expect(await page.locator('tr[data-attempt="1"]').getAttribute('data-outcome')).toBe(
       'completed',
     );
-    const link = await page.getByRole('link', { name: /Open in Temporal UI/ }).getAttribute('href');
-    expect(link).toBe(`${TEMPORAL_UI}/namespaces/default/workflows/${job!.workflowId}`);
+    expect(await page.getByRole('link', { name: /Temporal UI/ }).count()).toBe(0);
+    expect(await page.locator(`[data-workflow-id="${job!.workflowId}"]`).count()).toBe(1);
     expect(await page.locator('.step-done').count()).toBe(4);
   });
 

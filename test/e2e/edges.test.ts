@@ -52,7 +52,7 @@ async function signedIn(): Promise<{ ws: number; key: string; cookie: string; pa
   const page = await context.newPage();
   await page.goto('/signin');
   await page.getByLabel('Workspace API key').fill(apiKey);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with a key' }).click();
   await page.waitForURL((url) => url.pathname === '/');
   const session = (await context.cookies()).find((c) => c.name === 'quire_session');
   if (!session) throw new Error('no session cookie after sign-in');
@@ -130,7 +130,7 @@ describe('the console checks where a change comes from (R6)', () => {
       await route.abort();
     });
     await page.getByLabel('Workspace API key').fill(apiKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in with a key' }).click();
     await expect.poll(() => captured !== undefined).toBe(true);
     const { headers, body } = captured!;
     expect(headers['next-action']).toBeTruthy();

@@ -38,7 +38,7 @@ async function signIn(context: BrowserContext, key: string, landing: string): Pr
   const page = await context.newPage();
   await page.goto('/signin');
   await page.getByLabel('Workspace API key or operator key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with a key' }).click();
   await page.waitForURL((url) => url.pathname === landing);
   return page;
 }

@@ -1,9 +1,12 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyPassword } from '../../core/passwords';
+import { findAccountByEmail, memberRole } from '../../db/accounts';
 import { authenticateOperatorKey } from '../../db/operatorKeys';
 import { withTransaction } from '../../db/pool';
 import { pauseProviderIn } from '../../db/providerState';
+import { createSession, touchSession } from '../../db/sessions';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { temporalAddress } from '../support/quire';
 
@@ -76,6 +79,37 @@ describe('M4 quire admin commands', () => {
       ['cli', 'operator_key.create'],
       ['cli', 'operator_key.revoke'],
     ]);
+  });
+
+  it('R1 R3 create-account makes a member who can sign in with the printed password; disable-account ends their sessions at once', async () => {
+    const ws = (await db.pool.query("INSERT INTO workspaces (name) VALUES ('people') RETURNING id"))
+      .rows[0].id as number;
+    const out = await admin(
+      'create-account',
+      '--email',
+      'Archivist@Example.org',
+      '--name',
+      'An Archivist',
+      '--workspace',
+      String(ws),
+      '--role',
+      'editor',
+    );
+    expect(out.code).toBe(0);
+    const { accountId, password } = jsonOf(out);
+    const account = await findAccountByEmail(db.pool, 'archivist@example.org');
+    expect(account?.id).toBe(accountId);
+    expect(await verifyPassword(account!.passwordHash, password)).toBe(true);
+    expect(account!.passwordHash).toMatch(/^\$argon2id\$/);
+    expect(await memberRole(db.pool, ws, accountId)).toBe('editor');
+    const session = await createSession(db.pool, { accountId, workspaceId: ws }, 600);
+    expect(await touchSession(db.pool, session, 600)).toMatchObject({ role: 'editor' });
+    expect((await admin('disable-account', '--email', 'archivist@example.org')).code).toBe(0);
+    expect(await touchSession(db.pool, session, 600)).toBeUndefined();
+    expect(
+      (await admin('create-account', '--email', 'x@example.org', '--name', 'X', '--role', 'boss'))
+        .code,
+    ).not.toBe(0);
   });
 
   it('M4 set-budget, set-quota, set-job-cap and set-providers change a workspace and each is audited', async () => {

@@ -98,7 +98,7 @@ beforeAll(async () => {
   );
   const a = await createWorkspace(db.pool, 'Archive A');
   const b = await createWorkspace(db.pool, 'Archive B');
-  const keyOf = async (key: string) => (await authenticateApiKey(db.pool, key))!.apiKeyId;
+  const keyOf = async (key: string) => (await authenticateApiKey(db.pool, key))!.actor.id;
   A = { ws: a.workspace.id, key: a.apiKey, keyId: await keyOf(a.apiKey) };
   B = { ws: b.workspace.id, key: b.apiKey, keyId: await keyOf(b.apiKey) };
   deps = { pool: db.pool, blobStore: createLocalBlobStore(blobDir), publicBaseUrl: BASE };

@@ -516,7 +516,9 @@ describe('M4 operator controls and the audit log', () => {
     );
     expect(canceled.status).toBe(200);
     const { rerunJob } = await import('../../web/services/jobs');
-    const rerun = await rerunJob({ workspaceId: A.ws, apiKeyId: A.keyId }, started.jobId);
+    const { authenticateApiKey } = await import('../../db/workspaces');
+    const principal = (await authenticateApiKey(quire.db.pool, A.key))!;
+    const rerun = await rerunJob(principal, started.jobId);
     await eventually(
       async () =>
         (await getJob(quire.db.pool, A.ws, rerun.jobId))?.status === 'completed' || undefined,

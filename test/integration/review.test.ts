@@ -83,7 +83,7 @@ afterAll(async () => {
 
 async function keyIdOf(key: string): Promise<number> {
   const { authenticateApiKey } = await import('../../db/workspaces');
-  return (await authenticateApiKey(quire.db.pool, key))!.apiKeyId;
+  return (await authenticateApiKey(quire.db.pool, key))!.actor.id;
 }
 
 type Who = { ws: number; key: string };
@@ -561,7 +561,11 @@ describe('V6 recordings', () => {
     expect(speaker).toBeDefined();
     const { editPage } = await import('../../web/services/pages');
     const result = await editPage(
-      { workspaceId: A.ws, apiKeyId: A.keyId },
+      {
+        workspaceId: A.ws,
+        actor: { type: 'apiKey', id: A.keyId, name: 'key' },
+        grant: { kind: 'key', scope: 'write' },
+      },
       {
         pageId,
         expectedRevision: 1,

@@ -76,9 +76,9 @@ async function openStream(who: { ws: number; key: string }, headers: Record<stri
   return { response, reader: response.ok ? SseReader.of(response) : undefined, ...handle };
 }
 
-async function keyIdOf(key: string): Promise<number> {
+async function principalOf(key: string) {
   const { authenticateApiKey } = await import('../../db/workspaces');
-  return (await authenticateApiKey(db.pool, key))!.apiKeyId;
+  return (await authenticateApiKey(db.pool, key))!;
 }
 
 const errorCode = async (response: Response) => (await response.json()).error.code;
@@ -105,7 +105,7 @@ describe('event stream bounds (S1)', () => {
 
   it("S1 stream limits per key hold across web replicas: another replica's streams count, and a killed replica's slots expire with their lease", async () => {
     const A = await workspace('replicas');
-    const keyId = await keyIdOf(A.key);
+    const keyId = (await principalOf(A.key)).actor.id;
     // Another web replica serves one stream of this key, then dies: its lease is never renewed.
     const elsewhere = await acquireStreamLease(db.pool, {
       workspaceId: A.ws,
@@ -155,7 +155,7 @@ describe('event stream bounds (S1)', () => {
 
   it("S1 the console's live stream is bounded per signed-in principal and counts toward the workspace cap", async () => {
     const A = await workspace('console');
-    const principal = { workspaceId: A.ws, apiKeyId: await keyIdOf(A.key) };
+    const principal = await principalOf(A.key);
     const openLive = async () => {
       const controller = new AbortController();
       opened.push({ abort: () => controller.abort() });

@@ -58,8 +58,13 @@ export interface WebProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function startWeb(distDir: string, env: Record<string, string>): Promise<WebProcess> {
-  const port = await freePort();
+export async function startWeb(
+  distDir: string,
+  env: Record<string, string>,
+  /** A port chosen beforehand (when the settings must name the console's own URL). */
+  chosenPort?: number,
+): Promise<WebProcess> {
+  const port = chosenPort ?? (await freePort());
   let output = '';
   const child = spawn(
     process.execPath,

@@ -57,6 +57,25 @@ describe('docker-compose.yml', () => {
     // docker-compose is a Python program: two runs take seconds on a loaded 2-core machine.
   }, 30_000);
 
+  it('R4 compose publishes neither the Temporal frontend (7233) nor the Temporal UI beyond its network, and the UI signs people in with OIDC, write actions off', () => {
+    const config = composeConfig();
+    const published = [...config.matchAll(/published: "?(\d+)"?/g)].map((m) => m[1]);
+    expect(published).not.toContain('7233');
+    expect(published).not.toContain('8233');
+    expect(published).not.toContain('8080');
+    const ui = serviceEnvironment(config, 'temporal-ui');
+    expect(ui.TEMPORAL_AUTH_ENABLED).toBe('true');
+    expect(ui.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
+    const template = readFileSync('deploy/temporal/ui.yaml', 'utf8');
+    expect(template).toMatch(
+      /auth:\n {2}enabled: \{\{ env "TEMPORAL_AUTH_ENABLED" \| default "true" \}\}/,
+    );
+    expect(template).toMatch(/type: oidc/);
+    expect(template).toMatch(
+      /disableWriteActions: \{\{ if eq \(env "TEMPORAL_UI_WRITE_ACTIONS"\) "true" \}\}false\{\{ else \}\}true/,
+    );
+  }, 30_000);
+
   it('D2 compose and cluster mode give every Quire process the same settings, from the same files', () => {
     const config = composeConfig();
     const clusterNames = Object.keys(

@@ -1,9 +1,10 @@
+import { permits } from '@quire/core/roles';
 import { providersDigest } from '@quire/db/console';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { NavLinks } from '@quire/web/components/NavLinks';
 import { PausedBanner } from '@quire/web/components/PausedBanner';
 import { config, pool } from '@quire/web/lib/server';
-import { currentOperator, currentPrincipal } from '@quire/web/lib/session';
+import { currentSession, operatorOfSession, principalOfSession } from '@quire/web/lib/session';
 import type { ReactNode } from 'react';
 import { signOut } from './signin/actions';
 import './globals.css';
@@ -13,8 +14,9 @@ export const viewport = { width: 'device-width', initialScale: 1 };
 export const dynamic = 'force-dynamic';
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
-  const principal = await currentPrincipal();
-  const operator = principal ? undefined : await currentOperator();
+  const session = await currentSession();
+  const principal = principalOfSession(session);
+  const operator = principal ? undefined : operatorOfSession(session);
   const providers = principal
     ? await providersDigest(pool(), principal.workspaceId).catch(() => undefined)
     : undefined;
@@ -32,12 +34,21 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
             Quire
           </a>
           {principal || operator ? (
-            <NavLinks temporalUiUrl={config().QUIRE_TEMPORAL_UI_URL} operator={!principal} />
+            <NavLinks
+              temporalUiUrl={operator ? config().QUIRE_TEMPORAL_UI_URL : undefined}
+              operator={!principal}
+              owner={principal ? permits(principal.grant, 'member.invite') : false}
+            />
           ) : null}
-          {principal || operator ? (
+          {session ? (
             <form action={signOut} className="signout">
               <span className="muted">
-                {principal ? `Workspace ${principal.workspaceId}` : 'Operator'}
+                {session.kind === 'account' ? `${session.name} · ` : ''}
+                {principal
+                  ? `Workspace ${principal.workspaceId}${principal.grant.kind === 'role' ? ` (${principal.grant.role})` : ''}`
+                  : operator
+                    ? 'Operator'
+                    : 'No workspace'}
               </span>
               <button type="submit" className="link">
                 Sign out

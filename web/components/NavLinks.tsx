@@ -15,22 +15,27 @@ const LINKS = [
   { href: '/operations', label: 'Operations' },
   { href: '/audit', label: 'Audit' },
 ];
+const OWNER_LINKS = [{ href: '/members', label: 'Members' }];
 const OPERATOR_LINKS = [{ href: '/operator', label: 'Operator' }];
 
 /** The main navigation; the current section is marked for sight and for screen readers. */
 export function NavLinks({
   temporalUiUrl,
   operator = false,
+  owner = false,
 }: {
-  temporalUiUrl: string;
+  /** R4: given to operator sessions only; the Temporal UI is the operators'. */
+  temporalUiUrl?: string;
   /** M1: an operator session sees the operator view, not a workspace's pages. */
   operator?: boolean;
+  /** R1: owners manage members and keys. */
+  owner?: boolean;
 }) {
   const pathname = usePathname() ?? '';
   return (
     <nav aria-label="Main" className="mainnav">
       <ul>
-        {(operator ? OPERATOR_LINKS : LINKS).map((link) => {
+        {(operator ? OPERATOR_LINKS : owner ? [...LINKS, ...OWNER_LINKS] : LINKS).map((link) => {
           const current =
             pathname === link.href ||
             (link.href !== '/' && pathname.startsWith(`${link.href}/`)) ||
@@ -45,11 +50,13 @@ export function NavLinks({
             </li>
           );
         })}
-        <li>
-          <a href={temporalUiUrl} target="_blank" rel="noreferrer">
-            Temporal UI<span className="sr-only"> (opens in a new tab)</span>
-          </a>
-        </li>
+        {operator && temporalUiUrl ? (
+          <li>
+            <a href={temporalUiUrl} target="_blank" rel="noreferrer">
+              Temporal UI<span className="sr-only"> (opens in a new tab)</span>
+            </a>
+          </li>
+        ) : null}
       </ul>
     </nav>
   );

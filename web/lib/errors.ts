@@ -7,12 +7,15 @@ import { DomainError, type ErrorKind } from '@quire/core/errors';
  */
 export const STATUS_OF_KIND: Record<ErrorKind, number> = {
   malformed: 400,
+  unauthenticated: 401,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   too_large: 413,
   unsupported: 415,
   invalid: 422,
   quota: 429,
+  rate_limited: 429,
   unavailable: 503,
 };
 

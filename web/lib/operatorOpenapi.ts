@@ -108,11 +108,15 @@ export const OPERATOR_OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: '/workspaces/{ws}/audit',
-    summary: "This workspace's audit rows: cancels, re-runs, resumes, operator changes (M4)",
+    summary:
+      "This workspace's audit rows: cancels, re-runs, resumes, publications, member and key changes, operator changes (M4, R5)",
     tag: 'workspaces',
     query: workspaceAuditQuery,
     responses: {
-      '200': { description: '{entries, nextBeforeId}' },
+      '200': {
+        description:
+          "{entries, nextBeforeId}; each entry's actor is {type: 'account'|'apiKey'|'operatorKey'|'cli', id, name} (R5)",
+      },
       ...errors([400, 401, 404]),
     },
   },

@@ -1,91 +1,101 @@
 import 'server-only';
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { activeOperatorKey, type OperatorPrincipal } from '@quire/db/operatorKeys';
-import { activeApiKey, type Principal } from '@quire/db/workspaces';
-import { cookies } from 'next/headers';
+import type { Principal } from '@quire/core/roles';
+import type { OperatorPrincipal } from '@quire/db/operatorKeys';
+import {
+  createSession,
+  endSession,
+  isSessionIdShape,
+  type LiveSession,
+  moveSession,
+  type SessionSubject,
+  touchSession,
+} from '@quire/db/sessions';
+import { cookies, headers } from 'next/headers';
 import { notFound, redirect } from 'next/navigation';
+import { cache } from 'react';
 import { ApiError, errorResponse } from './api';
 import { assertSameOrigin } from './origin';
 import { config, pool } from './server';
 
 /**
- * Console sessions: an httpOnly, same-site cookie naming the API key the editor signed in
- * with (by id, never the key itself), signed with the server secret and checked on every
- * page and action against the key still being active.
+ * R3: console sessions are rows of PostgreSQL (db/sessions.ts). The cookie holds only the
+ * session's random id; every page, action and console route of every replica reads the row,
+ * so sign-out, removing a member, disabling an account or revoking a key ends the session at
+ * its next request wherever it is. Idle and absolute lifetimes are settings
+ * (QUIRE_SESSION_IDLE_SECONDS, QUIRE_SESSION_ABSOLUTE_SECONDS).
  */
 export const SESSION_COOKIE = 'quire_session';
-const SESSION_DAYS = 7;
 
-function sign(payload: string, key = config().QUIRE_SECRET_KEY): string {
-  return createHmac('sha256', `${key}:console-session`).update(payload).digest('base64url');
-}
+/** The live session of this request (read once per request), if any. */
+export const currentSession = cache(async (): Promise<LiveSession | undefined> => {
+  const id = (await cookies()).get(SESSION_COOKIE)?.value;
+  if (!isSessionIdShape(id)) return undefined;
+  return touchSession(pool(), id, config().QUIRE_SESSION_IDLE_SECONDS);
+});
 
-/** D1: a session signed with any of the installation's keys holds across a rotation. */
-function signedByAnyKey(payload: string, mac: string): boolean {
-  const given = Buffer.from(mac);
-  return config().QUIRE_SECRET_KEYS.some((key) => {
-    const expected = Buffer.from(sign(payload, key));
-    return expected.length === given.length && timingSafeEqual(expected, given);
-  });
-}
-
-export function sessionValue(principal: Principal, now = Date.now()): string {
-  return signedSession({
-    k: principal.apiKeyId,
-    w: principal.workspaceId,
-    e: now + SESSION_DAYS * 86_400_000,
-  });
-}
-
-/** M1: an operator's console session names the operator key (by id) and no workspace. */
-export function operatorSessionValue(operator: OperatorPrincipal, now = Date.now()): string {
-  return signedSession({ o: operator.operatorKeyId, e: now + SESSION_DAYS * 86_400_000 });
-}
-
-function signedSession(session: SessionPayload): string {
-  const payload = Buffer.from(JSON.stringify(session)).toString('base64url');
-  return `${payload}.${sign(payload)}`;
-}
-
-type SessionPayload = { k?: number; w?: number; o?: number; e: number };
-
-function readSession(value: string | undefined): SessionPayload | undefined {
-  if (!value) return undefined;
-  const [payload, mac] = value.split('.');
-  if (!payload || !mac) return undefined;
-  if (!signedByAnyKey(payload, mac)) return undefined;
-  try {
-    const session = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-    return typeof session.e === 'number' && session.e > Date.now() ? session : undefined;
-  } catch {
-    return undefined;
+/** R1: the workspace principal a session acts as: a member with their role, or a key by scope. */
+export function principalOfSession(session: LiveSession | undefined): Principal | undefined {
+  if (session?.kind === 'account') {
+    if (session.workspaceId === null || !session.role) return undefined;
+    return {
+      workspaceId: session.workspaceId,
+      actor: { type: 'account', id: session.accountId, name: session.name },
+      grant: { kind: 'role', role: session.role },
+    };
   }
+  if (session?.kind === 'apiKey') {
+    return {
+      workspaceId: session.workspaceId,
+      actor: {
+        type: 'apiKey',
+        id: session.apiKeyId,
+        name: session.label ?? `key ${session.apiKeyId}`,
+      },
+      grant: { kind: 'key', scope: session.scope },
+    };
+  }
+  return undefined;
+}
+
+/** M1, R1: the operator a session is: an operator account in the operator view, or an operator key. */
+export function operatorOfSession(session: LiveSession | undefined): OperatorPrincipal | undefined {
+  if (session?.kind === 'operatorKey') return { operatorKeyId: session.operatorKeyId };
+  if (session?.kind === 'account' && session.operator && session.workspaceId === null) {
+    return { accountId: session.accountId, name: session.name };
+  }
+  return undefined;
 }
 
 export async function currentPrincipal(): Promise<Principal | undefined> {
-  const store = await cookies();
-  const session = readSession(store.get(SESSION_COOKIE)?.value);
-  if (typeof session?.k !== 'number') return undefined;
-  const principal = await activeApiKey(pool(), session.k);
-  return principal && principal.workspaceId === session.w ? principal : undefined;
+  return principalOfSession(await currentSession());
 }
 
 /** M1: the operator signed in to the console, if the session is an operator's. */
 export async function currentOperator(): Promise<OperatorPrincipal | undefined> {
-  const store = await cookies();
-  const session = readSession(store.get(SESSION_COOKIE)?.value);
-  if (typeof session?.o !== 'number') return undefined;
-  return activeOperatorKey(pool(), session.o);
+  return operatorOfSession(await currentSession());
 }
 
 /**
  * For workspace pages and server actions: the signed-in principal, or a redirect (operators to
- * their own view, everyone else to sign-in).
+ * their own view, an account with no workspace to the list of its workspaces, everyone else to
+ * sign-in).
  */
 export async function requirePrincipal(): Promise<Principal> {
-  const principal = await currentPrincipal();
-  if (!principal) redirect((await currentOperator()) ? '/operator' : '/signin');
-  return principal;
+  const session = await currentSession();
+  const principal = principalOfSession(session);
+  if (principal) return principal;
+  if (operatorOfSession(session)) redirect('/operator');
+  if (session?.kind === 'account') redirect('/workspaces');
+  redirect('/signin');
+}
+
+/** For the operator view: the signed-in operator; a workspace session gets not-found (M1). */
+export async function requireOperator(): Promise<OperatorPrincipal> {
+  const session = await currentSession();
+  const operator = operatorOfSession(session);
+  if (operator) return operator;
+  if (session) notFound();
+  redirect('/signin');
 }
 
 /**
@@ -96,32 +106,69 @@ export function sessionCookieSecure(publicUrl: string, forwardedProto: string | 
   return publicUrl.toLowerCase().startsWith('https:') || forwardedProto === 'https';
 }
 
-/** For the operator view: the signed-in operator; a workspace session gets not-found (M1). */
-export async function requireOperator(): Promise<OperatorPrincipal> {
-  const operator = await currentOperator();
-  if (operator) return operator;
-  if (await currentPrincipal()) notFound();
-  redirect('/signin');
-}
-
-export function sessionCookieOptions(secure: boolean) {
+export function sessionCookieOptions(secure: boolean, maxAgeSeconds: number) {
   return {
     httpOnly: true,
     sameSite: 'strict' as const,
     secure,
     path: '/',
-    maxAge: SESSION_DAYS * 86_400,
+    maxAge: maxAgeSeconds,
   };
 }
 
-/** Runs a `/console-api` handler for the signed-in editor (session cookie); 401 without one. */
+/**
+ * Signs in: a new session row, its id in the cookie. For server actions and route handlers
+ * (the only places a cookie can be set).
+ */
+export async function startSession(subject: SessionSubject): Promise<void> {
+  const absolute = config().QUIRE_SESSION_ABSOLUTE_SECONDS;
+  const id = await createSession(pool(), subject, absolute);
+  const proto = (await headers()).get('x-forwarded-proto');
+  (await cookies()).set(
+    SESSION_COOKIE,
+    id,
+    sessionCookieOptions(sessionCookieSecure(config().QUIRE_PUBLIC_URL, proto), absolute),
+  );
+}
+
+/** R3: sign-out ends the session row (on every replica at once), then clears the cookie. */
+export async function endCurrentSession(): Promise<void> {
+  const store = await cookies();
+  const id = store.get(SESSION_COOKIE)?.value;
+  if (isSessionIdShape(id)) await endSession(pool(), id);
+  store.delete(SESSION_COOKIE);
+}
+
+/** An account's session moves to another of its workspaces (membership checked by the caller). */
+export async function switchSessionWorkspace(workspaceId: number | null): Promise<void> {
+  const id = (await cookies()).get(SESSION_COOKIE)?.value;
+  if (isSessionIdShape(id)) await moveSession(pool(), id, workspaceId);
+}
+
+/** The session id a request's Cookie header carries (route handlers read it from the request). */
+function sessionIdOf(request: Request): string | undefined {
+  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
+    const [name, ...value] = part.trim().split('=');
+    if (name === SESSION_COOKIE) return value.join('=');
+  }
+  return undefined;
+}
+
+/**
+ * Runs a `/console-api` handler for the signed-in member or key (session cookie); 401 without
+ * one. The session is read from the request itself, so the handler runs the same in process.
+ */
 export async function withSession(
   request: Request,
   work: (principal: Principal) => Promise<Response>,
 ): Promise<Response> {
   try {
     assertSameOrigin(request, config().QUIRE_PUBLIC_URL);
-    const principal = await currentPrincipal();
+    const id = sessionIdOf(request);
+    const session = isSessionIdShape(id)
+      ? await touchSession(pool(), id, config().QUIRE_SESSION_IDLE_SECONDS)
+      : undefined;
+    const principal = principalOfSession(session);
     if (!principal) throw new ApiError(401, 'unauthenticated', 'sign in first');
     return await work(principal);
   } catch (error) {

@@ -26,7 +26,7 @@ import { type SearchFilter, type SearchHit, searchArchive } from '@quire/db/sear
 import type { Principal } from '@quire/db/workspaces';
 import { itemIdRefusal } from '@quire/ingest/request';
 import { config, pool } from '@quire/web/lib/server';
-import { workspaceActor } from './jobs';
+import { actorOf, requireAction } from './access';
 
 /**
  * F1-F3: the archive's use cases, for the API and the console alike. Each change goes through
@@ -34,19 +34,23 @@ import { workspaceActor } from './jobs';
  */
 
 export function createCollection(principal: Principal, input: CollectionInput) {
-  return createCollectionRow(pool(), workspaceActor(principal), principal.workspaceId, input);
+  requireAction(principal, 'collection.create');
+  return createCollectionRow(pool(), actorOf(principal), principal.workspaceId, input);
 }
 
 export function updateCollection(principal: Principal, id: number, patch: CollectionPatch) {
-  return updateCollectionRow(pool(), workspaceActor(principal), principal.workspaceId, id, patch);
+  requireAction(principal, 'collection.update');
+  return updateCollectionRow(pool(), actorOf(principal), principal.workspaceId, id, patch);
 }
 
 export function deleteCollection(principal: Principal, id: number): Promise<void> {
-  return deleteCollectionRow(pool(), workspaceActor(principal), principal.workspaceId, id);
+  requireAction(principal, 'collection.delete');
+  return deleteCollectionRow(pool(), actorOf(principal), principal.workspaceId, id);
 }
 
 export function updateItem(principal: Principal, itemId: string, patch: ItemPatch) {
-  return updateItemRow(pool(), workspaceActor(principal), principal.workspaceId, itemId, patch);
+  requireAction(principal, 'item.update');
+  return updateItemRow(pool(), actorOf(principal), principal.workspaceId, itemId, patch);
 }
 
 export function arrangePages(
@@ -54,16 +58,11 @@ export function arrangePages(
   itemId: string,
   pageIds: number[],
 ): Promise<ArrangedPages> {
+  requireAction(principal, 'item.arrange');
   // The item is created when new (F2): it takes only an id an upload could have given it (R6).
   const refused = itemIdRefusal(itemId);
   if (refused) return Promise.reject(new DomainError('invalid', 'invalid_item_id', refused));
-  return arrangeItemPages(
-    pool(),
-    workspaceActor(principal),
-    principal.workspaceId,
-    itemId,
-    pageIds,
-  );
+  return arrangeItemPages(pool(), actorOf(principal), principal.workspaceId, itemId, pageIds);
 }
 
 export async function requireCollection(principal: Principal, id: number) {

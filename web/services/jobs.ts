@@ -6,11 +6,9 @@ import { NotFoundError } from '@quire/db/errors';
 import { getJob } from '@quire/db/jobs';
 import type { Principal } from '@quire/db/workspaces';
 import { availableQuireClient, pool, quireClient } from '@quire/web/lib/server';
+import { actorOf, requireAction } from './access';
 
 /** Acts on transcription jobs and batches, for the API and the console alike. */
-
-export const workspaceActor = (principal: Principal) =>
-  ({ kind: 'workspace', keyId: principal.apiKeyId }) as const;
 
 const jobNotFound = () => new NotFoundError('job_not_found', 'job not found');
 
@@ -22,10 +20,11 @@ export async function startJob(
   principal: Principal,
   input: Omit<StartJobRequest, 'workspaceId'>,
 ): Promise<StartedJob> {
+  requireAction(principal, 'job.start');
   const client = await availableQuireClient();
   const started = await client.startJob({ ...input, workspaceId: principal.workspaceId });
   if (started.created && overwritesHumanLines(input.options)) {
-    await recordAudit(pool(), workspaceActor(principal), {
+    await recordAudit(pool(), actorOf(principal), {
       action: 'job.overwrite_human_lines',
       target: `transcription-jobs/${started.jobId}`,
       workspaceId: principal.workspaceId,
@@ -44,13 +43,14 @@ export async function cancelJob(
   principal: Principal,
   jobId: string,
 ): Promise<{ jobId: string; status: string }> {
+  requireAction(principal, 'job.cancel');
   if (jobId.length === 0 || jobId.length > 64) throw jobNotFound();
   const client = await availableQuireClient();
   const before = await getJob(pool(), principal.workspaceId, jobId);
   await client.cancelJob(principal.workspaceId, jobId);
   const job = await getJob(pool(), principal.workspaceId, jobId);
   // M4: every cancel is in the audit log, recorded once it has taken effect.
-  await recordAudit(pool(), workspaceActor(principal), {
+  await recordAudit(pool(), actorOf(principal), {
     action: 'job.cancel',
     target: `transcription-jobs/${jobId}`,
     workspaceId: principal.workspaceId,
@@ -66,6 +66,7 @@ export async function cancelJob(
  * (J4) and reads the page's current revision.
  */
 export async function rerunJob(principal: Principal, jobId: string): Promise<{ jobId: string }> {
+  requireAction(principal, 'job.rerun');
   const job = await getJob(pool(), principal.workspaceId, jobId);
   if (!job) throw jobNotFound();
   const client = await availableQuireClient();
@@ -81,7 +82,7 @@ export async function rerunJob(principal: Principal, jobId: string): Promise<{ j
     // P8: a person asked for this page again and waits for it.
     priority: 'interactive',
   });
-  await recordAudit(pool(), workspaceActor(principal), {
+  await recordAudit(pool(), actorOf(principal), {
     action: 'job.rerun',
     target: `transcription-jobs/${jobId}`,
     workspaceId: principal.workspaceId,
@@ -96,10 +97,11 @@ export async function cancelBatch(
   principal: Principal,
   batchId: string,
 ): Promise<{ canceled: number; releasedPages: number }> {
+  requireAction(principal, 'batch.cancel');
   const client = await quireClient();
   try {
     const result = await client.cancelBatch(principal.workspaceId, batchId);
-    await recordAudit(pool(), workspaceActor(principal), {
+    await recordAudit(pool(), actorOf(principal), {
       action: 'batch.cancel',
       target: `batches/${batchId}`,
       workspaceId: principal.workspaceId,

@@ -18,10 +18,10 @@ import { availableQuireClient, pool, quireClient } from '@quire/web/lib/server';
  * change and its audit row commit together (db/operatorControls.ts, which the admin CLI calls
  * too); the operator's key id is the actor.
  */
-const operatorActor = (operator: OperatorPrincipal): AuditActor => ({
-  kind: 'operator',
-  keyId: operator.operatorKeyId,
-});
+export const operatorActor = (operator: OperatorPrincipal): AuditActor =>
+  'accountId' in operator
+    ? { kind: 'account', accountId: operator.accountId, name: operator.name }
+    : { kind: 'operator', keyId: operator.operatorKeyId };
 
 export async function changeWorkspaceControls(
   operator: OperatorPrincipal,

@@ -8,6 +8,7 @@ import {
 } from '@quire/core/annotation';
 import { DomainError } from '@quire/core/errors';
 import { mergeLines, stampEdit, stampVerified } from '@quire/core/lineStates';
+import { actorRef } from '@quire/core/roles';
 import { NotFoundError } from '@quire/db/errors';
 import {
   getPage,
@@ -20,6 +21,7 @@ import { withTransaction } from '@quire/db/pool';
 import type { Principal } from '@quire/db/workspaces';
 import { pageLanguage } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
+import { actorOf, requireAction } from './access';
 
 /**
  * What happens when an editor saves, verifies or publishes a page, for the API and the console
@@ -63,7 +65,10 @@ const pageNotFound = () => new NotFoundError('page_not_found', 'page not found')
 
 /** V1: the principal a line's state names; today the API key behind the API or the session. */
 export function lineAuthorOf(principal: Principal): LineAuthor {
-  return { kind: 'api-key', id: String(principal.apiKeyId) };
+  // R5: the person (account) or the key that set the line's state.
+  return principal.actor.type === 'account'
+    ? { kind: 'account', id: String(principal.actor.id) }
+    : { kind: 'api-key', id: String(principal.actor.id) };
 }
 
 // A save that lost the race to the page's lock is merged again on what won it, this often.
@@ -73,6 +78,7 @@ export async function editPage(
   principal: Principal,
   input: { pageId: number; expectedRevision: number; edit: PageEdit; channel: EditChannel },
 ): Promise<EditPageResult> {
+  requireAction(principal, 'page.edit');
   const author = lineAuthorOf(principal);
   for (let round = 0; ; round++) {
     const page = await getPage(pool(), principal.workspaceId, input.pageId);
@@ -128,7 +134,8 @@ export async function editPage(
         expectedRevision: page.revision,
         segments: merge.segments,
         language: language ?? pageLanguage(page.annotationPage),
-        editedBy: `${input.channel === 'console' ? 'console:' : ''}api-key:${principal.apiKeyId}`,
+        // R5: the account or key that made the revision (`account:7`, `api-key:3`).
+        editedBy: `${input.channel === 'console' ? 'console:' : ''}${actorRef(principal.actor)}`,
       }),
     );
     if (result.state === 'missing') throw pageNotFound();
@@ -247,7 +254,9 @@ export async function publishPage(
   principal: Principal,
   input: { pageId: number; expectedRevision: number },
 ) {
+  requireAction(principal, 'page.publish');
   const result = await publishPageRevision(pool(), {
+    actor: actorOf(principal),
     workspaceId: principal.workspaceId,
     pageId: input.pageId,
     expectedRevision: input.expectedRevision,

@@ -10,6 +10,7 @@ import { resumeProviderRecorded } from '@quire/db/operatorControls';
 import { getProviderStates, type ProviderStateRow } from '@quire/db/providerState';
 import type { Principal } from '@quire/db/workspaces';
 import { availableQuireClient, config, pool } from '@quire/web/lib/server';
+import { actorOf, requireAction } from './access';
 
 /**
  * Q3, M3: a workspace's Resume, through the typed client, which clears the pause and wakes the
@@ -21,6 +22,7 @@ export async function resumeProvider(
   principal: Principal,
   name: string,
 ): Promise<{ resumed: boolean; woken: number }> {
+  requireAction(principal, 'provider.resume');
   const offered = enabledProviders(config()).some((entry) => entry.name === name);
   if (!offered || credentialScope(name) !== 'workspace') {
     throw new NotFoundError(
@@ -29,12 +31,8 @@ export async function resumeProvider(
     );
   }
   const client = await availableQuireClient();
-  return resumeProviderRecorded(
-    pool(),
-    { kind: 'workspace', keyId: principal.apiKeyId },
-    principal.workspaceId,
-    name,
-    () => client.resumeProvider(name, principal.workspaceId),
+  return resumeProviderRecorded(pool(), actorOf(principal), principal.workspaceId, name, () =>
+    client.resumeProvider(name, principal.workspaceId),
   );
 }
 

@@ -17,6 +17,7 @@ import {
 import type { Principal } from '@quire/db/workspaces';
 import { assertWebhookTargetAllowed, parseAllowHosts } from '@quire/net/ssrf';
 import { pool } from '@quire/web/lib/server';
+import { requireAction } from './access';
 
 /**
  * W1/W2 for the API and the console alike: creating and deleting a subscription, replaying a
@@ -34,6 +35,7 @@ export async function createWebhook(
   input: { url: string; secret: string; eventTypes: string[] | null },
   config: QuireConfig,
 ): Promise<WebhookSubscription> {
+  requireAction(principal, 'webhook.create');
   // The cheap shape checks first, so a bad secret is refused without a DNS lookup.
   validateWebhookUrl(input.url);
   validateWebhookSecret(input.secret);
@@ -51,6 +53,7 @@ export async function createWebhook(
 
 /** W1: a subscription goes with its deliveries. */
 export async function deleteWebhook(principal: Principal, webhookId: string): Promise<void> {
+  requireAction(principal, 'webhook.delete');
   const deleted =
     webhookId.length > 0 &&
     webhookId.length <= 64 &&
@@ -67,6 +70,7 @@ export async function replayDelivery(
   principal: Principal,
   input: { deliveryId: number; webhookId?: string },
 ): Promise<DeliveryView> {
+  requireAction(principal, 'webhook.replay');
   if (input.webhookId !== undefined) {
     const existing = await getDelivery(pool(), principal.workspaceId, input.deliveryId);
     if (!existing || existing.subscriptionId !== input.webhookId) {

@@ -1,49 +1,71 @@
 'use server';
+import { DomainError } from '@quire/core/errors';
 import { isOperatorKeyShape } from '@quire/core/operatorKeys';
 import { authenticateOperatorKey } from '@quire/db/operatorKeys';
 import { authenticateApiKey } from '@quire/db/workspaces';
-import { config, pool } from '@quire/web/lib/server';
-import {
-  operatorSessionValue,
-  SESSION_COOKIE,
-  sessionCookieOptions,
-  sessionCookieSecure,
-  sessionValue,
-} from '@quire/web/lib/session';
-import { cookies, headers } from 'next/headers';
+import { pool } from '@quire/web/lib/server';
+import { endCurrentSession, startSession } from '@quire/web/lib/session';
+import { clientAddress } from '@quire/web/lib/signin';
+import { firstWorkspaceOf, signInWithPassword } from '@quire/web/services/people';
+import { headers } from 'next/headers';
 import { redirect } from 'next/navigation';
 
 export interface SignInState {
   error: string | null;
 }
 
+/** R2: email and password (web/services/people.ts `signInWithPassword`). */
+export async function signInWithPasswordAction(
+  _previous: SignInState,
+  form: FormData,
+): Promise<SignInState> {
+  const email = String(form.get('email') ?? '');
+  const password = String(form.get('password') ?? '');
+  if (!email.trim() || !password) return { error: 'Enter your email and password.' };
+  let target: string;
+  try {
+    const account = await signInWithPassword({
+      email,
+      password,
+      address: clientAddress(await headers()),
+    });
+    const workspaceId = await firstWorkspaceOf(account);
+    await startSession({ accountId: account.id, workspaceId });
+    target = account.operator ? '/operator' : workspaceId === null ? '/workspaces' : '/';
+  } catch (error) {
+    if (error instanceof DomainError && error.code === 'too_many_attempts') {
+      return { error: 'Too many failed sign-ins. Wait a few minutes and try again.' };
+    }
+    if (error instanceof DomainError && error.code === 'invalid_credentials') {
+      return { error: 'That email or password is not valid.' };
+    }
+    throw error;
+  }
+  redirect(target);
+}
+
+/** An API key (integrators) or an operator key (automation) opens a session too. */
 export async function signIn(_previous: SignInState, form: FormData): Promise<SignInState> {
   const key = String(form.get('apiKey') ?? '').trim();
   if (!key) return { error: 'Enter the API key of your workspace.' };
-  const proto = (await headers()).get('x-forwarded-proto');
   if (isOperatorKeyShape(key)) {
     // M1: an operator key opens the operator view, never a workspace.
     const operator = await authenticateOperatorKey(pool(), key);
-    if (!operator) return { error: 'That operator key is not valid.' };
-    (await cookies()).set(
-      SESSION_COOKIE,
-      operatorSessionValue(operator),
-      sessionCookieOptions(sessionCookieSecure(config().QUIRE_PUBLIC_URL, proto)),
-    );
+    if (!operator || !('operatorKeyId' in operator)) {
+      return { error: 'That operator key is not valid.' };
+    }
+    await startSession({ operatorKeyId: operator.operatorKeyId });
     redirect('/operator');
   }
   const principal = await authenticateApiKey(pool(), key);
   if (!principal) return { error: 'That API key is not valid.' };
-  (await cookies()).set(
-    SESSION_COOKIE,
-    sessionValue(principal),
-    sessionCookieOptions(sessionCookieSecure(config().QUIRE_PUBLIC_URL, proto)),
-  );
+  await startSession({ apiKeyId: principal.actor.id, workspaceId: principal.workspaceId });
   // F4: an editor lands on the archive.
   redirect('/');
 }
 
+/** R3: the session row goes, so the cookie is worthless on every replica at once. */
 export async function signOut(): Promise<void> {
-  (await cookies()).delete(SESSION_COOKIE);
+  await endCurrentSession();
   redirect('/signin');
 }

@@ -1,18 +1,40 @@
-import { SignInForm } from './SignInForm';
+import { config } from '@quire/web/lib/server';
+import { PasswordSignInForm, SignInForm } from './SignInForm';
 
 export const metadata = { title: 'Sign in · Quire' };
+export const dynamic = 'force-dynamic';
 
-export default function SignInPage() {
+export default async function SignInPage({
+  searchParams,
+}: {
+  searchParams: Promise<{ error?: string }>;
+}) {
+  const { error } = await searchParams;
+  const settings = config();
   return (
     <main className="narrow">
       <h1>Sign in to Quire</h1>
-      <p className="muted">
-        Use the API key of your workspace. <code>npm start</code> prints one for the development
-        workspace; an operator creates others with{' '}
-        <code>quire admin create-workspace --name …</code>. An operator key (
-        <code>quire admin create-operator-key</code>) opens the operator view of the installation.
-      </p>
-      <SignInForm />
+      {error === 'oidc' ? (
+        <p role="alert" className="error">
+          Single sign-on did not complete. Try again, or ask an owner to invite you.
+        </p>
+      ) : null}
+      {settings.QUIRE_OIDC_ISSUER ? (
+        <p>
+          <a className="button" href="/signin/oidc">
+            Sign in with {settings.QUIRE_OIDC_NAME}
+          </a>
+        </p>
+      ) : null}
+      <PasswordSignInForm />
+      <section className="stack" aria-labelledby="key-signin">
+        <h2 id="key-signin">Or with a key</h2>
+        <p className="muted">
+          A workspace API key (<code>npm start</code> prints one for the development workspace) or
+          an operator key (<code>quire admin create-operator-key</code>).
+        </p>
+        <SignInForm />
+      </section>
     </main>
   );
 }

@@ -1,5 +1,6 @@
 import { ingestAndStart } from '@quire/web/lib/ingest';
 import { withSession } from '@quire/web/lib/session';
+import { requireAction } from '@quire/web/services/access';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -10,5 +11,8 @@ export const dynamic = 'force-dynamic';
  * same-site strict, so another site cannot post here as the editor.
  */
 export async function POST(request: Request) {
-  return withSession(request, (principal) => ingestAndStart(principal.workspaceId, request));
+  return withSession(request, async (principal) => {
+    requireAction(principal, 'batch.create');
+    return ingestAndStart(principal.workspaceId, request);
+  });
 }

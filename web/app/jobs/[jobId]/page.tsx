@@ -9,7 +9,7 @@ import { SegmentCounts } from '@quire/web/components/JobsTable';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { Status } from '@quire/web/components/Status';
 import { Time } from '@quire/web/components/Time';
-import { config, pool } from '@quire/web/lib/server';
+import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
@@ -54,7 +54,6 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
   const kind = page?.kind ?? 'image';
   const active = isActiveStatus(job.status);
   const steps = timeline(kind, job.status, job.stage);
-  const temporalUrl = `${config().QUIRE_TEMPORAL_UI_URL.replace(/\/$/, '')}/namespaces/${encodeURIComponent(config().TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(job.workflowId)}`;
 
   return (
     <main>
@@ -87,9 +86,10 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
               baselines={{ jobs: digest }}
             />
           ) : null}
-          <a className="button secondary" href={temporalUrl} target="_blank" rel="noreferrer">
-            Open in Temporal UI<span className="sr-only"> (opens in a new tab)</span>
-          </a>
+          {/* R4: the Temporal UI is the operators'; a workspace sees the workflow id to quote. */}
+          <p className="muted small" data-workflow-id={job.workflowId}>
+            Workflow <span className="mono">{job.workflowId}</span>
+          </p>
         </div>
       </div>
 

@@ -1,9 +1,9 @@
 import { NotFoundError } from '@quire/db/errors';
-import { getWorkspace, setRecordingRetention, type Workspace } from '@quire/db/workspaces';
+import { getWorkspace, type Workspace } from '@quire/db/workspaces';
 import { json, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
 import { workspaceSettingsBody } from '@quire/web/lib/schemas';
 import { pool } from '@quire/web/lib/server';
-import { workspaceActor } from '@quire/web/services/jobs';
+import { updateRecordingRetention } from '@quire/web/services/workspaces';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -34,12 +34,7 @@ function workspaceJson(workspace: Workspace) {
 export async function PATCH(request: Request, context: RouteContext<{ ws: string }>) {
   return withApi(request, context, async (principal) => {
     const body = await readJson(request, workspaceSettingsBody);
-    const workspace = await setRecordingRetention(
-      pool(),
-      workspaceActor(principal),
-      principal.workspaceId,
-      body.recordingRetention,
-    );
+    const workspace = await updateRecordingRetention(principal, body.recordingRetention);
     return json(workspaceJson(workspace));
   });
 }

@@ -1,9 +1,10 @@
-import { deleteItem, listItemPages } from '@quire/db/items';
+import { listItemPages } from '@quire/db/items';
 import { decodedPathParam, json, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
 import { itemJson, itemPageJson } from '@quire/web/lib/archiveHttp';
 import { updateItemBody } from '@quire/web/lib/archiveSchemas';
 import { pool } from '@quire/web/lib/server';
 import { requireItem, updateItem } from '@quire/web/services/archive';
+import { deleteItem } from '@quire/web/services/items';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -34,8 +35,6 @@ export async function PATCH(request: Request, context: RouteContext<Params>) {
  */
 export async function DELETE(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) =>
-    json(
-      await deleteItem(pool(), principal.workspaceId, decodedPathParam(params.itemId, 'itemId')),
-    ),
+    json(await deleteItem(principal, decodedPathParam(params.itemId, 'itemId'))),
   );
 }

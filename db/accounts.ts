@@ -1,0 +1,532 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { DomainError } from '../core/errors';
+import type { Role } from '../core/roles';
+import { type AuditActor, recordAudit } from './auditLog';
+import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
+import { type Pool, type Queryable, withTransaction } from './pool';
+import { endSessionsOf } from './sessions';
+
+/**
+ * R1: accounts of the installation (people), their memberships of workspaces, and
+ * invitations by one-time link. Every change is written with its audit row in one
+ * transaction (R5), and every change that takes a power away ends the sessions that held it
+ * in that same transaction (R3).
+ */
+
+export interface Account {
+  id: number;
+  email: string;
+  name: string;
+  operator: boolean;
+  disabledAt: Date | null;
+  createdAt: Date;
+}
+
+export interface AccountWithPassword extends Account {
+  passwordHash: string | null;
+}
+
+const ACCOUNT_COLUMNS = 'id, email, name, operator, disabled_at, created_at, password_hash';
+
+function accountOf(r: Record<string, unknown>): AccountWithPassword {
+  return {
+    id: r.id as number,
+    email: r.email as string,
+    name: r.name as string,
+    operator: r.operator as boolean,
+    disabledAt: (r.disabled_at as Date | null) ?? null,
+    createdAt: r.created_at as Date,
+    passwordHash: (r.password_hash as string | null) ?? null,
+  };
+}
+
+const withoutPassword = ({ passwordHash: _, ...account }: AccountWithPassword): Account => account;
+
+export const accountExists = () =>
+  new ConflictError('account_exists', 'an account with that email exists');
+
+export async function createAccount(
+  db: Queryable,
+  actor: AuditActor,
+  input: { email: string; name: string; passwordHash: string | null; operator?: boolean },
+): Promise<Account> {
+  try {
+    const { rows } = await db.query(
+      `INSERT INTO accounts (email, name, password_hash, operator) VALUES ($1, $2, $3, $4)
+       RETURNING ${ACCOUNT_COLUMNS}`,
+      [input.email, input.name, input.passwordHash, input.operator ?? false],
+    );
+    const account = withoutPassword(accountOf(rows[0]));
+    await recordAudit(db, actor, {
+      action: 'account.create',
+      target: `accounts/${account.id}`,
+      workspaceId: null,
+      before: null,
+      after: { id: account.id, email: account.email, operator: account.operator },
+    });
+    return account;
+  } catch (error) {
+    if (isUniqueViolation(error, 'accounts_email')) throw accountExists();
+    throw error;
+  }
+}
+
+export async function findAccountByEmail(
+  db: Queryable,
+  email: string,
+): Promise<AccountWithPassword | undefined> {
+  const { rows } = await db.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE email = $1`, [
+    email,
+  ]);
+  return rows[0] ? accountOf(rows[0]) : undefined;
+}
+
+export async function getAccount(db: Queryable, id: number): Promise<Account | undefined> {
+  const { rows } = await db.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [id]);
+  return rows[0] ? withoutPassword(accountOf(rows[0])) : undefined;
+}
+
+export async function setAccountPassword(
+  db: Queryable,
+  accountId: number,
+  passwordHash: string,
+): Promise<void> {
+  await db.query('UPDATE accounts SET password_hash = $2 WHERE id = $1', [accountId, passwordHash]);
+}
+
+/**
+ * R2: the account a provider's subject signs in as: the one linked to that issuer and subject,
+ * else the one with the verified email (then linked), else a new account.
+ */
+export async function accountForOidcSubject(
+  pool: Pool,
+  input: { issuer: string; subject: string; email: string; name: string; operator: boolean },
+): Promise<Account> {
+  return withTransaction(pool, async (client) => {
+    const linked = await client.query(
+      `UPDATE accounts SET operator = $3, name = $4
+        WHERE oidc_issuer = $1 AND oidc_subject = $2 RETURNING ${ACCOUNT_COLUMNS}`,
+      [input.issuer, input.subject, input.operator, input.name],
+    );
+    if (linked.rows[0]) return withoutPassword(accountOf(linked.rows[0]));
+    const byEmail = await client.query(
+      `UPDATE accounts SET oidc_issuer = $1, oidc_subject = $2, operator = $3
+        WHERE email = $4 AND oidc_subject IS NULL RETURNING ${ACCOUNT_COLUMNS}`,
+      [input.issuer, input.subject, input.operator, input.email],
+    );
+    if (byEmail.rows[0]) return withoutPassword(accountOf(byEmail.rows[0]));
+    const { rows } = await client.query(
+      `INSERT INTO accounts (email, name, oidc_issuer, oidc_subject, operator)
+       VALUES ($1, $2, $3, $4, $5) RETURNING ${ACCOUNT_COLUMNS}`,
+      [input.email, input.name, input.issuer, input.subject, input.operator],
+    );
+    const account = withoutPassword(accountOf(rows[0]));
+    await recordAudit(
+      client,
+      { kind: 'cli' },
+      {
+        action: 'account.create',
+        target: `accounts/${account.id}`,
+        workspaceId: null,
+        before: null,
+        after: { id: account.id, email: account.email, operator: account.operator, via: 'oidc' },
+      },
+    );
+    return account;
+  });
+}
+
+/** R3: an operator disables an account (every session of it ends) or enables it again. */
+export async function setAccountDisabled(
+  pool: Pool,
+  actor: AuditActor,
+  accountId: number,
+  disabled: boolean,
+): Promise<Account> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `UPDATE accounts SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END
+        WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`,
+      [accountId, disabled],
+    );
+    if (!rows[0]) throw new NotFoundError('account_not_found', 'account not found');
+    const ended = disabled ? await endSessionsOf(client, { accountId }) : 0;
+    await recordAudit(client, actor, {
+      action: disabled ? 'account.disable' : 'account.enable',
+      target: `accounts/${accountId}`,
+      workspaceId: null,
+      before: null,
+      after: { disabled, endedSessions: ended },
+    });
+    return withoutPassword(accountOf(rows[0]));
+  });
+}
+
+export async function listAccounts(db: Queryable): Promise<Account[]> {
+  const { rows } = await db.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY id`);
+  return rows.map((r) => withoutPassword(accountOf(r)));
+}
+
+// --- Memberships
+
+export interface Member {
+  accountId: number;
+  email: string;
+  name: string;
+  role: Role;
+  disabled: boolean;
+  since: Date;
+}
+
+/** The role of an enabled account in a workspace; undefined when it is not a member. */
+export async function memberRole(
+  db: Queryable,
+  workspaceId: number,
+  accountId: number,
+): Promise<Role | undefined> {
+  const { rows } = await db.query(
+    `SELECT m.role FROM workspace_members m JOIN accounts a ON a.id = m.account_id
+      WHERE m.workspace_id = $1 AND m.account_id = $2 AND a.disabled_at IS NULL`,
+    [workspaceId, accountId],
+  );
+  return rows[0]?.role;
+}
+
+export async function listMembers(db: Queryable, workspaceId: number): Promise<Member[]> {
+  const { rows } = await db.query(
+    `SELECT m.account_id, a.email, a.name, m.role, a.disabled_at, m.created_at
+       FROM workspace_members m JOIN accounts a ON a.id = m.account_id
+      WHERE m.workspace_id = $1 ORDER BY a.email`,
+    [workspaceId],
+  );
+  return rows.map((r) => ({
+    accountId: r.account_id,
+    email: r.email,
+    name: r.name,
+    role: r.role,
+    disabled: r.disabled_at !== null,
+    since: r.created_at,
+  }));
+}
+
+/** The workspaces an account belongs to, with its role in each (for choosing after sign-in). */
+export async function membershipsOf(
+  db: Queryable,
+  accountId: number,
+): Promise<Array<{ workspaceId: number; name: string; role: Role }>> {
+  const { rows } = await db.query(
+    `SELECT m.workspace_id, w.name, m.role FROM workspace_members m
+       JOIN workspaces w ON w.id = m.workspace_id WHERE m.account_id = $1 ORDER BY w.id`,
+    [accountId],
+  );
+  return rows.map((r) => ({ workspaceId: r.workspace_id, name: r.name, role: r.role }));
+}
+
+/** Adds a member, or sets the role of one (the development owner, the OIDC mapping). */
+export async function putMember(
+  db: Queryable,
+  actor: AuditActor,
+  input: { workspaceId: number; accountId: number; role: Role },
+): Promise<void> {
+  const { rows } = await db.query(
+    `INSERT INTO workspace_members (workspace_id, account_id, role) VALUES ($1, $2, $3)
+     ON CONFLICT (workspace_id, account_id) DO UPDATE SET role = EXCLUDED.role
+     RETURNING (xmax = 0) AS inserted`,
+    [input.workspaceId, input.accountId, input.role],
+  );
+  await recordAudit(db, actor, {
+    action: rows[0].inserted ? 'member.join' : 'member.change_role',
+    target: `members/${input.accountId}`,
+    workspaceId: input.workspaceId,
+    before: null,
+    after: { accountId: input.accountId, role: input.role },
+  });
+}
+
+const memberNotFound = () => new NotFoundError('member_not_found', 'member not found');
+const lastOwner = () =>
+  new ConflictError('last_owner', 'a workspace keeps at least one owner; make another first');
+
+/** Locks the workspace's memberships, so two owners demoting each other cannot leave none. */
+async function lockMembers(db: Queryable, workspaceId: number) {
+  await db.query('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [workspaceId]);
+}
+
+async function ownersBesides(db: Queryable, workspaceId: number, accountId: number) {
+  const { rows } = await db.query(
+    `SELECT count(*)::int AS n FROM workspace_members
+      WHERE workspace_id = $1 AND role = 'owner' AND account_id <> $2`,
+    [workspaceId, accountId],
+  );
+  return rows[0].n as number;
+}
+
+/**
+ * R1: an owner changes a member's role. A lowered role applies at the member's next request
+ * (every request reads the membership); the last owner cannot be demoted.
+ */
+export async function changeMemberRole(
+  pool: Pool,
+  actor: AuditActor,
+  input: { workspaceId: number; accountId: number; role: Role },
+): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    await lockMembers(client, input.workspaceId);
+    const { rows } = await client.query(
+      'SELECT role FROM workspace_members WHERE workspace_id = $1 AND account_id = $2',
+      [input.workspaceId, input.accountId],
+    );
+    if (!rows[0]) throw memberNotFound();
+    const before = rows[0].role as Role;
+    if (before === 'owner' && input.role !== 'owner') {
+      if ((await ownersBesides(client, input.workspaceId, input.accountId)) === 0) {
+        throw lastOwner();
+      }
+    }
+    await client.query(
+      'UPDATE workspace_members SET role = $3 WHERE workspace_id = $1 AND account_id = $2',
+      [input.workspaceId, input.accountId, input.role],
+    );
+    await recordAudit(client, actor, {
+      action: 'member.change_role',
+      target: `members/${input.accountId}`,
+      workspaceId: input.workspaceId,
+      before: { role: before },
+      after: { role: input.role },
+    });
+  });
+}
+
+/** R1, R3: an owner removes a member; every session of theirs in this workspace ends with it. */
+export async function removeMember(
+  pool: Pool,
+  actor: AuditActor,
+  input: { workspaceId: number; accountId: number },
+): Promise<{ endedSessions: number }> {
+  return withTransaction(pool, async (client) => {
+    await lockMembers(client, input.workspaceId);
+    const { rows } = await client.query(
+      'DELETE FROM workspace_members WHERE workspace_id = $1 AND account_id = $2 RETURNING role',
+      [input.workspaceId, input.accountId],
+    );
+    if (!rows[0]) throw memberNotFound();
+    if (rows[0].role === 'owner') {
+      if ((await ownersBesides(client, input.workspaceId, input.accountId)) === 0) {
+        throw lastOwner();
+      }
+    }
+    const endedSessions = await endSessionsOf(client, {
+      accountId: input.accountId,
+      workspaceId: input.workspaceId,
+    });
+    await recordAudit(client, actor, {
+      action: 'member.remove',
+      target: `members/${input.accountId}`,
+      workspaceId: input.workspaceId,
+      before: { role: rows[0].role },
+      after: { endedSessions },
+    });
+    return { endedSessions };
+  });
+}
+
+// --- Invitations
+
+export interface InvitationView {
+  id: number;
+  email: string;
+  role: Role;
+  createdAt: Date;
+  expiresAt: Date;
+  acceptedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest();
+
+/** The link's token: `qi_` and 32 random bytes; only its SHA-256 is stored. */
+export async function createInvitation(
+  pool: Pool,
+  actor: AuditActor & { kind: 'account' },
+  input: { workspaceId: number; email: string; role: Role; ttlSeconds: number },
+): Promise<{ invitation: InvitationView; token: string }> {
+  const token = `qi_${randomBytes(32).toString('base64url')}`;
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `INSERT INTO invitations (workspace_id, email, role, token_hash, created_by, expires_at)
+       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
+       RETURNING id, email, role, created_at, expires_at, accepted_at, revoked_at`,
+      [
+        input.workspaceId,
+        input.email,
+        input.role,
+        hashToken(token),
+        actor.accountId,
+        input.ttlSeconds,
+      ],
+    );
+    const invitation = invitationOf(rows[0]);
+    await recordAudit(client, actor, {
+      action: 'member.invite',
+      target: `invitations/${invitation.id}`,
+      workspaceId: input.workspaceId,
+      before: null,
+      after: { email: input.email, role: input.role, expiresAt: invitation.expiresAt },
+    });
+    return { invitation, token };
+  });
+}
+
+function invitationOf(r: Record<string, unknown>): InvitationView {
+  return {
+    id: r.id as number,
+    email: r.email as string,
+    role: r.role as Role,
+    createdAt: r.created_at as Date,
+    expiresAt: r.expires_at as Date,
+    acceptedAt: (r.accepted_at as Date | null) ?? null,
+    revokedAt: (r.revoked_at as Date | null) ?? null,
+  };
+}
+
+export async function listInvitations(
+  db: Queryable,
+  workspaceId: number,
+): Promise<InvitationView[]> {
+  const { rows } = await db.query(
+    `SELECT id, email, role, created_at, expires_at, accepted_at, revoked_at FROM invitations
+      WHERE workspace_id = $1 ORDER BY id DESC LIMIT 100`,
+    [workspaceId],
+  );
+  return rows.map(invitationOf);
+}
+
+/** What a link offers, if it is still open (not used, revoked or expired). */
+export async function openInvitation(
+  db: Queryable,
+  token: string,
+): Promise<(InvitationView & { workspaceId: number; workspaceName: string }) | undefined> {
+  const { rows } = await db.query(
+    `SELECT i.id, i.email, i.role, i.created_at, i.expires_at, i.accepted_at, i.revoked_at,
+            i.workspace_id, w.name AS workspace_name
+       FROM invitations i JOIN workspaces w ON w.id = i.workspace_id
+      WHERE i.token_hash = $1 AND i.accepted_at IS NULL AND i.revoked_at IS NULL
+        AND i.expires_at > now()`,
+    [hashToken(token)],
+  );
+  if (!rows[0]) return undefined;
+  return {
+    ...invitationOf(rows[0]),
+    workspaceId: rows[0].workspace_id,
+    workspaceName: rows[0].workspace_name,
+  };
+}
+
+export const invitationClosed = () =>
+  new DomainError(
+    'not_found',
+    'invitation_not_found',
+    'this invitation link is not valid: used, revoked or expired',
+  );
+
+/**
+ * R1: accepting a link, once. The invitation is claimed by a fenced update (still open), the
+ * account made (or the existing one of that email, which must prove its password first:
+ * `account` is then given) and the membership added, all in one transaction.
+ */
+export async function acceptInvitation(
+  pool: Pool,
+  token: string,
+  who:
+    | { kind: 'new'; name: string; passwordHash: string }
+    | { kind: 'existing'; accountId: number },
+): Promise<{ account: Account; workspaceId: number; role: Role }> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `SELECT id, workspace_id, email, role FROM invitations
+        WHERE token_hash = $1 AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()
+        FOR UPDATE`,
+      [hashToken(token)],
+    );
+    const invitation = rows[0];
+    if (!invitation) throw invitationClosed();
+    let account: Account;
+    if (who.kind === 'new') {
+      account = await createAccount(
+        client,
+        { kind: 'cli' },
+        {
+          email: invitation.email,
+          name: who.name,
+          passwordHash: who.passwordHash,
+        },
+      );
+    } else {
+      const existing = await getAccount(client, who.accountId);
+      if (!existing || existing.email !== invitation.email || existing.disabledAt) {
+        throw invitationClosed();
+      }
+      account = existing;
+    }
+    const claimed = await client.query(
+      `UPDATE invitations SET accepted_at = now(), accepted_by = $2
+        WHERE id = $1 AND accepted_at IS NULL`,
+      [invitation.id, account.id],
+    );
+    if (claimed.rowCount !== 1) throw invitationClosed();
+    const accountActor: AuditActor = { kind: 'account', accountId: account.id, name: account.name };
+    await client.query(
+      `INSERT INTO workspace_members (workspace_id, account_id, role) VALUES ($1, $2, $3)
+       ON CONFLICT (workspace_id, account_id) DO NOTHING`,
+      [invitation.workspace_id, account.id, invitation.role],
+    );
+    await recordAudit(client, accountActor, {
+      action: 'member.join',
+      target: `members/${account.id}`,
+      workspaceId: invitation.workspace_id,
+      before: null,
+      after: { accountId: account.id, role: invitation.role, invitationId: invitation.id },
+    });
+    return { account, workspaceId: invitation.workspace_id, role: invitation.role };
+  });
+}
+
+// --- Sign-in attempts (R2)
+
+export async function recordSignInFailure(
+  db: Queryable,
+  input: { email: string; address: string },
+): Promise<void> {
+  await db.query('INSERT INTO sign_in_failures (email, address) VALUES ($1, $2)', [
+    input.email,
+    input.address,
+  ]);
+}
+
+/**
+ * Failures within the window, per account and per address, shared by every replica. Rows
+ * older than the window are dropped on the way (they never count again).
+ */
+export async function recentSignInFailures(
+  db: Queryable,
+  input: { email: string; address: string; windowSeconds: number },
+): Promise<{ account: number; address: number }> {
+  await db.query(
+    `DELETE FROM sign_in_failures WHERE at < now() - make_interval(secs => $1) AND id IN (
+       SELECT id FROM sign_in_failures WHERE at < now() - make_interval(secs => $1) LIMIT 1000)`,
+    [input.windowSeconds],
+  );
+  const { rows } = await db.query(
+    `SELECT count(*) FILTER (WHERE email = $1)::int AS account,
+            count(*) FILTER (WHERE address = $2)::int AS address
+       FROM sign_in_failures
+      WHERE (email = $1 OR address = $2) AND at >= now() - make_interval(secs => $3)`,
+    [input.email, input.address, input.windowSeconds],
+  );
+  return { account: rows[0].account, address: rows[0].address };
+}
+
+/** A successful sign-in clears the account's failures (the address keeps its count). */
+export async function clearSignInFailures(db: Queryable, email: string): Promise<void> {
+  await db.query('DELETE FROM sign_in_failures WHERE email = $1', [email]);
+}

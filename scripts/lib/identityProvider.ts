@@ -1,0 +1,236 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { findOrBuild } from './goBuilds';
+import { httpOk, managedProcess, pollReady } from './processes';
+
+/**
+ * R2, R4: a real OpenID Connect provider for development and the tests: Ory Hydra (built from
+ * the Go module proxy into the cache, like the Temporal programs), its state in a PostgreSQL
+ * database of its own, and Quire's own small login-and-consent app, which Hydra sends people
+ * to. The app knows a fixed list of people (email, password, groups) and answers Hydra's
+ * login and consent challenges with their claims, `groups` among them, so the role mapping
+ * (QUIRE_OIDC_ROLE_MAPPING) is exercised end to end. Not for production: an installation
+ * points Quire (and the Temporal UI) at its own provider.
+ */
+
+export interface IdentityPerson {
+  email: string;
+  name: string;
+  password: string;
+  groups: string[];
+}
+
+export interface IdentityProvider {
+  /** The issuer URL (Hydra's public endpoint). */
+  issuer: string;
+  adminUrl: string;
+  loginAppUrl: string;
+  /** Registers an OAuth client (authorization code with PKCE) and returns its credentials. */
+  registerClient(input: {
+    redirectUris: string[];
+    clientId?: string;
+  }): Promise<{ clientId: string; clientSecret: string }>;
+  stop(): Promise<void>;
+}
+
+function html(body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head><body><main>${body}</main></body></html>`;
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+async function readForm(request: import('node:http').IncomingMessage): Promise<URLSearchParams> {
+  let body = '';
+  for await (const chunk of request) {
+    body += chunk;
+    if (body.length > 10_000) break;
+  }
+  return new URLSearchParams(body);
+}
+
+/** The login-and-consent app: GET/POST /login, GET /consent, against Hydra's admin API. */
+export function startLoginApp(adminUrl: string, people: IdentityPerson[]): Promise<Server> {
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${adminUrl}${path}`, {
+      method,
+      headers: body ? { 'content-type': 'application/json' } : undefined,
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    if (!response.ok) throw new Error(`hydra admin ${method} ${path}: ${response.status}`);
+    return (await response.json()) as Record<string, unknown>;
+  };
+  const server = createServer(async (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://login.invalid');
+    const redirect = (to: string) => {
+      response.writeHead(302, { location: to });
+      response.end();
+    };
+    const page = (status: number, body: string) => {
+      response.writeHead(status, { 'content-type': 'text/html; charset=utf-8' });
+      response.end(html(body));
+    };
+    try {
+      if (url.pathname === '/login' && request.method === 'GET') {
+        const challenge = url.searchParams.get('login_challenge') ?? '';
+        const login = await admin(
+          'GET',
+          `/admin/oauth2/auth/requests/login?login_challenge=${encodeURIComponent(challenge)}`,
+        );
+        if (login.skip) {
+          const accepted = await admin(
+            'PUT',
+            `/admin/oauth2/auth/requests/login/accept?login_challenge=${encodeURIComponent(challenge)}`,
+            { subject: login.subject },
+          );
+          return redirect(String(accepted.redirect_to));
+        }
+        return page(
+          200,
+          `<h1>Quire development sign-in</h1>
+           <form method="post" action="/login">
+             <input type="hidden" name="challenge" value="${escapeHtml(challenge)}">
+             <label for="username">Username</label> <input id="username" name="username" autocomplete="username">
+             <label for="password">Password</label> <input id="password" name="password" type="password">
+             <button type="submit">Log in</button>
+           </form>`,
+        );
+      }
+      if (url.pathname === '/login' && request.method === 'POST') {
+        const form = await readForm(request);
+        const challenge = form.get('challenge') ?? '';
+        const person = people.find((p) => p.email === (form.get('username') ?? '').trim());
+        if (!person || !sameText(person.password, form.get('password') ?? '')) {
+          return page(
+            401,
+            '<h1>Quire development sign-in</h1><p role="alert">Wrong username or password.</p>',
+          );
+        }
+        const accepted = await admin(
+          'PUT',
+          `/admin/oauth2/auth/requests/login/accept?login_challenge=${encodeURIComponent(challenge)}`,
+          { subject: person.email, remember: false },
+        );
+        return redirect(String(accepted.redirect_to));
+      }
+      if (url.pathname === '/consent' && request.method === 'GET') {
+        // First-party: consent is given for the person, with their claims in the ID token.
+        const challenge = url.searchParams.get('consent_challenge') ?? '';
+        const consent = await admin(
+          'GET',
+          `/admin/oauth2/auth/requests/consent?consent_challenge=${encodeURIComponent(challenge)}`,
+        );
+        const person = people.find((p) => p.email === consent.subject);
+        if (!person) return page(403, '<p role="alert">Unknown person.</p>');
+        const accepted = await admin(
+          'PUT',
+          `/admin/oauth2/auth/requests/consent/accept?consent_challenge=${encodeURIComponent(challenge)}`,
+          {
+            grant_scope: consent.requested_scope,
+            grant_access_token_audience: consent.requested_access_token_audience,
+            remember: false,
+            session: {
+              id_token: {
+                email: person.email,
+                email_verified: true,
+                name: person.name,
+                groups: person.groups,
+              },
+            },
+          },
+        );
+        return redirect(String(accepted.redirect_to));
+      }
+      page(404, '<p>Not found.</p>');
+    } catch {
+      page(502, '<p role="alert">The identity provider did not answer.</p>');
+    }
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+/**
+ * Starts Hydra on `publicPort` (issuer) and `adminPort` with its state in `dsn` (a PostgreSQL
+ * database, created beforehand and migrated here), and the login app beside it.
+ */
+export async function startIdentityProvider(options: {
+  dsn: string;
+  publicPort: number;
+  adminPort: number;
+  people: IdentityPerson[];
+  logFile: string;
+  log?: (line: string) => void;
+}): Promise<IdentityProvider> {
+  const hydra = findOrBuild('hydra', options.log).hydra!;
+  const adminUrl = `http://127.0.0.1:${options.adminPort}`;
+  const issuer = `http://127.0.0.1:${options.publicPort}`;
+  const loginApp = await startLoginApp(adminUrl, options.people);
+  const address = loginApp.address();
+  const loginAppUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const env = {
+    ...process.env,
+    DSN: options.dsn,
+    URLS_SELF_ISSUER: issuer,
+    URLS_LOGIN: `${loginAppUrl}/login`,
+    URLS_CONSENT: `${loginAppUrl}/consent`,
+    SECRETS_SYSTEM: randomBytes(24).toString('hex'),
+    SERVE_PUBLIC_PORT: String(options.publicPort),
+    SERVE_PUBLIC_HOST: '127.0.0.1',
+    SERVE_ADMIN_PORT: String(options.adminPort),
+    SERVE_ADMIN_HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    SQA_OPT_OUT: 'true',
+  };
+  const migrated = spawnSync(hydra, ['migrate', 'sql', 'up', '-e', '--yes'], {
+    env,
+    encoding: 'utf8',
+  });
+  if (migrated.status !== 0) {
+    loginApp.close();
+    throw new Error(`hydra migrate failed: ${migrated.stderr.slice(-2000)}`);
+  }
+  const server = managedProcess({
+    name: 'hydra',
+    command: hydra,
+    // --dev: the issuer is plain http on the loopback (development and tests only).
+    args: ['serve', 'all', '--dev', '--sqa-opt-out'],
+    env,
+    logFile: options.logFile,
+    ready: (exited) => pollReady('hydra', () => httpOk(`${adminUrl}/health/ready`), exited, 60_000),
+  });
+  await server.start();
+  return {
+    issuer,
+    adminUrl,
+    loginAppUrl,
+    async registerClient(input) {
+      const clientSecret = randomBytes(24).toString('hex');
+      const response = await fetch(`${adminUrl}/admin/clients`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          client_id: input.clientId,
+          client_secret: clientSecret,
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+          scope: 'openid email profile groups',
+          redirect_uris: input.redirectUris,
+          token_endpoint_auth_method: 'client_secret_basic',
+        }),
+      });
+      if (!response.ok) throw new Error(`hydra client registration: ${response.status}`);
+      const client = (await response.json()) as { client_id: string };
+      return { clientId: client.client_id, clientSecret };
+    },
+    async stop() {
+      await server.stop(5_000);
+      await new Promise((resolve) => loginApp.close(resolve));
+    },
+  };
+}

@@ -1,0 +1,163 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createWorkspace } from '../../db/workspaces';
+import { type IdentityProvider, startIdentityProvider } from '../../scripts/lib/identityProvider';
+import { freePort } from '../../scripts/lib/temporal';
+import { isolatedContexts, launchBrowser } from '../support/browser';
+import { ADMIN_URL, createTestDatabase, databaseUrl, type TestDatabase } from '../support/db';
+import { temporalAddress } from '../support/quire';
+import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
+
+/**
+ * R2: single sign-on against a real OpenID Connect provider, in Debian's Chromium: Ory Hydra
+ * v2.3.0 (built from the Go module proxy) with Quire's development login-and-consent app.
+ * The browser leaves the console for the provider's login page, signs in there, comes back
+ * through the authorization-code-with-PKCE callback and lands in the console with the role
+ * the group mapping gives; an operator group lands in the operator view.
+ */
+let db: TestDatabase;
+let hydraDb: string;
+let idp: IdentityProvider;
+let distDir: string;
+let web: WebProcess;
+let browser: Browser;
+let ws: number;
+const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+const PEOPLE = [
+  {
+    email: 'reviewer@idp.test',
+    name: 'Ada Reviewer',
+    password: 'reviewer-password-1',
+    groups: ['transcribers', 'reviewers'],
+  },
+  { email: 'ops@idp.test', name: 'Olu Operator', password: 'operator-password-1', groups: ['ops'] },
+];
+
+async function admin(sql: string) {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  ws = (await createWorkspace(db.pool, 'Single sign-on')).workspace.id;
+  hydraDb = `${db.name}_hydra`;
+  await admin(`CREATE DATABASE ${hydraDb}`);
+  const [webPort, publicPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+  const dsn = new URL(databaseUrl(hydraDb));
+  dsn.searchParams.set('sslmode', 'disable');
+  idp = await startIdentityProvider({
+    dsn: dsn.toString(),
+    publicPort,
+    adminPort,
+    people: PEOPLE,
+    logFile: join(mkdtempSync(join(tmpdir(), 'quire-hydra-')), 'hydra.log'),
+  });
+  const publicUrl = `http://127.0.0.1:${webPort}`;
+  const client = await idp.registerClient({
+    redirectUris: [`${publicUrl}/signin/oidc/callback`],
+  });
+  distDir = await buildWeb();
+  web = await startWeb(
+    distDir,
+    {
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      QUIRE_SECRET_KEY: 'quire-test-secret-key-0123456789-abcdefghij',
+      QUIRE_PUBLIC_URL: publicUrl,
+      QUIRE_OIDC_ISSUER: idp.issuer,
+      QUIRE_OIDC_CLIENT_ID: client.clientId,
+      QUIRE_OIDC_CLIENT_SECRET: client.clientSecret,
+      QUIRE_OIDC_NAME: 'the archive login',
+      QUIRE_OIDC_ROLE_MAPPING: JSON.stringify({
+        claim: 'groups',
+        workspaces: { transcribers: { [ws]: 'viewer' }, reviewers: { [ws]: 'reviewer' } },
+        operators: ['ops'],
+      }),
+      LOG_LEVEL: 'warn',
+    },
+    webPort,
+  );
+  browser = await launchBrowser();
+}, 900_000);
+
+afterEach(async () => {
+  await contexts.closeAll();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await web?.stop();
+  if (distDir) removeWebBuild(distDir);
+  await idp?.stop();
+  await db?.drop();
+  if (hydraDb) await admin(`DROP DATABASE IF EXISTS ${hydraDb} WITH (FORCE)`);
+});
+
+async function signInAtProvider(context: BrowserContext, email: string, password: string) {
+  const page = await context.newPage();
+  await page.goto('/signin');
+  await page.getByRole('link', { name: 'Sign in with the archive login' }).click();
+  // The provider's own login page (the development login app behind Hydra).
+  await page.waitForURL(`${idp.loginAppUrl}/login?**`);
+  await page.getByLabel('Username').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  return page;
+}
+
+describe('single sign-on (R2)', () => {
+  it("R2 a person signs in through the OIDC provider's login page and lands in the console with the role their groups map to", async () => {
+    const page = await signInAtProvider(
+      await contexts.fresh(),
+      PEOPLE[0]!.email,
+      PEOPLE[0]!.password,
+    );
+    await page.waitForURL((url) => url.href === `${web.url}/`, { timeout: 30_000 });
+    // Two groups map to this workspace: the stronger role wins.
+    expect(await page.locator('.signout').textContent()).toContain(`Workspace ${ws} (reviewer)`);
+    expect(await page.locator('.signout').textContent()).toContain('Ada Reviewer');
+    const { rows } = await db.pool.query(
+      `SELECT a.email, a.oidc_issuer, a.oidc_subject, a.password_hash, m.role
+         FROM accounts a JOIN workspace_members m ON m.account_id = a.id WHERE m.workspace_id = $1`,
+      [ws],
+    );
+    expect(rows).toEqual([
+      {
+        email: 'reviewer@idp.test',
+        oidc_issuer: expect.stringContaining(idp.issuer),
+        oidc_subject: 'reviewer@idp.test',
+        password_hash: null,
+        role: 'reviewer',
+      },
+    ]);
+    // No Temporal UI for a workspace session (R4).
+    expect(await page.getByRole('link', { name: /Temporal UI/ }).count()).toBe(0);
+  }, 120_000);
+
+  it('R2 R4 an operator group lands in the operator view, which alone links to the Temporal UI', async () => {
+    const page = await signInAtProvider(
+      await contexts.fresh(),
+      PEOPLE[1]!.email,
+      PEOPLE[1]!.password,
+    );
+    await page.waitForURL(`${web.url}/operator`, { timeout: 30_000 });
+    expect(await page.getByRole('link', { name: /Temporal UI/ }).count()).toBe(1);
+  }, 120_000);
+
+  it('R2 a wrong password at the provider starts no session', async () => {
+    const context = await contexts.fresh();
+    const page = await signInAtProvider(context, PEOPLE[0]!.email, 'not the password');
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Wrong');
+    expect((await context.cookies()).some((c) => c.name === 'quire_session')).toBe(false);
+  }, 60_000);
+});

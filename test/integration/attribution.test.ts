@@ -1,0 +1,148 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Principal } from '../../core/roles';
+import { createAccount, putMember } from '../../db/accounts';
+import { CLI_ACTOR } from '../../db/auditLog';
+import { createSession, touchSession } from '../../db/sessions';
+import { addApiKey, createWorkspace } from '../../db/workspaces';
+import { configureWeb } from '../../web/lib/server';
+import { principalOfSession } from '../../web/lib/session';
+import { call, type RouteModule } from '../support/api';
+import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
+import { file, png, uploadRequest } from '../support/uploadFixtures';
+
+/**
+ * R5: every change names a person. An owner's and an editor's acts (an edit, a publication, a
+ * cancel, a re-run, a key made, a member's role changed) and an API key's act are each
+ * recorded with the account or key, in the audit log and through the API: the audit listing's
+ * `actor {type, id, name}` and a revision's `editedByActor`.
+ */
+let quire: TestQuire;
+let ws: number;
+let key: string;
+let owner: Principal;
+let editor: Principal;
+
+async function memberPrincipal(role: 'owner' | 'editor', name: string): Promise<Principal> {
+  const account = await createAccount(quire.db.pool, CLI_ACTOR, {
+    email: `${role}@attribution.test`,
+    name,
+    passwordHash: null,
+  });
+  await putMember(quire.db.pool, CLI_ACTOR, { workspaceId: ws, accountId: account.id, role });
+  const id = await createSession(quire.db.pool, { accountId: account.id, workspaceId: ws }, 600);
+  return principalOfSession(await touchSession(quire.db.pool, id, 600))!;
+}
+
+beforeAll(async () => {
+  quire = await createTestQuire({
+    QUIRE_BLOB_DIR: mkdtempSync(join(tmpdir(), 'quire-attribution-')),
+    TEMPORAL_ADDRESS: temporalAddress(),
+  });
+  configureWeb(quire.config);
+  const created = await createWorkspace(quire.db.pool, 'Attribution');
+  ws = created.workspace.id;
+  key = await addApiKey(quire.db.pool, ws, 'catalogue sync');
+  owner = await memberPrincipal('owner', 'Olga Owner');
+  editor = await memberPrincipal('editor', 'Eda Editor');
+}, 60_000);
+
+afterAll(async () => {
+  await quire?.close();
+});
+
+describe('attribution (R5)', () => {
+  it('R5 edits, publications, cancels, re-runs, key and member changes name the account or key, in the audit log and the API', async () => {
+    const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
+    const upload = await call(
+      batches,
+      'POST',
+      `/workspaces/${ws}/batches`,
+      { ws: String(ws) },
+      {
+        key,
+        rawBody: new Uint8Array(await uploadRequest([file(png(40, 20), 'page.png')]).arrayBuffer()),
+        contentType: uploadRequest([]).headers.get('content-type')!,
+      },
+    );
+    expect(upload.status).toBe(201);
+    const { pageId, jobId } = upload.json.pages[0];
+    const jobs = await import('../../web/services/jobs');
+    const pages = await import('../../web/services/pages');
+    const people = await import('../../web/services/people');
+
+    await jobs.cancelJob(editor, jobId);
+    await jobs.rerunJob(editor, jobId);
+    const edited = await pages.editPage(editor, {
+      pageId,
+      expectedRevision: 0,
+      edit: {
+        segments: [
+          {
+            index: 0,
+            text: 'Baptisms, 1791',
+            target: { kind: 'xywh', box: { x: 0, y: 0, w: 40, h: 20 } },
+          },
+        ],
+      },
+      channel: 'console',
+    });
+    expect(edited.state).toBe('saved');
+    await pages.publishPage(owner, { pageId, expectedRevision: 1 });
+    const made = await people.createWorkspaceKey(owner, { name: 'exporter', scope: 'read' });
+    await people.changeRole(owner, { accountId: editor.actor.id, role: 'reviewer' });
+
+    const audit: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/audit/route');
+    const listed = await call(audit, 'GET', `/workspaces/${ws}/audit`, { ws: String(ws) }, { key });
+    expect(listed.status).toBe(200);
+    const byAction = Object.fromEntries(
+      listed.json.entries.map((e: { action: string; actor: unknown }) => [e.action, e.actor]),
+    );
+    const eda = { type: 'account', id: editor.actor.id, name: 'Eda Editor' };
+    const olga = { type: 'account', id: owner.actor.id, name: 'Olga Owner' };
+    expect(byAction['job.cancel']).toMatchObject(eda);
+    expect(byAction['job.rerun']).toMatchObject(eda);
+    expect(byAction['page.publish']).toMatchObject(olga);
+    expect(byAction['api_key.create']).toMatchObject(olga);
+    expect(byAction['member.change_role']).toMatchObject(olga);
+
+    // A key's own act names the key by the name its owner gave it.
+    const cancelRoute: RouteModule = await import(
+      '../../web/app/api/v1/workspaces/[ws]/batches/[batchId]/cancel/route'
+    );
+    const canceled = await call(
+      cancelRoute,
+      'POST',
+      `/workspaces/${ws}/batches/${upload.json.batchId}/cancel`,
+      { ws: String(ws), batchId: upload.json.batchId },
+      { key },
+    );
+    expect(canceled.status).toBe(200);
+    const again = await call(audit, 'GET', `/workspaces/${ws}/audit`, { ws: String(ws) }, { key });
+    expect(again.json.entries[0]).toMatchObject({
+      action: 'batch.cancel',
+      actor: { type: 'apiKey', name: 'catalogue sync' },
+    });
+
+    // The revision says who wrote it, through the API.
+    const revisions: RouteModule = await import(
+      '../../web/app/api/v1/workspaces/[ws]/pages/[pageId]/revisions/route'
+    );
+    const history = await call(
+      revisions,
+      'GET',
+      `/workspaces/${ws}/pages/${pageId}/revisions`,
+      { ws: String(ws), pageId: String(pageId) },
+      { key },
+    );
+    expect(history.status).toBe(200);
+    const first = JSON.stringify(history.json);
+    expect(first).toContain(`"editedBy":"console:account:${editor.actor.id}"`);
+    expect(first).toContain(
+      JSON.stringify({ type: 'account', id: editor.actor.id, name: 'Eda Editor' }),
+    );
+    expect(made.key).toMatch(/^qk_/);
+  }, 60_000);
+});

@@ -1,0 +1,32 @@
+import { findAccountByEmail, openInvitation } from '@quire/db/accounts';
+import { pool } from '@quire/web/lib/server';
+import { AcceptForm } from './AcceptForm';
+
+export const metadata = { title: 'Invitation · Quire' };
+export const dynamic = 'force-dynamic';
+
+/** R1: an invitation link; it works once, until it expires. */
+export default async function InvitationPage({ params }: { params: Promise<{ token: string }> }) {
+  const { token } = await params;
+  const invitation = /^qi_[A-Za-z0-9_-]{43}$/.test(token)
+    ? await openInvitation(pool(), token)
+    : undefined;
+  if (!invitation) {
+    return (
+      <main className="narrow">
+        <h1>Invitation</h1>
+        <p className="card error">This invitation link is not valid: used, revoked or expired.</p>
+      </main>
+    );
+  }
+  const existing = Boolean(await findAccountByEmail(pool(), invitation.email));
+  return (
+    <main className="narrow">
+      <h1>Join {invitation.workspaceName}</h1>
+      <p className="muted">
+        {invitation.email} is invited as {invitation.role}.
+      </p>
+      <AcceptForm token={token} existing={existing} />
+    </main>
+  );
+}

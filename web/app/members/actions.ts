@@ -1,0 +1,108 @@
+'use server';
+import { DomainError } from '@quire/core/errors';
+import { config } from '@quire/web/lib/server';
+import { requirePrincipal } from '@quire/web/lib/session';
+import {
+  changeRole,
+  createWorkspaceKey,
+  inviteMember,
+  removeWorkspaceMember,
+  revokeWorkspaceKey,
+} from '@quire/web/services/people';
+import { refresh } from 'next/cache';
+
+/** R1: the owners' acts on members, invitations and keys (web/services/people.ts). */
+export interface MembersActionState {
+  error: string | null;
+  done: string | null;
+  /** Shown once: an invitation link or a new key. */
+  secret?: string;
+}
+
+const refusal = (error: unknown): MembersActionState => {
+  if (error instanceof DomainError) return { error: error.message, done: null };
+  throw error;
+};
+
+export async function inviteAction(
+  _previous: MembersActionState,
+  form: FormData,
+): Promise<MembersActionState> {
+  const principal = await requirePrincipal();
+  try {
+    const { token } = await inviteMember(principal, {
+      email: String(form.get('email') ?? ''),
+      role: String(form.get('role') ?? ''),
+    });
+    refresh();
+    return {
+      error: null,
+      done: 'Invitation made. Send this link; it works once.',
+      secret: `${config().QUIRE_PUBLIC_URL}/invite/${token}`,
+    };
+  } catch (error) {
+    return refusal(error);
+  }
+}
+
+export async function changeRoleAction(
+  _previous: MembersActionState,
+  form: FormData,
+): Promise<MembersActionState> {
+  const principal = await requirePrincipal();
+  try {
+    await changeRole(principal, {
+      accountId: Number(form.get('accountId')),
+      role: String(form.get('role') ?? ''),
+    });
+    refresh();
+    return { error: null, done: 'Role changed.' };
+  } catch (error) {
+    return refusal(error);
+  }
+}
+
+export async function removeMemberAction(
+  _previous: MembersActionState,
+  form: FormData,
+): Promise<MembersActionState> {
+  const principal = await requirePrincipal();
+  try {
+    await removeWorkspaceMember(principal, Number(form.get('accountId')));
+    refresh();
+    return { error: null, done: 'Removed; their sessions have ended.' };
+  } catch (error) {
+    return refusal(error);
+  }
+}
+
+export async function createKeyAction(
+  _previous: MembersActionState,
+  form: FormData,
+): Promise<MembersActionState> {
+  const principal = await requirePrincipal();
+  try {
+    const { key } = await createWorkspaceKey(principal, {
+      name: String(form.get('name') ?? ''),
+      scope: String(form.get('scope') ?? ''),
+    });
+    refresh();
+    return { error: null, done: 'Key made. Copy it now; it is not shown again.', secret: key };
+  } catch (error) {
+    return refusal(error);
+  }
+}
+
+export async function revokeKeyAction(
+  _previous: MembersActionState,
+  form: FormData,
+): Promise<MembersActionState> {
+  const principal = await requirePrincipal();
+  try {
+    await revokeWorkspaceKey(principal, Number(form.get('apiKeyId')));
+    refresh();
+    return { error: null, done: 'Key revoked.' };
+  } catch (error) {
+    return refusal(error);
+  }
+}

@@ -1,0 +1,261 @@
+import 'server-only';
+import { DomainError } from '@quire/core/errors';
+import { mapClaims } from '@quire/core/oidcRoles';
+import {
+  hashPassword,
+  normalizeEmail,
+  passwordProblem,
+  verifyPassword,
+} from '@quire/core/passwords';
+import { isKeyScope, isRole, type KeyScope, type Principal, type Role } from '@quire/core/roles';
+import {
+  type Account,
+  acceptInvitation,
+  accountForOidcSubject,
+  changeMemberRole,
+  clearSignInFailures,
+  createInvitation,
+  findAccountByEmail,
+  memberRole,
+  membershipsOf,
+  openInvitation,
+  putMember,
+  recentSignInFailures,
+  recordSignInFailure,
+  removeMember,
+  setAccountDisabled,
+} from '@quire/db/accounts';
+import type { OperatorPrincipal } from '@quire/db/operatorKeys';
+import { createApiKey, getWorkspace, revokeApiKey } from '@quire/db/workspaces';
+import { config, pool } from '@quire/web/lib/server';
+import { requireAction } from './access';
+import { operatorActor } from './operator';
+
+/**
+ * R1-R3, for the console and the admin CLI alike: local sign-in (argon2id, rate-limited per
+ * account and per address in PostgreSQL, so every replica counts the same attempts), the
+ * members, invitations and keys of a workspace, and operators disabling accounts.
+ */
+
+const wrongCredentials = () =>
+  new DomainError('unauthenticated', 'invalid_credentials', 'the email or password is wrong');
+
+/**
+ * R2: an email and password in; the account out, or a refusal. Too many failures of the
+ * account or from the address within the window refuse even a right password until the
+ * window has passed, so guessing gains nothing from speed.
+ */
+export async function signInWithPassword(input: {
+  email: string;
+  password: string;
+  address: string;
+}): Promise<Account> {
+  const settings = config();
+  const email = normalizeEmail(input.email);
+  if (!email || input.password.length === 0 || input.password.length > 1024) {
+    throw wrongCredentials();
+  }
+  const failures = await recentSignInFailures(pool(), {
+    email,
+    address: input.address,
+    windowSeconds: settings.QUIRE_SIGNIN_WINDOW_SECONDS,
+  });
+  if (
+    failures.account >= settings.QUIRE_SIGNIN_MAX_FAILURES_PER_ACCOUNT ||
+    failures.address >= settings.QUIRE_SIGNIN_MAX_FAILURES_PER_ADDRESS
+  ) {
+    throw new DomainError(
+      'rate_limited',
+      'too_many_attempts',
+      'too many failed sign-ins; wait a few minutes and try again',
+    );
+  }
+  const account = await findAccountByEmail(pool(), email);
+  const matches = await verifyPassword(account?.passwordHash ?? null, input.password);
+  if (!account || !matches || account.disabledAt) {
+    await recordSignInFailure(pool(), { email, address: input.address });
+    throw wrongCredentials();
+  }
+  await clearSignInFailures(pool(), email);
+  const { passwordHash: _, ...signedIn } = account;
+  return signedIn;
+}
+
+/** Where a signed-in account starts: the operator view, or its first workspace (null: none). */
+export async function firstWorkspaceOf(account: Account): Promise<number | null> {
+  if (account.operator) return null;
+  return (await membershipsOf(pool(), account.id))[0]?.workspaceId ?? null;
+}
+
+const ownerActor = (principal: Principal) => {
+  if (principal.actor.type !== 'account') {
+    // The matrix lets no key manage people or keys; this is the type's proof of it.
+    throw new DomainError('forbidden', 'forbidden', 'only a person manages members and keys');
+  }
+  return { kind: 'account' as const, accountId: principal.actor.id, name: principal.actor.name };
+};
+
+/** R1: an owner invites someone by email with a role; the one-time link's token is returned once. */
+export async function inviteMember(
+  principal: Principal,
+  input: { email: string; role: string },
+): Promise<{ token: string; invitationId: number; expiresAt: Date }> {
+  requireAction(principal, 'member.invite');
+  const email = normalizeEmail(input.email);
+  if (!email) throw new DomainError('invalid', 'invalid_email', 'that is not an email address');
+  if (!isRole(input.role)) throw new DomainError('invalid', 'invalid_role', 'unknown role');
+  const { invitation, token } = await createInvitation(pool(), ownerActor(principal), {
+    workspaceId: principal.workspaceId,
+    email,
+    role: input.role,
+    ttlSeconds: config().QUIRE_INVITATION_SECONDS,
+  });
+  return { token, invitationId: invitation.id, expiresAt: invitation.expiresAt };
+}
+
+/**
+ * R1: accepting an invitation link. A new person sets a name and password; someone who has an
+ * account already (same email) proves it with their password. Single use.
+ */
+export async function acceptInvitationLink(input: {
+  token: string;
+  name: string;
+  password: string;
+  address: string;
+}): Promise<{ account: Account; workspaceId: number; role: Role }> {
+  const open = await openInvitation(pool(), input.token);
+  if (!open) {
+    throw new DomainError(
+      'not_found',
+      'invitation_not_found',
+      'this invitation link is not valid: used, revoked or expired',
+    );
+  }
+  const existing = await findAccountByEmail(pool(), open.email);
+  if (existing) {
+    const account = await signInWithPassword({
+      email: open.email,
+      password: input.password,
+      address: input.address,
+    });
+    return acceptInvitation(pool(), input.token, { kind: 'existing', accountId: account.id });
+  }
+  const problem = passwordProblem(input.password);
+  if (problem) throw new DomainError('invalid', 'weak_password', problem);
+  const name = input.name.trim();
+  if (name.length < 1 || name.length > 200) {
+    throw new DomainError('invalid', 'invalid_name', 'a name has 1 to 200 characters');
+  }
+  return acceptInvitation(pool(), input.token, {
+    kind: 'new',
+    name,
+    passwordHash: await hashPassword(input.password),
+  });
+}
+
+export async function changeRole(
+  principal: Principal,
+  input: { accountId: number; role: string },
+): Promise<void> {
+  requireAction(principal, 'member.change_role');
+  if (!isRole(input.role)) throw new DomainError('invalid', 'invalid_role', 'unknown role');
+  await changeMemberRole(pool(), ownerActor(principal), {
+    workspaceId: principal.workspaceId,
+    accountId: input.accountId,
+    role: input.role,
+  });
+}
+
+/** R1, R3: removing a member ends every session of theirs in this workspace at once. */
+export async function removeWorkspaceMember(
+  principal: Principal,
+  accountId: number,
+): Promise<{ endedSessions: number }> {
+  requireAction(principal, 'member.remove');
+  return removeMember(pool(), ownerActor(principal), {
+    workspaceId: principal.workspaceId,
+    accountId,
+  });
+}
+
+/** R1: an owner makes a named key with a scope; attributed to the owner (R5). */
+export async function createWorkspaceKey(
+  principal: Principal,
+  input: { name: string; scope: string },
+): Promise<{ id: number; key: string }> {
+  requireAction(principal, 'api_key.create');
+  const name = input.name.trim();
+  if (name.length < 1 || name.length > 200) {
+    throw new DomainError('invalid', 'invalid_name', 'a key has a name of 1 to 200 characters');
+  }
+  if (!isKeyScope(input.scope)) {
+    throw new DomainError('invalid', 'invalid_scope', 'a key is scoped read or write');
+  }
+  const scope: KeyScope = input.scope;
+  const made = await createApiKey(pool(), ownerActor(principal), {
+    workspaceId: principal.workspaceId,
+    name,
+    scope,
+  });
+  return { id: made.id, key: made.key };
+}
+
+export async function revokeWorkspaceKey(principal: Principal, apiKeyId: number): Promise<void> {
+  requireAction(principal, 'api_key.revoke');
+  await revokeApiKey(pool(), ownerActor(principal), {
+    workspaceId: principal.workspaceId,
+    apiKeyId,
+  });
+}
+
+/** R3: an operator disables an account (every session ends) or enables it again. */
+export function disableAccount(operator: OperatorPrincipal, accountId: number, disabled: boolean) {
+  return setAccountDisabled(pool(), operatorActor(operator), accountId, disabled);
+}
+
+/**
+ * R2: a person signed in at the identity provider: their account (linked by issuer and
+ * subject, else by a verified email, else new), the operator flag and the memberships the
+ * mapping gives (QUIRE_OIDC_ROLE_MAPPING; a mapped workspace gets the mapped role at every
+ * sign-in, memberships from invitations stay). Where the session starts: the operator view,
+ * the first mapped workspace, or the first of any.
+ */
+export async function signInWithOidcClaims(
+  issuer: string,
+  claims: Record<string, unknown>,
+): Promise<{ accountId: number; operator: boolean; workspaceId: number | null }> {
+  const subject = typeof claims.sub === 'string' ? claims.sub : undefined;
+  const email = typeof claims.email === 'string' ? normalizeEmail(claims.email) : undefined;
+  if (!subject || !email || claims.email_verified === false) {
+    throw new DomainError('unauthenticated', 'oidc_claims', 'the provider gave no verified email');
+  }
+  const name =
+    typeof claims.name === 'string' && claims.name.trim()
+      ? claims.name.trim().slice(0, 200)
+      : email;
+  const access = mapClaims(config().QUIRE_OIDC_ROLE_MAPPING, claims);
+  const account = await accountForOidcSubject(pool(), {
+    issuer,
+    subject,
+    email,
+    name,
+    operator: access.operator,
+  });
+  if (account.disabledAt) throw wrongCredentials();
+  const actor = { kind: 'account' as const, accountId: account.id, name: account.name };
+  const mapped: number[] = [];
+  for (const membership of access.memberships) {
+    if (!(await getWorkspace(pool(), membership.workspaceId))) continue;
+    mapped.push(membership.workspaceId);
+    if ((await memberRole(pool(), membership.workspaceId, account.id)) === membership.role)
+      continue;
+    await putMember(pool(), actor, { ...membership, accountId: account.id });
+  }
+  const workspaceId = account.operator ? null : (mapped[0] ?? (await firstWorkspaceOf(account)));
+  return { accountId: account.id, operator: account.operator, workspaceId };
+}
+
+/** For switching workspaces: the account's role there, if it is a member. */
+export function roleIn(accountId: number, workspaceId: number) {
+  return memberRole(pool(), workspaceId, accountId);
+}
