@@ -100,7 +100,11 @@ type Invoke = (p: Principal, cookie: string, target: string | number) => Promise
 const INVOKE: Record<Exclude<Action, 'workspace.read'>, Invoke> = {
   'batch.create': async (_p, cookie) => {
     const route = await import('../../web/app/console-api/batches/route');
-    const request = uploadRequest([file(png(40, 20), 'page.png')], { cookie });
+    // R6: a console change comes from the console's own origin.
+    const request = uploadRequest([file(png(40, 20), 'page.png')], {
+      cookie,
+      origin: new URL(quire.config.QUIRE_PUBLIC_URL).origin,
+    });
     return route.POST(request);
   },
   'batch.cancel': async (p, _c, target) => (await services.jobs()).cancelBatch(p, String(target)),
