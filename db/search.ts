@@ -1,3 +1,4 @@
+import type { LineState } from '../core/annotation';
 import {
   MARK_START,
   MARK_STOP,
@@ -41,7 +42,11 @@ export interface SearchFilter {
   /** Only items in this collection or any collection below it. */
   collectionId?: number;
   kind?: MediaKind;
-  // F3: a line-state filter (verified lines only) joins these once review's line states land.
+  /**
+   * F3 with V1: only pages where a line in this state holds the words, and only those lines
+   * shown (`verified`: text a person has checked).
+   */
+  lineState?: LineState;
 }
 
 /** The configurations a workspace's items are indexed in (a few; `simple` at least). */
@@ -81,6 +86,7 @@ export function searchStatement(
     filter.kind ?? null,
     filter.limit,
     HEADLINE_OPTIONS,
+    filter.lineState ?? null,
   ];
   const branches = configs.map((cfg) => {
     params.push(cfg);
@@ -91,6 +97,10 @@ export function searchStatement(
                      WHERE p.search_tsv @@ plainto_tsquery(${c}, $2) AND p.search_config = ${c}
                        AND p.workspace_id = $1 AND p.deleted_at IS NULL
                        AND ($4::text IS NULL OR p.kind = $4)
+                       AND ($7::text IS NULL OR EXISTS (
+                             SELECT 1 FROM page_lines pl WHERE pl.page_id = p.id AND pl.state = $7
+                                AND to_tsvector(${c}, translate(pl.text, '<>', '  '))
+                                    @@ plainto_tsquery(${c}, $2)))
                        AND ($3::bigint IS NULL OR EXISTS (
                              SELECT 1 FROM items i WHERE i.workspace_id = p.workspace_id AND i.id = p.item_id
                                 AND i.collection_id IN (SELECT id FROM scope)))
@@ -121,10 +131,12 @@ export function searchStatement(
          SELECT m.segment_index,
                 ts_headline(h.search_config, m.text, h.q, $6) AS headline
            FROM (SELECT (a->>'quire:index')::int AS segment_index,
+                        coalesce(a->>'quire:state', 'machine') AS state,
                         translate(a->'body'->>'value', E'<>\\x02\\x03\\x04\\x05', E'\\x04\\x05') AS text
                    FROM jsonb_array_elements(h.annotation_page->'items') a) m
           WHERE to_tsvector(h.search_config, m.text)
                 @@ (replace(h.q::text, ' & ', ' | '))::tsquery
+            AND ($7::text IS NULL OR m.state = $7)
           ORDER BY (to_tsvector(h.search_config, m.text) @@ h.q) DESC, m.segment_index
           LIMIT 3) l ON true
       ORDER BY h.rank DESC, h.id, l.segment_index`,

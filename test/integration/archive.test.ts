@@ -577,7 +577,7 @@ describe('F2 items', () => {
     const entry = audit.entries.find(
       (e) => e.action === 'item.pages' && e.target === 'items/split.right',
     );
-    expect(entry?.actor).toEqual({ kind: 'workspace', keyId: A.keyId });
+    expect(entry?.actor).toMatchObject({ kind: 'workspace', keyId: A.keyId });
     expect(entry?.before).toMatchObject({
       'split.left': left.map((p) => p.pageId).reverse(),
       'split.right': [right[0]!.pageId],
@@ -650,6 +650,49 @@ describe('F3 search', () => {
     expect(scoped.json.hits.map((h: { pageId: number }) => h.pageId)).toEqual([other[0]!.pageId]);
     const audio = await call(R.search!, 'GET', '/x?q=presses&kind=audio', { ws: ws(A) }, as(A));
     expect(audio.json.hits).toEqual([]);
+  });
+
+  it('F3 V1 the line-state filter finds only pages where a line in that state holds the words, and shows only those lines', async () => {
+    const pages = await upload(A, 'search.states', 2);
+    await writeLines(A, pages[0]!.pageId, ['a checked ledger entry', 'an unchecked ledger entry']);
+    await writeLines(A, pages[1]!.pageId, ['another ledger, never checked']);
+    const { editPage } = await import('../../web/services/pages');
+    const principal = (await authenticateApiKey(db.pool, A.key))!;
+    const verified = await editPage(principal, {
+      pageId: pages[0]!.pageId,
+      expectedRevision: 1,
+      edit: { verify: [0] },
+      channel: 'api',
+    });
+    expect(verified.state).toBe('saved');
+    const scope = (state?: string) =>
+      call(
+        R.search!,
+        'GET',
+        `/x?q=ledger${state ? `&lineState=${state}` : ''}`,
+        { ws: ws(A) },
+        as(A),
+      );
+    const pagesOf = (body: { hits: Array<{ pageId: number }> }) =>
+      body.hits.map((h) => h.pageId).sort((x, y) => x - y);
+    const every = await scope();
+    expect(pagesOf(every.json)).toEqual(
+      expect.arrayContaining([pages[0]!.pageId, pages[1]!.pageId]),
+    );
+    const onlyVerified = await scope('verified');
+    expect(onlyVerified.status).toBe(200);
+    expect(pagesOf(onlyVerified.json)).toEqual([pages[0]!.pageId]);
+    expect(
+      onlyVerified.json.hits[0].lines.map((l: { segmentIndex: number }) => l.segmentIndex),
+    ).toEqual([0]);
+    const machine = await scope('machine');
+    expect(pagesOf(machine.json)).toEqual(
+      expect.arrayContaining([pages[0]!.pageId, pages[1]!.pageId]),
+    );
+    const first = machine.json.hits.find((h: { pageId: number }) => h.pageId === pages[0]!.pageId);
+    expect(first.lines.map((l: { segmentIndex: number }) => l.segmentIndex)).toEqual([1]);
+    const refused = await scope('checked');
+    expect(refused.status).toBe(400);
   });
 
   it("F1 F2 F3 tenancy: another workspace's collection, item and search give 404 or no hits", async () => {

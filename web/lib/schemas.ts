@@ -136,6 +136,12 @@ export const searchQuery = z.object({
     .optional()
     .describe('F3: only items in this collection or below it.'),
   kind: z.enum(MEDIA_KINDS).optional().describe('F3: only pages of this kind.'),
+  lineState: z
+    .enum(LINE_STATES)
+    .optional()
+    .describe(
+      'F3, V1: only pages where a line in this state holds the words, and only those lines (`verified`: text a person checked).',
+    ),
 });
 
 export const createWebhookBody = z

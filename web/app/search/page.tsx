@@ -28,11 +28,13 @@ export default async function SearchPage({
   const q = queryValue(query.q)?.trim() ?? '';
   const rawCollection = queryValue(query.collectionId) ?? '';
   const rawKind = queryValue(query.kind) ?? '';
+  const rawState = queryValue(query.lineState) ?? '';
   const parsed = searchQuery.safeParse({
     q,
     limit: 50,
     ...(rawCollection ? { collectionId: rawCollection } : {}),
     ...(rawKind ? { kind: rawKind } : {}),
+    ...(rawState ? { lineState: rawState } : {}),
   });
   const choices = await listCollectionChoices(pool(), principal.workspaceId);
   let hits: SearchHit[] | undefined;
@@ -51,7 +53,6 @@ export default async function SearchPage({
   return (
     <main>
       <h1>Search</h1>
-      {/* F3: a filter by line state (verified lines only) joins these once review lands. */}
       <form method="get" className="filters card" aria-label="Search the archive">
         <div className="field">
           <label htmlFor="search-q">Words</label>
@@ -77,6 +78,19 @@ export default async function SearchPage({
                 {k === 'image' ? 'Images' : 'Recordings'}
               </option>
             ))}
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor="search-state">Lines</label>
+          <select
+            id="search-state"
+            name="lineState"
+            defaultValue={parsed.success ? (parsed.data.lineState ?? '') : ''}
+          >
+            <option value="">Every line</option>
+            <option value="verified">Verified by a person</option>
+            <option value="edited">Edited, not yet verified</option>
+            <option value="machine">As the engine read them</option>
           </select>
         </div>
         <div className="field-actions">

@@ -13,8 +13,8 @@ export const dynamic = 'force-dynamic';
  */
 export async function GET(request: Request, context: RouteContext<{ ws: string }>) {
   return withApi(request, context, async (principal) => {
-    const { q, limit, collectionId, kind } = readQuery(request, searchQuery);
-    const hits = await search(principal, { q, limit, collectionId, kind });
+    const { q, limit, collectionId, kind, lineState } = readQuery(request, searchQuery);
+    const hits = await search(principal, { q, limit, collectionId, kind, lineState });
     return json({ hits });
   });
 }
