@@ -1,3 +1,4 @@
+import { imageServiceUriFor, thumbnailOf } from '@quire/core/interchange/imageApi';
 import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
 import { getItem, listItemPages } from '@quire/db/items';
@@ -116,7 +117,7 @@ export default async function ItemPage({
                   {page.kind === 'image' && page.hasMedia ? (
                     // biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset
                     <img
-                      src={`/console-api/pages/${page.pageId}/media`}
+                      src={thumbnailSrc(principal.workspaceId, page)}
                       alt={`Thumbnail of page ${i + 1}`}
                       loading="lazy"
                     />
@@ -222,4 +223,19 @@ export default async function ItemPage({
       </section>
     </main>
   );
+}
+
+/**
+ * F2 with I4: a page's thumbnail from its Image API service (the pyramid once it is made), not
+ * the full master; a page whose size is not known yet shows its image as stored.
+ */
+function thumbnailSrc(
+  workspaceId: number,
+  page: { pageId: number; width: number | null; height: number | null },
+): string {
+  if (!page.width || !page.height) return `/console-api/pages/${page.pageId}/media`;
+  return thumbnailOf(imageServiceUriFor('', workspaceId, page.pageId), {
+    width: page.width,
+    height: page.height,
+  }).id;
 }
