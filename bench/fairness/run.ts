@@ -1,14 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
-import { createPage, prepareItem } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
-import type { Pool } from '../../db/pool';
-import { withTransaction } from '../../db/pool';
+import { benchPages, benchWorkspace, spawnSimulatedWorker } from '../lib/simulatedFleet';
 import { median, percentile, round, startBenchStack } from '../lib/stack';
 
 /**
@@ -30,57 +24,6 @@ const SECRET = 'f'.repeat(64);
 const stack = await startBenchStack(20);
 const clientConnection = await Connection.connect({ address: stack.temporalAddress });
 const temporal = new Client({ connection: clientConnection });
-
-async function workspace(pool: Pool, name: string): Promise<number> {
-  const { rows } = await pool.query('INSERT INTO workspaces (name) VALUES ($1) RETURNING id', [
-    name,
-  ]);
-  return rows[0].id;
-}
-
-async function pages(workspaceId: number, count: number): Promise<number[]> {
-  return withTransaction(stack.pool, async (tx) => {
-    let position = await prepareItem(tx, workspaceId, 'bench');
-    const ids: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const page = await createPage(
-        tx,
-        { workspaceId, itemId: 'bench', position: position++, kind: 'image' },
-        'http://bench',
-      );
-      ids.push(page.pageId);
-    }
-    return ids;
-  });
-}
-
-async function spawnWorker(taskQueue: string): Promise<ChildProcess> {
-  const health = join(tmpdir(), `quire-bench-fair-${process.pid}-${taskQueue}.json`);
-  rmSync(health, { force: true });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.databaseUrl,
-      DATABASE_POOL_SIZE: String(slots + 5),
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      QUIRE_TASK_QUEUE: taskQueue,
-      QUIRE_MAINTENANCE_TASK_QUEUE: `${taskQueue}-maintenance`,
-      QUIRE_SECRET_KEY: SECRET,
-      QUIRE_ENABLE_SIMULATED: '1',
-      WORKER_CONCURRENCY: String(slots),
-      QUIRE_HEALTH_FILE: health,
-      QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
-      LOG_LEVEL: 'warn',
-    },
-    stdio: 'ignore',
-  });
-  const deadline = Date.now() + 120_000;
-  while (!existsSync(health)) {
-    if (Date.now() > deadline) throw new Error('the worker did not become healthy');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return child;
-}
 
 /** Starts jobs for the pages, a few at a time, in page order. */
 async function submit(client: QuireClient, workspaceId: number, pageIds: number[]) {
@@ -120,22 +63,22 @@ async function oneRun(run: number) {
     DATABASE_URL: stack.databaseUrl,
   });
   const client = QuireClient.fromConfig(config, temporal, createJobStore(stack.pool));
-  const worker = await spawnWorker(taskQueue);
+  const worker = await spawnSimulatedWorker(stack, { taskQueue, slots, secret: SECRET });
   try {
-    const A = await workspace(stack.pool, `flooding-${run}`);
-    const B = await workspace(stack.pool, `small-${run}`);
+    const A = await benchWorkspace(stack.pool, `flooding-${run}`);
+    const B = await benchWorkspace(stack.pool, `small-${run}`);
 
     // B alone: nothing else queued.
-    const alone = await submit(client, B, await pages(B, SMALL));
+    const alone = await submit(client, B, await benchPages(stack, B, SMALL));
     await Promise.all(alone.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
     const aloneSeconds = await submitToCommit(alone.map((j) => j.jobId));
 
     // A floods the queue; B then submits the same again.
-    const floodPages = await pages(A, FLOOD);
+    const floodPages = await benchPages(stack, A, FLOOD);
     const floodStart = Date.now();
     await submit(client, A, floodPages);
     const floodSubmitSeconds = (Date.now() - floodStart) / 1000;
-    const behind = await submit(client, B, await pages(B, SMALL));
+    const behind = await submit(client, B, await benchPages(stack, B, SMALL));
     await Promise.all(behind.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
     const behindSeconds = await submitToCommit(behind.map((j) => j.jobId));
     const { rows } = await stack.pool.query(

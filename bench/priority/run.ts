@@ -1,14 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
-import { createPage, prepareItem } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
-import type { Pool } from '../../db/pool';
-import { withTransaction } from '../../db/pool';
+import { benchPages, benchWorkspace, spawnSimulatedWorker } from '../lib/simulatedFleet';
 import { median, round, startBenchStack } from '../lib/stack';
 
 /**
@@ -30,57 +24,6 @@ const SECRET = 'p'.repeat(64);
 const stack = await startBenchStack(20);
 const clientConnection = await Connection.connect({ address: stack.temporalAddress });
 const temporal = new Client({ connection: clientConnection });
-
-async function workspace(pool: Pool, name: string): Promise<number> {
-  const { rows } = await pool.query('INSERT INTO workspaces (name) VALUES ($1) RETURNING id', [
-    name,
-  ]);
-  return rows[0].id;
-}
-
-async function pages(workspaceId: number, count: number): Promise<number[]> {
-  return withTransaction(stack.pool, async (tx) => {
-    let position = await prepareItem(tx, workspaceId, 'bench');
-    const ids: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const page = await createPage(
-        tx,
-        { workspaceId, itemId: 'bench', position: position++, kind: 'image' },
-        'http://bench',
-      );
-      ids.push(page.pageId);
-    }
-    return ids;
-  });
-}
-
-async function spawnWorker(taskQueue: string): Promise<ChildProcess> {
-  const health = join(tmpdir(), `quire-bench-prio-${process.pid}-${taskQueue}.json`);
-  rmSync(health, { force: true });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.databaseUrl,
-      DATABASE_POOL_SIZE: String(slots + 5),
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      QUIRE_TASK_QUEUE: taskQueue,
-      QUIRE_MAINTENANCE_TASK_QUEUE: `${taskQueue}-maintenance`,
-      QUIRE_SECRET_KEY: SECRET,
-      QUIRE_ENABLE_SIMULATED: '1',
-      WORKER_CONCURRENCY: String(slots),
-      QUIRE_HEALTH_FILE: health,
-      QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
-      LOG_LEVEL: 'warn',
-    },
-    stdio: 'ignore',
-  });
-  const deadline = Date.now() + 120_000;
-  while (!existsSync(health)) {
-    if (Date.now() > deadline) throw new Error('the worker did not become healthy');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return child;
-}
 
 /** Starts jobs for the pages, a few at a time, in page order. */
 async function submit(
@@ -128,22 +71,22 @@ async function oneRun(run: number) {
     DATABASE_URL: stack.databaseUrl,
   });
   const client = QuireClient.fromConfig(config, temporal, createJobStore(stack.pool));
-  const worker = await spawnWorker(taskQueue);
+  const worker = await spawnSimulatedWorker(stack, { taskQueue, slots, secret: SECRET });
   try {
-    const ws = await workspace(stack.pool, `priority-${run}`);
+    const ws = await benchWorkspace(stack.pool, `priority-${run}`);
     const settle = (jobs: Array<{ workflowId: string }>) =>
       Promise.all(jobs.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
 
     // The person's page on the idle stack.
-    const alone = await submit(client, ws, await pages(ws, 1), 'interactive');
+    const alone = await submit(client, ws, await benchPages(stack, ws, 1), 'interactive');
     await settle(alone);
     const [aloneSeconds] = await submitToCommit(alone.map((j) => j.jobId));
 
     // The backlog, then the person's page and a bulk page at the same moment.
     const backlogStart = Date.now();
-    await submit(client, ws, await pages(ws, BACKLOG));
+    await submit(client, ws, await benchPages(stack, ws, BACKLOG));
     const backlogSubmitSeconds = (Date.now() - backlogStart) / 1000;
-    const [personPage, bulkPage] = await pages(ws, 2);
+    const [personPage, bulkPage] = await benchPages(stack, ws, 2);
     const [person, bulk] = await Promise.all([
       submit(client, ws, [personPage!], 'interactive'),
       submit(client, ws, [bulkPage!]),
