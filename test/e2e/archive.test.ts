@@ -179,6 +179,14 @@ describe('the archive in the console (F1-F4)', () => {
     await expect
       .poll(() => page.locator('.page-strip li').first().getAttribute('data-page'))
       .toBe(String(manifestoPages[1]));
+    // F2 I4: the strip's thumbnails come from the Image API (never the full master), and load.
+    const thumbnail = page.locator(`li[data-page="${manifestoPages[0]}"] img`);
+    expect(await thumbnail.getAttribute('src')).toMatch(
+      new RegExp(`^/iiif/${ws}/image/${manifestoPages[0]}/full/[^/]+/0/default\\.jpg$`),
+    );
+    await expect
+      .poll(() => thumbnail.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth))
+      .toBeGreaterThan(0);
 
     await page.goto(`/collections/${collectionId}`);
     for (const id of ['manifesto', 'letter'])
