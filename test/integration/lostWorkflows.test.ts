@@ -93,9 +93,11 @@ describe('nothing left behind (D4)', () => {
     const done = await untilStatus(quire, ws, job.jobId, 'completed');
     expect([done.completedSegments, done.totalSegments, done.resultRevision]).toEqual([24, 24, 1]);
     const attempts = await listAttempts(quire.db.pool, job.jobId);
-    expect(attempts.map((a) => [a.outcome, a.errorCategory])).toEqual([
-      ['lease_expired', 'crashed'],
-      ['completed', null],
+    // D7: the lost run's attempt was cut off by its workflow's end, not by the page or the
+    // engine: the new run closes it refunded, so it charges nothing.
+    expect(attempts.map((a) => [a.outcome, a.errorCategory, a.refunded])).toEqual([
+      ['retryable_failed', 'crashed', true],
+      ['completed', null, false],
     ]);
     // The new run resumed after the checkpointed lines: most lines were read once.
     const reread = Array.from({ length: 24 }, (_, i) => counting.recognizedCount(job.jobId, i));
