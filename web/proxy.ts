@@ -18,15 +18,22 @@ import { DATA_POLICY, pagePolicy } from './lib/securityHeaders';
  * headers come from next.config.ts.
  */
 
-let publicUrl: string | undefined;
+let settings: { publicUrl: string; development: boolean } | undefined;
 
-function configuredPublicUrl(): string {
-  publicUrl ??= loadConfig().QUIRE_PUBLIC_URL;
-  return publicUrl;
+/** Read once from the one settings module, like every other process setting. */
+function proxySettings() {
+  if (!settings) {
+    const config = loadConfig();
+    settings = {
+      publicUrl: config.QUIRE_PUBLIC_URL,
+      development: config.NODE_ENV === 'development',
+    };
+  }
+  return settings;
 }
 
 export function proxy(request: NextRequest) {
-  const refused = originRefusal(request.method, request.headers, configuredPublicUrl());
+  const refused = originRefusal(request.method, request.headers, proxySettings().publicUrl);
   if (refused) {
     return NextResponse.json(
       { error: { code: refused.code, message: refused.message } },
@@ -34,7 +41,7 @@ export function proxy(request: NextRequest) {
     );
   }
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString('base64');
-  const policy = pagePolicy(nonce, process.env.NODE_ENV === 'development');
+  const policy = pagePolicy(nonce, proxySettings().development);
   // Next reads the nonce from the request's policy and sets it on the scripts it renders.
   const requestHeaders = new Headers(request.headers);
   requestHeaders.set('content-security-policy', policy);
