@@ -1,13 +1,12 @@
 /**
- * I3: reading a transcript another tool wrote (PAGE XML of any PRImA release, ALTO v2-v4,
- * and I6 hOCR as tesseract, OCRopus or kraken write it) into Quire's line segments, with the page size the file declares and the software that made
- * it. Every refusal is a `TranscriptRejection` with a stable code; the message never quotes
+ * I3: reading a transcript another tool wrote (PAGE XML of any PRImA release, ALTO v2-v4, and
+ * I6 hOCR, read in hocrImport.ts) into Quire's line segments, with the page size the file
+ * declares and the software that made it. Every refusal is a `TranscriptRejection` with a stable code; the message never quotes
  * the file's content. Pure: the caller checks the size against the image and stores the lines.
  */
 
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { Box, Segment } from '../annotation';
-import { DomainError, type ErrorKind } from '../errors';
 import { languageTag } from '../jobRequest';
 import {
   describeTextFault,
@@ -16,60 +15,27 @@ import {
   pageTextBytes,
   textFault,
 } from '../text';
+import { looksLikeHocr, readHocr } from './hocrImport';
+import {
+  DEFAULT_TRANSCRIPT_LIMITS,
+  type ImportedTranscript,
+  insidePage,
+  localName,
+  oneLine,
+  positiveInteger,
+  type TranscriptLimits,
+  TranscriptRejection,
+} from './transcriptParts';
 
-/** I3 PAGE and ALTO, I6 hOCR; I5 `pdf` is a PDF's own text layer (core/interchange/pdfText.ts). */
-export type TranscriptFormat = 'page' | 'alto' | 'hocr' | 'pdf';
-
-export interface ImportedTranscript {
-  format: TranscriptFormat;
-  /** The file's namespace (PAGE release or ALTO version), kept in the provenance. */
-  namespace: string;
-  /** The software or creator the file names (PAGE `Metadata/Creator`, ALTO processing software). */
-  producer: string | null;
-  width: number;
-  height: number;
-  language?: string;
-  segments: Segment[];
-}
-
-export const TRANSCRIPT_REJECTIONS = {
-  transcript_malformed: 'malformed',
-  transcript_unsupported: 'unsupported',
-  transcript_too_large: 'too_large',
-  transcript_invalid: 'invalid',
-  transcript_size_mismatch: 'invalid',
-  // R6: the API's own limits, applied to what a file says.
-  transcript_too_deep: 'invalid',
-  transcript_reserved_name: 'invalid',
-  transcript_invalid_text: 'invalid',
-  transcript_line_too_long: 'invalid',
-  transcript_invalid_language: 'invalid',
-  transcript_invalid_namespace: 'invalid',
-} as const satisfies Record<string, ErrorKind>;
-
-export type TranscriptRejectionCode = keyof typeof TRANSCRIPT_REJECTIONS;
-
-export class TranscriptRejection extends DomainError {
-  override name = 'TranscriptRejection';
-  constructor(
-    override readonly code: TranscriptRejectionCode,
-    message: string,
-  ) {
-    super(TRANSCRIPT_REJECTIONS[code], code, message);
-  }
-}
-
-export interface TranscriptLimits {
-  /** Bytes of one transcript file. */
-  maxTranscriptBytes: number;
-  /** Text lines in one transcript file. */
-  maxTranscriptLines: number;
-}
-
-export const DEFAULT_TRANSCRIPT_LIMITS: TranscriptLimits = {
-  maxTranscriptBytes: 8 * 1024 * 1024,
-  maxTranscriptLines: 10_000,
-};
+export {
+  DEFAULT_TRANSCRIPT_LIMITS,
+  type ImportedTranscript,
+  TRANSCRIPT_REJECTIONS,
+  type TranscriptFormat,
+  type TranscriptLimits,
+  TranscriptRejection,
+  type TranscriptRejectionCode,
+} from './transcriptParts';
 
 const PAGE_NAMESPACE_PREFIX = 'http://schema.primaresearch.org/PAGE/gts/pagecontent/';
 /** PAGE releases are named by their date; the namespace is kept in the provenance, so bounded. */
@@ -156,11 +122,6 @@ function parseXml(text: string): XmlNode {
   }
 }
 
-function localName(name: string): string {
-  const colon = name.indexOf(':');
-  return colon === -1 ? name : name.slice(colon + 1);
-}
-
 /** A child element by local name (namespace prefixes ignored), as an array. */
 function children(node: unknown, name: string): XmlNode[] {
   if (!node || typeof node !== 'object') return [];
@@ -208,17 +169,6 @@ function namespaceOf(name: string, node: XmlNode): string {
   return typeof value === 'string' ? value : '';
 }
 
-function positiveInteger(value: string | undefined, what: string): number {
-  const n = Number(value);
-  if (value === undefined || !Number.isFinite(n) || n <= 0 || n > 1_000_000) {
-    throw new TranscriptRejection(
-      'transcript_invalid',
-      `the transcript's ${what} is missing or not a positive number`,
-    );
-  }
-  return Math.round(n);
-}
-
 function finiteNumber(value: string | undefined, what: string): number {
   const n = Number(value);
   if (value === undefined || value.trim() === '' || !Number.isFinite(n)) {
@@ -252,19 +202,6 @@ function checkPointCount(count: number): void {
       `a line's outline has at most ${MAX_POLYGON_POINTS} points`,
     );
   }
-}
-
-/** Keeps a box inside the page in whole pixels; tools often draw a pixel or two past the edge. */
-function insidePage(box: Box, width: number, height: number): Box {
-  const x = Math.min(Math.max(0, Math.round(box.x)), width);
-  const y = Math.min(Math.max(0, Math.round(box.y)), height);
-  const right = Math.min(Math.max(x, Math.round(box.x + box.w)), width);
-  const bottom = Math.min(Math.max(y, Math.round(box.y + box.h)), height);
-  return { x, y, w: right - x, h: bottom - y };
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
 }
 
 export function parseTranscript(
@@ -600,170 +537,6 @@ function readAlto(root: XmlNode, namespace: string): ImportedTranscript {
     format: 'alto',
     namespace,
     producer: altoProducer(description),
-    width,
-    height,
-    ...(language ? { language } : {}),
-    segments,
-  };
-}
-
-// ---------------------------------------------------------------------------------------
-// hOCR (I6)
-
-/** The XHTML DOCTYPE hOCR writers put first: a public identifier, no internal subset. */
-const XHTML_DOCTYPE = /<!DOCTYPE\s+html(\s+PUBLIC\s+"[^"[\]<>]*"(\s+"[^"[\]<>]*")?)?\s*>/i;
-
-function looksLikeHocr(text: string): boolean {
-  const head = text.slice(0, 4096);
-  return /<html[\s>]/i.test(head) && /class\s*=\s*["'][^"']*\bocr_page\b/.test(text);
-}
-
-/** hOCR's `title` properties ("bbox 0 0 10 10; x_wconf 93") by name. */
-function hocrProperties(title: string | undefined): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const part of (title ?? '').split(';')) {
-    const match = /^\s*([a-z_]+)\s+(.*?)\s*$/i.exec(part);
-    if (match) out.set(match[1]!, match[2]!);
-  }
-  return out;
-}
-
-function hocrBox(title: string | undefined): Box | undefined {
-  const bbox = hocrProperties(title).get('bbox');
-  const numbers = bbox?.split(/\s+/).map(Number);
-  if (numbers?.length !== 4 || !numbers.every(Number.isFinite)) return undefined;
-  const [x0, y0, x1, y1] = numbers as [number, number, number, number];
-  return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
-}
-
-/** An element of fast-xml-parser's ordered tree: `{ tag: children, ':@': attributes }`. */
-type OrderedNode = Record<string, unknown>;
-
-function orderedTag(node: OrderedNode): string | undefined {
-  return Object.keys(node).find((k) => k !== ':@');
-}
-
-function orderedAttribute(node: OrderedNode, name: string): string | undefined {
-  const attributes = node[':@'] as Record<string, unknown> | undefined;
-  const value = attributes?.[`@${name}`];
-  return typeof value === 'string' ? value : undefined;
-}
-
-function orderedChildren(node: OrderedNode): OrderedNode[] {
-  const tag = orderedTag(node);
-  const value = tag ? node[tag] : undefined;
-  return Array.isArray(value) ? (value as OrderedNode[]) : [];
-}
-
-function classesOf(node: OrderedNode): string[] {
-  return (orderedAttribute(node, 'class') ?? '').split(/\s+/).filter((c) => c.length > 0);
-}
-
-function orderedText(node: OrderedNode): string {
-  if (typeof node['#text'] === 'string' || typeof node['#text'] === 'number') {
-    return String(node['#text']);
-  }
-  return orderedChildren(node).map(orderedText).join('');
-}
-
-/** Every element in document order that has one of `classes`, not looking inside a match. */
-function elementsWithClass(nodes: OrderedNode[], classes: ReadonlySet<string>): OrderedNode[] {
-  const out: OrderedNode[] = [];
-  for (const node of nodes) {
-    if (!orderedTag(node) || orderedTag(node) === '#text') continue;
-    if (classesOf(node).some((c) => classes.has(c))) out.push(node);
-    else out.push(...elementsWithClass(orderedChildren(node), classes));
-  }
-  return out;
-}
-
-const HOCR_PAGE = new Set(['ocr_page']);
-/** The hOCR classes that are a line of text (ocr_line and its typographic kinds). */
-const HOCR_LINES = new Set(['ocr_line', 'ocr_header', 'ocr_caption', 'ocr_textfloat']);
-const HOCR_WORDS = new Set(['ocrx_word']);
-
-function readHocr(raw: string): ImportedTranscript {
-  // The XHTML DOCTYPE names a public DTD and declares nothing: it is dropped, and any other
-  // DOCTYPE (one with an internal subset, entities) is refused below as for every format.
-  const text = raw.replace(XHTML_DOCTYPE, '');
-  if (/<!DOCTYPE/i.test(text)) {
-    throw new TranscriptRejection('transcript_malformed', 'the transcript carries a DOCTYPE');
-  }
-  if (XMLValidator.validate(text) !== true) {
-    throw new TranscriptRejection(
-      'transcript_malformed',
-      'the hOCR is not well-formed XHTML (hOCR is imported as XML)',
-    );
-  }
-  const tree = new XMLParser({
-    ignoreAttributes: false,
-    attributeNamePrefix: '@',
-    parseTagValue: false,
-    parseAttributeValue: false,
-    trimValues: false,
-    processEntities: true,
-    htmlEntities: true,
-    preserveOrder: true,
-  }).parse(text) as OrderedNode[];
-  const html = tree.find((n) => localName(orderedTag(n) ?? '') === 'html');
-  if (!html) throw new TranscriptRejection('transcript_unsupported', 'the hOCR has no html root');
-  const pages = elementsWithClass([html], HOCR_PAGE);
-  if (pages.length !== 1) {
-    throw new TranscriptRejection(
-      'transcript_invalid',
-      'an hOCR transcript must describe one page',
-    );
-  }
-  const page = pages[0]!;
-  const pageBox = hocrBox(orderedAttribute(page, 'title'));
-  if (!pageBox) {
-    throw new TranscriptRejection('transcript_invalid', "the hOCR page's bbox is missing");
-  }
-  const width = positiveInteger(String(pageBox.x + pageBox.w), 'page bbox width');
-  const height = positiveInteger(String(pageBox.y + pageBox.h), 'page bbox height');
-  let producer: string | null = null;
-  let language: string | undefined;
-  const walkHead = (nodes: OrderedNode[]) => {
-    for (const node of nodes) {
-      const tag = localName(orderedTag(node) ?? '');
-      if (tag === 'meta' && orderedAttribute(node, 'name') === 'ocr-system') {
-        producer = oneLine(orderedAttribute(node, 'content') ?? '').slice(0, 200) || null;
-      }
-      if (tag && tag !== '#text') walkHead(orderedChildren(node));
-    }
-  };
-  walkHead([html]);
-  const segments: Segment[] = [];
-  for (const line of elementsWithClass(orderedChildren(page), HOCR_LINES)) {
-    const box = hocrBox(orderedAttribute(line, 'title'));
-    if (!box) throw new TranscriptRejection('transcript_invalid', 'a text line has no bbox');
-    const words = elementsWithClass(orderedChildren(line), HOCR_WORDS);
-    const lineText =
-      words.length > 0 ? words.map((w) => oneLine(orderedText(w))).join(' ') : orderedText(line);
-    const segment: Segment = {
-      index: segments.length,
-      target: { kind: 'xywh', box: insidePage(box, width, height) },
-      text: oneLine(lineText),
-    };
-    const confidences = (words.length > 0 ? words : [line])
-      .map((w) => Number(hocrProperties(orderedAttribute(w, 'title')).get('x_wconf')))
-      .filter((c) => Number.isFinite(c) && c >= 0 && c <= 100);
-    if (confidences.length > 0) {
-      segment.confidence = confidences.reduce((a, b) => a + b, 0) / confidences.length / 100;
-    }
-    language ??= orderedAttribute(line, 'lang');
-    segments.push(segment);
-  }
-  if (!language) {
-    for (const par of elementsWithClass(orderedChildren(page), new Set(['ocr_par']))) {
-      language ??= orderedAttribute(par, 'lang');
-    }
-  }
-  const namespace = orderedAttribute(html, 'xmlns') ?? '';
-  return {
-    format: 'hocr',
-    namespace,
-    producer,
     width,
     height,
     ...(language ? { language } : {}),
