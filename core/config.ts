@@ -105,6 +105,16 @@ const schema = z.object({
   TEMPORAL_TLS_CLIENT_KEY_PATH: trimmedOptional,
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: trimmedOptional,
   TEMPORAL_TLS_SERVER_NAME: trimmedOptional,
+  // R4: a frontend that checks callers' JWTs (an authorizer, docs/deploy.md) is reached with a
+  // token from the installation's identity provider: the OAuth 2.0 client-credentials grant of
+  // Quire's own client, refreshed before it expires. The secret is never logged.
+  TEMPORAL_OAUTH_TOKEN_URL: z.string().url().optional(),
+  TEMPORAL_OAUTH_CLIENT_ID: trimmedOptional,
+  TEMPORAL_OAUTH_CLIENT_SECRET: trimmedOptional,
+  /** Space-separated scopes to ask for, where the provider wants some. */
+  TEMPORAL_OAUTH_SCOPE: trimmedOptional,
+  /** The audience to ask for, where the frontend checks one (its `authorization.audience`). */
+  TEMPORAL_OAUTH_AUDIENCE: trimmedOptional,
   QUIRE_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE),
   QUIRE_MAINTENANCE_TASK_QUEUE: z.string().min(1).default(MAINTENANCE_TASK_QUEUE),
   QUIRE_TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
@@ -431,6 +441,21 @@ export function parseConfig(
   ) {
     throw new ConfigError(
       'TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH are set together or not at all',
+    );
+  }
+  const oauth = [
+    config.TEMPORAL_OAUTH_TOKEN_URL,
+    config.TEMPORAL_OAUTH_CLIENT_ID,
+    config.TEMPORAL_OAUTH_CLIENT_SECRET,
+  ].filter(Boolean).length;
+  if (oauth !== 0 && oauth !== 3) {
+    throw new ConfigError(
+      'TEMPORAL_OAUTH_TOKEN_URL, TEMPORAL_OAUTH_CLIENT_ID and TEMPORAL_OAUTH_CLIENT_SECRET are set together or not at all',
+    );
+  }
+  if (oauth === 3 && config.TEMPORAL_API_KEY) {
+    throw new ConfigError(
+      'TEMPORAL_API_KEY and TEMPORAL_OAUTH_* both name a bearer token for Temporal: set one of them',
     );
   }
   if (config.QUIRE_RETRY_MAX_MS < config.QUIRE_RETRY_INITIAL_MS) {

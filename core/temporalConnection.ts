@@ -9,7 +9,8 @@ import { ConfigError, type ConfigFiles, configFiles, type QuireConfig } from './
  */
 export interface TemporalConnectionOptions {
   address: string;
-  tls?: TLSConfig;
+  /** `false`: plaintext even though a token is sent (the SDK would otherwise turn TLS on). */
+  tls?: TLSConfig | false;
   apiKey?: string;
 }
 
@@ -41,6 +42,9 @@ export function temporalConnectionOptions(
       ...(crt && key ? { clientCertPair: { crt, key } } : {}),
     };
   }
+  // R4: a token of Quire's own OAuth client (net/temporalToken.ts) travels in plaintext only
+  // where the settings say so: a private network, or the loopback of one machine.
+  if (!useTls && config.TEMPORAL_OAUTH_TOKEN_URL) options.tls = false;
   if (config.TEMPORAL_API_KEY) options.apiKey = config.TEMPORAL_API_KEY;
   return options;
 }

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { QuireClient } from '../client';
 import { loadConfig, type QuireConfig, requireSecretKeys } from '../core/config';
 import { hashPassword, normalizeEmail } from '../core/passwords';
 import { isRole } from '../core/roles';
-import { temporalConnectionOptions } from '../core/temporalConnection';
 import { createAccount, findAccountByEmail, putMember, setAccountDisabled } from '../db/accounts';
 import { auditInvariants } from '../db/audit';
 import { CLI_ACTOR, listAudit } from '../db/auditLog';
@@ -20,6 +19,7 @@ import { createOperatorKey, listOperatorKeys, revokeOperatorKey } from '../db/op
 import { createPool, type Pool } from '../db/pool';
 import { resealWebhookSecrets } from '../db/webhookSecrets';
 import { createWorkspace } from '../db/workspaces';
+import { connectTemporal } from '../net/temporalClient';
 
 /**
  * `quire admin <command>` (npm run admin -- <command>): the installation's own console, run
@@ -69,10 +69,7 @@ async function withQuireClient<T>(
   pool: Pool,
   work: (client: QuireClient) => Promise<T>,
 ): Promise<T> {
-  const connection = await Connection.connect({
-    ...temporalConnectionOptions(config),
-    connectTimeout: 5_000,
-  });
+  const connection = await connectTemporal(config, { connectTimeout: 5_000 });
   try {
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     return await work(QuireClient.fromConfig(config, temporal, createJobStore(pool)));

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Context } from '@temporalio/activity';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createMaintenanceActivities } from '../activities/maintenance';
 import { createTranscriptionActivities, type TranscriptionDeps } from '../activities/transcription';
@@ -9,9 +9,10 @@ import { localPathWhenAvailable } from '../blobs/available';
 import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
 import type { Logger } from '../core/logger';
-import { temporalConnectionOptions } from '../core/temporalConnection';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
+import { connectTemporal } from '../net/temporalClient';
+import type { TemporalToken } from '../net/temporalToken';
 import { createEngines } from '../providers/catalogue';
 import { createProviderRegistry, type ProviderRegistry } from '../providers/registry';
 import { maintenanceSchedules } from './schedules';
@@ -166,7 +167,10 @@ export function createQuireClient(
   return QuireClient.fromConfig(config, temporal, createJobStore(pool), providers);
 }
 
-export async function connectTemporalClient(config: QuireConfig): Promise<Client> {
-  const connection = await Connection.connect(temporalConnectionOptions(config));
+export async function connectTemporalClient(
+  config: QuireConfig,
+  token?: TemporalToken,
+): Promise<Client> {
+  const connection = await connectTemporal(config, { token });
   return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 }

@@ -8,6 +8,7 @@ import { checkInstallationKey, installationKeyHeld } from '../db/installationKey
 import { checkInstallationSettings } from '../db/installationSettings';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
+import { startTemporalToken } from '../net/temporalToken';
 import {
   connectTemporalClient,
   createMaintenanceWorker,
@@ -70,8 +71,19 @@ async function main(): Promise<number> {
     },
     'secret key matches the installation',
   );
-  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
-  const temporal = await connectTemporalClient(config);
+  // R4: where the frontend checks callers, both connections send the token of Quire's client
+  // and take each refreshed one; a client the provider refuses stops the worker here.
+  const token = await startTemporalToken(config, { logger });
+  const connection = await NativeConnection.connect({
+    ...temporalConnectionOptions(config),
+    ...(token ? { apiKey: token.current() } : {}),
+  });
+  token?.onRefresh((fresh) => {
+    connection.setApiKey(fresh).catch(() => {
+      logger.warn({}, 'could not hand the refreshed Temporal token to the worker connection');
+    });
+  });
+  const temporal = await connectTemporalClient(config, token);
   // The offline engines are the defaults (Q2); the simulated one serves fault injection;
   // remote engines are registered when configured (QUIRE_OPENAI_BASE_URL, ...).
   const providers = createWorkerProviders(config);
@@ -177,6 +189,7 @@ async function main(): Promise<number> {
     logger.info({ identity }, 'worker stopped');
     await temporal.connection.close().catch(() => {});
     await connection.close().catch(() => {});
+    token?.close();
     await pool.end().catch(() => {});
   }
   if (configurationFault) {

@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { createLocalBlobStore } from '../../blobs';
 import { QuireClient } from '../../client';
 import { loadConfig } from '../../core/config';
@@ -6,12 +6,12 @@ import { providersForWorkspace } from '../../core/jobOptions';
 import type { JobRecord } from '../../core/jobStore';
 import { pricesWith } from '../../core/pricing';
 import { enabledProviders } from '../../core/providerCatalogue';
-import { temporalConnectionOptions } from '../../core/temporalConnection';
 import { createJobStore } from '../../db/jobStore';
 import { providersEnabledFor } from '../../db/operatorControls';
 import { createPool } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
 import { recordJobsForIngest } from '../../ingest/jobs';
+import { connectTemporal } from '../../net/temporalClient';
 import { serveIngest } from '../lib/ingestHttp';
 
 /**
@@ -23,7 +23,7 @@ import { serveIngest } from '../lib/ingestHttp';
 const config = loadConfig();
 const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
 const blobStore = createLocalBlobStore(config.QUIRE_BLOB_DIR);
-const connection = await Connection.connect(temporalConnectionOptions(config));
+const connection = await connectTemporal(config);
 // As the web builds it (web/lib/server.ts): every catalogued provider is requestable.
 const client = QuireClient.fromConfig(
   config,

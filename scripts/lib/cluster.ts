@@ -4,9 +4,14 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import { parseSettingsText, QUIRE_SETTING_NAMES } from '../../core/config';
 import { migrate } from '../../db/migrate';
+import { startTemporalToken } from '../../net/temporalToken';
 import { WORKFLOWS_PATH } from '../../worker/createWorker';
 import { findOrBuild } from './goBuilds';
-import { type IdentityProvider, startIdentityProvider } from './identityProvider';
+import {
+  type IdentityPerson,
+  type IdentityProvider,
+  startIdentityProvider,
+} from './identityProvider';
 import {
   type ObjectServerSettings,
   objectServerEndpoint,
@@ -17,6 +22,7 @@ import { freePortRange, httpOk, type ManagedProcess, managedProcess, pollReady }
 import { freePort } from './temporal';
 import {
   prepareTemporalSchema,
+  type TemporalAuthorization,
   type TemporalDatabase,
   temporalServerProcess,
 } from './temporalServer';
@@ -49,6 +55,8 @@ export interface ClusterOptions {
     web: number[];
   };
   ui?: boolean;
+  /** R4 tests: more people at the identity provider beside the operator. */
+  identityPeople?: IdentityPerson[];
   /** Tests: PostgreSQL without fsync. */
   fastPostgres?: boolean;
   /** Ctrl-C while starting: what started is stopped and the start rejects. */
@@ -161,6 +169,31 @@ function quireTopologyEnv(p: {
 export const CLUSTER_OPERATOR_EMAIL = 'operator@quire.localhost';
 const OPERATOR_GROUP = 'operators';
 
+/**
+ * Hydra makes the key set that signs JWT access tokens at the first such token; the frontend
+ * reads the keys once at start (then each minute), so one token is asked for first and its
+ * key is seen published before Temporal starts.
+ */
+async function signingKeysReady(
+  identity: IdentityProvider,
+  client: { clientId: string; clientSecret: string },
+): Promise<string> {
+  const token = await startTemporalToken({
+    TEMPORAL_OAUTH_TOKEN_URL: identity.tokenUrl,
+    TEMPORAL_OAUTH_CLIENT_ID: client.clientId,
+    TEMPORAL_OAUTH_CLIENT_SECRET: client.clientSecret,
+  });
+  const header = JSON.parse(
+    Buffer.from(token?.current().split('.')[0] ?? '', 'base64url').toString() || '{}',
+  ) as { kid?: string };
+  token?.close();
+  const keys = (await (await fetch(identity.jwksUrl)).json()) as { keys: Array<{ kid: string }> };
+  if (!header.kid || !keys.keys.some((key) => key.kid === header.kid)) {
+    throw new Error('the identity provider does not publish the key its access tokens carry');
+  }
+  return identity.jwksUrl;
+}
+
 async function createDatabases(url: string, names: string[]): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -254,40 +287,17 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     started.push(objectServer);
     await objectServer.start();
 
-    const temporalDb: TemporalDatabase = {
-      host: '127.0.0.1',
-      port: ports.postgres,
-      user: 'postgres',
-      database: 'temporal',
-      visibilityDatabase: 'temporal_visibility',
-    };
-    log('preparing the Temporal schema (sql tool: setup-schema, update-schema)...');
-    prepareTemporalSchema(temporalDb, log);
-    const temporalAddress = `127.0.0.1:${ports.temporalBase}`;
     const shared = readSettingsFile(join(root, CLUSTER_SETTINGS_FILE));
-    const namespace = shared.TEMPORAL_NAMESPACE ?? 'default';
-    log(
-      `starting the Temporal server on ${temporalAddress} (PostgreSQL persistence and visibility)...`,
-    );
-    const temporal = temporalServerProcess({
-      root,
-      db: temporalDb,
-      portBase: ports.temporalBase,
-      logFile: logFile('temporal'),
-      namespace,
-      log,
-    });
-    started.push(temporal);
-    await temporal.start();
-
     let ui: ManagedProcess | undefined;
     const uiUrl = `http://localhost:${ports.ui}`;
+    let authorization: TemporalAuthorization | undefined;
     let identityEnv: Record<string, string> = {};
     const uiAuthEnv: Record<string, string> = {};
     if (options.ui !== false) {
       // R4: the Temporal UI is the operators', behind its own OpenID Connect login against the
       // installation's provider; here a development Hydra with one operator (its password kept
-      // in the cluster directory), which the console's single sign-on uses too (R2).
+      // in the cluster directory), which the console's single sign-on uses too (R2). It starts
+      // before Temporal, whose frontend reads the provider's keys at start to check tokens.
       await createDatabases(postgres.url('postgres'), ['hydra']);
       const operatorFile = join(dir, 'identity-operator.json');
       if (!existsSync(operatorFile)) {
@@ -308,9 +318,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         dsn: dsn.toString(),
         publicPort: await freePort(),
         adminPort: await freePort(),
-        people: [{ ...operator, name: 'Cluster operator', groups: [OPERATOR_GROUP] }],
+        people: [
+          { ...operator, name: 'Cluster operator', groups: [OPERATOR_GROUP] },
+          ...(options.identityPeople ?? []),
+        ],
         logFile: logFile('hydra'),
         log,
+        // Operators administer the orchestration layer; nobody else gets any permission, so
+        // anyone else the provider signs in at the UI is refused by the frontend.
+        temporalPermissionsByGroup: { [OPERATOR_GROUP]: ['temporal-system:admin'] },
       });
       identityOperator = operator;
       const discovered = (await (
@@ -318,7 +334,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       ).json()) as { issuer: string };
       const uiClient = await identity.registerClient({
         redirectUris: [`${uiUrl}/auth/sso/callback`],
+        temporal: true,
       });
+      // Quire's workers and web replicas: their own client, writers of the namespace only.
+      const serviceClient = await identity.registerServiceClient({
+        permissions: [`${shared.TEMPORAL_NAMESPACE ?? 'default'}:writer`],
+      });
+      authorization = { keySourceUri: await signingKeysReady(identity, serviceClient) };
       const consoleClient = await identity.registerClient({
         redirectUris: ports.web.map((port) => `http://localhost:${port}/signin/oidc/callback`),
       });
@@ -341,7 +363,39 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         QUIRE_OIDC_CLIENT_ID: consoleClient.clientId,
         QUIRE_OIDC_CLIENT_SECRET: consoleClient.clientSecret,
         QUIRE_OIDC_ROLE_MAPPING: JSON.stringify({ operators: [OPERATOR_GROUP] }),
+        TEMPORAL_OAUTH_TOKEN_URL: identity.tokenUrl,
+        TEMPORAL_OAUTH_CLIENT_ID: serviceClient.clientId,
+        TEMPORAL_OAUTH_CLIENT_SECRET: serviceClient.clientSecret,
       };
+    }
+
+    const temporalDb: TemporalDatabase = {
+      host: '127.0.0.1',
+      port: ports.postgres,
+      user: 'postgres',
+      database: 'temporal',
+      visibilityDatabase: 'temporal_visibility',
+    };
+    log('preparing the Temporal schema (sql tool: setup-schema, update-schema)...');
+    prepareTemporalSchema(temporalDb, log);
+    const temporalAddress = `127.0.0.1:${ports.temporalBase}`;
+    const namespace = shared.TEMPORAL_NAMESPACE ?? 'default';
+    log(
+      `starting the Temporal server on ${temporalAddress} (PostgreSQL persistence and visibility)...`,
+    );
+    const temporal = temporalServerProcess({
+      root,
+      db: temporalDb,
+      portBase: ports.temporalBase,
+      logFile: logFile('temporal'),
+      namespace,
+      log,
+      authorization,
+    });
+    started.push(temporal);
+    await temporal.start();
+
+    if (options.ui !== false) {
       const { server } = findOrBuild('temporalUi', log);
       ui = managedProcess({
         name: 'temporal-ui',

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -114,13 +114,17 @@ function goBuildTool(
 ) {
   const moduleDir = join(dir, 'module');
   mkdirSync(moduleDir, { recursive: true });
-  writeFileSync(join(moduleDir, 'go.mod'), 'module quire.local/tool-build\n\ngo 1.24\n');
   const pkg = pkgAtVersion.split('@')[0]!;
+  const output = join(dir, binary);
+  // Everything under the lock, the module's go.mod included: a second process that starts
+  // while the first builds would otherwise rewrite go.mod under it ("existing contents have
+  // changed since last read"), and then finds the first one's binary instead of building.
   const steps = [
+    `{ test -x ${output} || { printf "module quire.local/tool-build\\n\\ngo 1.24\\n" > go.mod`,
     ...replaces.map((r) => `${go} mod edit -replace ${r}`),
     `${go} get -tool ${pkgAtVersion}`,
     `${go} mod tidy`,
-    `${go} build -o ${join(dir, binary)} ${pkg}`,
+    `${go} build -o ${output} ${pkg}; }; }`,
   ].join(' && ');
   const env = { ...process.env, GOFLAGS: '-mod=mod' };
   const stdio: ['ignore', 'inherit', 'inherit'] = ['ignore', 'inherit', 'inherit'];

@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { dirname, join } from 'node:path';
 import { findOrBuild } from './goBuilds';
 import { httpOk, managedProcess, pollReady } from './processes';
 
@@ -26,13 +28,31 @@ export interface IdentityProvider {
   issuer: string;
   adminUrl: string;
   loginAppUrl: string;
-  /** Registers an OAuth client (authorization code with PKCE) and returns its credentials. */
+  /** Where Temporal's frontend reads the keys that sign the access tokens (R4). */
+  jwksUrl: string;
+  tokenUrl: string;
+  /**
+   * Registers an OAuth client (authorization code with PKCE) and returns its credentials.
+   * `temporal`: its access tokens are JWTs carrying the signed-in person's Temporal
+   * permissions (the Temporal UI's client), by `temporalPermissionsByGroup`.
+   */
   registerClient(input: {
     redirectUris: string[];
     clientId?: string;
+    temporal?: boolean;
+  }): Promise<{ clientId: string; clientSecret: string }>;
+  /**
+   * R4: a client of a service (no person), client-credentials grant only, whose JWT access
+   * tokens carry exactly `permissions` (Quire's workers and web replicas).
+   */
+  registerServiceClient(input: {
+    permissions: string[];
   }): Promise<{ clientId: string; clientSecret: string }>;
   stop(): Promise<void>;
 }
+
+/** The claim Temporal's default claim mapper reads (`permissionsClaimName`). */
+export const TEMPORAL_PERMISSIONS_CLAIM = 'permissions';
 
 function html(body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in</title></head><body><main>${body}</main></body></html>`;
@@ -55,8 +75,29 @@ async function readForm(request: import('node:http').IncomingMessage): Promise<U
   return new URLSearchParams(body);
 }
 
-/** The login-and-consent app: GET/POST /login, GET /consent, against Hydra's admin API. */
-export function startLoginApp(adminUrl: string, people: IdentityPerson[]): Promise<Server> {
+export interface LoginAppGrants {
+  /** Clients whose access tokens carry the person's Temporal permissions. */
+  temporalClients: Set<string>;
+  /** A person's Temporal permissions, from their groups. */
+  temporalPermissionsByGroup: Record<string, string[]>;
+  /** Service clients (client-credentials) and the permissions their tokens carry. */
+  servicePermissions: Map<string, string[]>;
+}
+
+/**
+ * The login-and-consent app: GET/POST /login, GET /consent, against Hydra's admin API, and
+ * POST /token-hook, which Hydra calls at every token request: it gives a service client's
+ * token its permissions and leaves every other grant's claims as the consent set them.
+ */
+export function startLoginApp(
+  adminUrl: string,
+  people: IdentityPerson[],
+  grants: LoginAppGrants = {
+    temporalClients: new Set(),
+    temporalPermissionsByGroup: {},
+    servicePermissions: new Map(),
+  },
+): Promise<Server> {
   const admin = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${adminUrl}${path}`, {
       method,
@@ -128,6 +169,12 @@ export function startLoginApp(adminUrl: string, people: IdentityPerson[]): Promi
         );
         const person = people.find((p) => p.email === consent.subject);
         if (!person) return page(403, '<p role="alert">Unknown person.</p>');
+        const clientId = String((consent.client as { client_id?: unknown })?.client_id ?? '');
+        // R4: only the Temporal UI's tokens carry Temporal permissions, and only an operator's
+        // groups grant any; everyone else signs in there and is refused by the frontend.
+        const permissions = grants.temporalClients.has(clientId)
+          ? [...new Set(person.groups.flatMap((g) => grants.temporalPermissionsByGroup[g] ?? []))]
+          : [];
         const accepted = await admin(
           'PUT',
           `/admin/oauth2/auth/requests/consent/accept?consent_challenge=${encodeURIComponent(challenge)}`,
@@ -136,6 +183,7 @@ export function startLoginApp(adminUrl: string, people: IdentityPerson[]): Promi
             grant_access_token_audience: consent.requested_access_token_audience,
             remember: false,
             session: {
+              access_token: permissions.length ? { [TEMPORAL_PERMISSIONS_CLAIM]: permissions } : {},
               id_token: {
                 email: person.email,
                 email_verified: true,
@@ -146,6 +194,27 @@ export function startLoginApp(adminUrl: string, people: IdentityPerson[]): Promi
           },
         );
         return redirect(String(accepted.redirect_to));
+      }
+      if (url.pathname === '/token-hook' && request.method === 'POST') {
+        let body = '';
+        for await (const chunk of request) body += chunk;
+        const hook = JSON.parse(body) as {
+          request?: { client_id?: string; grant_types?: string[] };
+        };
+        const service = grants.servicePermissions.get(hook.request?.client_id ?? '');
+        if (service && hook.request?.grant_types?.includes('client_credentials')) {
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.end(
+            JSON.stringify({
+              session: { access_token: { [TEMPORAL_PERMISSIONS_CLAIM]: service }, id_token: {} },
+            }),
+          );
+          return;
+        }
+        // 204: the token keeps the claims its consent gave it.
+        response.writeHead(204);
+        response.end();
+        return;
       }
       page(404, '<p>Not found.</p>');
     } catch {
@@ -166,13 +235,41 @@ export async function startIdentityProvider(options: {
   people: IdentityPerson[];
   logFile: string;
   log?: (line: string) => void;
+  /** R4: the Temporal permissions each group's members get in the Temporal UI's tokens. */
+  temporalPermissionsByGroup?: Record<string, string[]>;
+  /** How long an access token lives (Hydra's `ttl.access_token`, e.g. `9s`; default 1h). */
+  accessTokenLifespan?: string;
 }): Promise<IdentityProvider> {
   const hydra = findOrBuild('hydra', options.log).hydra!;
   const adminUrl = `http://127.0.0.1:${options.adminPort}`;
   const issuer = `http://127.0.0.1:${options.publicPort}`;
-  const loginApp = await startLoginApp(adminUrl, options.people);
+  const grants: LoginAppGrants = {
+    temporalClients: new Set(),
+    temporalPermissionsByGroup: options.temporalPermissionsByGroup ?? {},
+    servicePermissions: new Map(),
+  };
+  const loginApp = await startLoginApp(adminUrl, options.people, grants);
   const address = loginApp.address();
   const loginAppUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  // R4: the permissions claim at the top level of a JWT access token, where Temporal's claim
+  // mapper reads it (Hydra otherwise nests custom claims under `ext`); the token hook gives
+  // service clients theirs. An array setting, so a file rather than the environment.
+  const configFile = join(dirname(options.logFile), 'hydra.yaml');
+  mkdirSync(dirname(configFile), { recursive: true });
+  writeFileSync(
+    configFile,
+    [
+      'oauth2:',
+      '  allowed_top_level_claims:',
+      `    - ${TEMPORAL_PERMISSIONS_CLAIM}`,
+      '  mirror_top_level_claims: false',
+      `  token_hook: ${loginAppUrl}/token-hook`,
+      ...(options.accessTokenLifespan
+        ? ['ttl:', `  access_token: ${options.accessTokenLifespan}`]
+        : []),
+      '',
+    ].join('\n'),
+  );
   const env = {
     ...process.env,
     DSN: options.dsn,
@@ -187,10 +284,14 @@ export async function startIdentityProvider(options: {
     LOG_LEVEL: 'warn',
     SQA_OPT_OUT: 'true',
   };
-  const migrated = spawnSync(hydra, ['migrate', 'sql', 'up', '-e', '--yes'], {
-    env,
-    encoding: 'utf8',
-  });
+  const migrated = spawnSync(
+    hydra,
+    ['migrate', 'sql', 'up', '-e', '--yes', '--config', configFile],
+    {
+      env,
+      encoding: 'utf8',
+    },
+  );
   if (migrated.status !== 0) {
     loginApp.close();
     throw new Error(`hydra migrate failed: ${migrated.stderr.slice(-2000)}`);
@@ -199,34 +300,54 @@ export async function startIdentityProvider(options: {
     name: 'hydra',
     command: hydra,
     // --dev: the issuer is plain http on the loopback (development and tests only).
-    args: ['serve', 'all', '--dev', '--sqa-opt-out'],
+    args: ['serve', 'all', '--dev', '--sqa-opt-out', '--config', configFile],
     env,
     logFile: options.logFile,
     ready: (exited) => pollReady('hydra', () => httpOk(`${adminUrl}/health/ready`), exited, 60_000),
   });
   await server.start();
+  const createClient = async (fields: Record<string, unknown>) => {
+    const clientSecret = randomBytes(24).toString('hex');
+    const response = await fetch(`${adminUrl}/admin/clients`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        ...fields,
+        client_secret: clientSecret,
+        token_endpoint_auth_method: 'client_secret_basic',
+      }),
+    });
+    if (!response.ok) throw new Error(`hydra client registration: ${response.status}`);
+    const client = (await response.json()) as { client_id: string };
+    return { clientId: client.client_id, clientSecret };
+  };
   return {
     issuer,
     adminUrl,
     loginAppUrl,
+    jwksUrl: `${issuer}/.well-known/jwks.json`,
+    tokenUrl: `${issuer}/oauth2/token`,
     async registerClient(input) {
-      const clientSecret = randomBytes(24).toString('hex');
-      const response = await fetch(`${adminUrl}/admin/clients`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          client_id: input.clientId,
-          client_secret: clientSecret,
-          grant_types: ['authorization_code', 'refresh_token'],
-          response_types: ['code'],
-          scope: 'openid email profile groups',
-          redirect_uris: input.redirectUris,
-          token_endpoint_auth_method: 'client_secret_basic',
-        }),
+      const client = await createClient({
+        client_id: input.clientId,
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        scope: 'openid email profile groups',
+        redirect_uris: input.redirectUris,
+        ...(input.temporal ? { access_token_strategy: 'jwt' } : {}),
       });
-      if (!response.ok) throw new Error(`hydra client registration: ${response.status}`);
-      const client = (await response.json()) as { client_id: string };
-      return { clientId: client.client_id, clientSecret };
+      if (input.temporal) grants.temporalClients.add(client.clientId);
+      return client;
+    },
+    async registerServiceClient(input) {
+      const client = await createClient({
+        grant_types: ['client_credentials'],
+        response_types: [],
+        scope: '',
+        access_token_strategy: 'jwt',
+      });
+      grants.servicePermissions.set(client.clientId, input.permissions);
+      return client;
     },
     async stop() {
       await server.stop(5_000);

@@ -57,10 +57,29 @@ export function prepareTemporalSchema(db: TemporalDatabase, log: (line: string) 
 }
 
 /** The settings the server's config template reads (deploy/temporal/server.yaml). */
+/** R4: the frontend checks callers' JWTs against these keys (empty: it checks nothing). */
+export interface TemporalAuthorization {
+  keySourceUri: string;
+  audience?: string;
+}
+
+/** The server's services; the internal frontend serves the server's own calls (R4). */
+export const TEMPORAL_SERVICES = [
+  'frontend',
+  'internal-frontend',
+  'history',
+  'matching',
+  'worker',
+] as const;
+
+/** Where the server's own services, and the cluster's bootstrap, reach the server. */
+export const internalFrontendAddress = (portBase: number) => `127.0.0.1:${portBase + 17}`;
+
 export function temporalServerEnv(
   db: TemporalDatabase,
   portBase: number,
   root: string,
+  authorization?: TemporalAuthorization,
 ): Record<string, string | undefined> {
   return {
     PATH: process.env.PATH,
@@ -77,6 +96,9 @@ export function temporalServerEnv(
     TEMPORAL_LOG_LEVEL: 'warn',
     // Fixed once the cluster has started (docs/deploy.md).
     TEMPORAL_HISTORY_SHARDS: '4',
+    TEMPORAL_AUTH_KEY_SOURCE_URI: authorization?.keySourceUri ?? '',
+    TEMPORAL_AUTH_PERMISSIONS_CLAIM: '',
+    TEMPORAL_AUTH_AUDIENCE: authorization?.audience ?? '',
   };
 }
 
@@ -87,14 +109,26 @@ export function temporalServerProcess(options: {
   logFile: string;
   namespace: string;
   log: (line: string) => void;
+  authorization?: TemporalAuthorization;
 }): ManagedProcess {
   const { server } = findOrBuild('temporalServer', options.log);
-  const address = `127.0.0.1:${options.portBase}`;
+  // The namespace and search attributes are the installation's own set-up: registered through
+  // the internal frontend, which needs no token (R4).
+  const address = internalFrontendAddress(options.portBase);
   return managedProcess({
     name: 'temporal',
     command: server as string,
-    args: ['--root', options.root, '--config', TEMPORAL_CONFIG_DIR, '--env', 'server', 'start'],
-    env: temporalServerEnv(options.db, options.portBase, options.root),
+    args: [
+      '--root',
+      options.root,
+      '--config',
+      TEMPORAL_CONFIG_DIR,
+      '--env',
+      'server',
+      'start',
+      ...TEMPORAL_SERVICES.flatMap((service) => ['--service', service]),
+    ],
+    env: temporalServerEnv(options.db, options.portBase, options.root, options.authorization),
     cwd: options.root,
     logFile: options.logFile,
     ready: (exited) => registerNamespace(address, options.namespace, exited),

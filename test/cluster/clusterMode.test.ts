@@ -108,7 +108,14 @@ describe('cluster mode (D2)', () => {
     );
     expect(unauthenticated.status).toBe(401);
     expect(output).toMatch(/UI operator\s+operator@quire\.localhost \/ \S+/);
-    const connection = await Connection.connect({ address: `127.0.0.1:${base}` });
+    // R4: the frontend itself refuses callers without a token of the provider's, so the UI's
+    // login is not the only gate; the bootstrap went through the internal frontend.
+    const anonymous = await Connection.connect({ address: `127.0.0.1:${base}` });
+    await expect(
+      anonymous.workflowService.listWorkflowExecutions({ namespace: 'default' }),
+    ).rejects.toMatchObject({ code: 7 }); // PERMISSION_DENIED
+    await anonymous.close();
+    const connection = await Connection.connect({ address: `127.0.0.1:${base + 17}` });
     const attributes = await connection.operatorService.listSearchAttributes({
       namespace: 'default',
     });

@@ -48,7 +48,9 @@ export interface TestCluster {
 }
 
 export async function startTestCluster(
-  options: Partial<Pick<ClusterOptions, 'workers' | 'webReplicas' | 'ui' | 'env'>> = {},
+  options: Partial<
+    Pick<ClusterOptions, 'workers' | 'webReplicas' | 'ui' | 'env' | 'identityPeople'>
+  > = {},
 ): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'quire-cluster-'));
   const receiver = await startHttpsReceiver();
@@ -62,6 +64,7 @@ export async function startTestCluster(
     webReplicas: options.webReplicas ?? 2,
     webDistDir: process.env.QUIRE_TEST_CLUSTER_WEB_DIST ?? CLUSTER_TEST_WEB_DIST,
     ui: options.ui ?? false,
+    identityPeople: options.identityPeople,
     fastPostgres: true,
     env: {
       QUIRE_ENABLE_SIMULATED: '1',

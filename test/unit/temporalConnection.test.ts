@@ -24,12 +24,13 @@ describe('how Quire connects to Temporal (D2)', () => {
   });
 
   it('D2 mTLS: the client pair, the server CA and the server name are read from their files', () => {
-    const tls = options({
-      TEMPORAL_TLS_CLIENT_CERT_PATH: '/certs/client.pem',
-      TEMPORAL_TLS_CLIENT_KEY_PATH: '/certs/client.key',
-      TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/certs/ca.pem',
-      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
-    }).tls;
+    const tls =
+      options({
+        TEMPORAL_TLS_CLIENT_CERT_PATH: '/certs/client.pem',
+        TEMPORAL_TLS_CLIENT_KEY_PATH: '/certs/client.key',
+        TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/certs/ca.pem',
+        TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+      }).tls || undefined;
     expect(tls?.serverNameOverride).toBe('temporal.internal');
     expect(Buffer.from(tls?.serverRootCACertificate ?? []).toString()).toBe('PEM of /certs/ca.pem');
     expect(Buffer.from(tls?.clientCertPair?.crt ?? []).toString()).toBe('PEM of /certs/client.pem');
@@ -47,5 +48,28 @@ describe('how Quire connects to Temporal (D2)', () => {
       options({ TEMPORAL_TLS: 'false', TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/certs/ca.pem' }),
     ).toThrow(/TEMPORAL_TLS=false contradicts/);
     expect(() => options({ TEMPORAL_TLS: 'yes' })).toThrow(/TEMPORAL_TLS/);
+  });
+
+  const OAUTH = {
+    TEMPORAL_OAUTH_TOKEN_URL: 'http://idp.internal/oauth2/token',
+    TEMPORAL_OAUTH_CLIENT_ID: 'quire-services',
+    TEMPORAL_OAUTH_CLIENT_SECRET: 'secret',
+  };
+
+  it('R4 a client-credentials client keeps the connection plaintext unless TLS is asked for, and carries no static key', () => {
+    // The token itself is added per call by net/temporalClient.ts; the SDK would otherwise turn
+    // TLS on for any bearer token, and a loopback or private-network frontend has none.
+    expect(options(OAUTH)).toEqual({ address: '127.0.0.1:7233', tls: false });
+    expect(options({ ...OAUTH, TEMPORAL_TLS: 'true' }).tls).toEqual({});
+  });
+
+  it('R4 the client-credentials settings come together, and never beside an API key', () => {
+    const { TEMPORAL_OAUTH_CLIENT_SECRET: _secret, ...partial } = OAUTH;
+    expect(() => options(partial)).toThrow(
+      /TEMPORAL_OAUTH_TOKEN_URL, TEMPORAL_OAUTH_CLIENT_ID and TEMPORAL_OAUTH_CLIENT_SECRET are set together/,
+    );
+    expect(() => options({ ...OAUTH, TEMPORAL_API_KEY: 'tk_abc' })).toThrow(
+      /TEMPORAL_API_KEY and TEMPORAL_OAUTH_\* both/,
+    );
   });
 });

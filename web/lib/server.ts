@@ -2,10 +2,10 @@ import 'server-only';
 import { QuireClient } from '@quire/client';
 import { loadConfig, type QuireConfig } from '@quire/core/config';
 import { DomainError } from '@quire/core/errors';
-import { temporalConnectionOptions } from '@quire/core/temporalConnection';
 import { createJobStore } from '@quire/db/jobStore';
 import { createPool, type Pool } from '@quire/db/pool';
-import { Client, Connection } from '@temporalio/client';
+import { connectTemporal } from '@quire/net/temporalClient';
+import { Client } from '@temporalio/client';
 
 /**
  * Process-wide handles of the web app: one Postgres pool and one Temporal client per
@@ -38,10 +38,7 @@ export function pool(): Pool {
 }
 
 export function temporal(): Promise<Client> {
-  globals.quireTemporal ??= Connection.connect({
-    ...temporalConnectionOptions(config()),
-    connectTimeout: 5_000,
-  })
+  globals.quireTemporal ??= connectTemporal(config(), { connectTimeout: 5_000 })
     .then((connection) => new Client({ connection, namespace: config().TEMPORAL_NAMESPACE }))
     .catch((error) => {
       globals.quireTemporal = undefined;
