@@ -338,7 +338,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       });
       // Quire's workers and web replicas: their own client, writers of the namespace only.
       const serviceClient = await identity.registerServiceClient({
-        permissions: [`${shared.TEMPORAL_NAMESPACE ?? 'default'}:writer`],
+        permissions: [`${shared.TEMPORAL_NAMESPACE ?? 'default'}:write`],
       });
       authorization = { keySourceUri: await signingKeysReady(identity, serviceClient) };
       const consoleClient = await identity.registerClient({

@@ -58,7 +58,7 @@ afterAll(async () => {
 
 describe('the Temporal token of Quire’s own client (R4)', () => {
   it('R4 a service client gets a JWT with its Temporal permissions at the top level, signed by a published key, refreshed before it expires', async () => {
-    const client = await idp.registerServiceClient({ permissions: ['default:writer'] });
+    const client = await idp.registerServiceClient({ permissions: ['default:write'] });
     const token = await startTemporalToken({
       TEMPORAL_OAUTH_TOKEN_URL: idp.tokenUrl,
       TEMPORAL_OAUTH_CLIENT_ID: client.clientId,
@@ -67,7 +67,7 @@ describe('the Temporal token of Quire’s own client (R4)', () => {
     expect(token).toBeDefined();
     const first = token!.current();
     const claims = claimsOf(first);
-    expect(claims.permissions).toEqual(['default:writer']);
+    expect(claims.permissions).toEqual(['default:write']);
     expect(claims.sub).toBe(client.clientId);
     const keys = (await (await fetch(idp.jwksUrl)).json()) as {
       keys: Array<{ kid: string; alg?: string }>;
@@ -86,7 +86,7 @@ describe('the Temporal token of Quire’s own client (R4)', () => {
   }, 60_000);
 
   it('R4 a client the provider refuses stops the start with a stable code and never shows the secret', async () => {
-    const client = await idp.registerServiceClient({ permissions: ['default:writer'] });
+    const client = await idp.registerServiceClient({ permissions: ['default:write'] });
     const refused = startTemporalToken({
       TEMPORAL_OAUTH_TOKEN_URL: idp.tokenUrl,
       TEMPORAL_OAUTH_CLIENT_ID: client.clientId,
