@@ -21,10 +21,13 @@ import { eventually } from '../support/wait';
  * charged, each page's read paid for once. The heartbeat timeout is the default a deployment
  * runs with (15 s), not the drills' 3 s: with 3 s, the seconds a Temporal server takes to come
  * back from its own database's outage are themselves longer than a heartbeat timeout.
- * Shorter outages with QUIRE_DRILL_PG_OUTAGE_MS / QUIRE_DRILL_D7_STORE_OUTAGE_MS.
+ * The Temporal server is restarted with a 20 s gap. Shorter outages with
+ * QUIRE_DRILL_PG_OUTAGE_MS / QUIRE_DRILL_D7_STORE_OUTAGE_MS / QUIRE_DRILL_D7_TEMPORAL_OUTAGE_MS.
  */
 const PG_OUTAGE_MS = Number(process.env.QUIRE_DRILL_PG_OUTAGE_MS ?? 120_000);
 const D7_STORE_OUTAGE_MS = Number(process.env.QUIRE_DRILL_D7_STORE_OUTAGE_MS ?? 60_000);
+/** A Temporal server restart: its services stopped, then started on the same history. */
+const D7_TEMPORAL_OUTAGE_MS = Number(process.env.QUIRE_DRILL_D7_TEMPORAL_OUTAGE_MS ?? 20_000);
 let t: TestCluster;
 
 beforeAll(async () => {
@@ -231,5 +234,36 @@ describe('outages of Quire infrastructure on the production topology (D7)', () =
     });
     await t.verify(workspaceId, jobIds);
     await nothingChargedReadOnce(t, jobIds);
+  }, 600_000);
+
+  it('D7 the Temporal server restarted during a real-OCR batch: no attempt charged, no page read twice, every job completes once', async () => {
+    const { workspaceId } = await t.workspace();
+    const jobIds = await realOcrBatch(t, workspaceId);
+    await eventually(
+      async () => {
+        const { rows } = await t.pool.query(
+          `SELECT 1 FROM transcription_job_attempts WHERE job_id = ANY($1) AND outcome = 'running' LIMIT 1`,
+          [jobIds],
+        );
+        return rows.length > 0 ? true : undefined;
+      },
+      180_000,
+      100,
+    );
+    const faultAt = new Date();
+    faultAtIso = faultAt.toISOString();
+    await t.cluster.temporal.stop(30_000);
+    await new Promise((resolve) => setTimeout(resolve, D7_TEMPORAL_OUTAGE_MS));
+    await t.cluster.temporal.start();
+    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
+    await t.untilCompleted(workspaceId, jobIds, 300_000);
+    report('temporal-restart-real-ocr', {
+      recoverySeconds: recovered,
+      outageMs: D7_TEMPORAL_OUTAGE_MS,
+      jobs: jobIds.length,
+    });
+    await t.verify(workspaceId, jobIds);
+    await nothingChargedReadOnce(t, jobIds);
+    for (const worker of t.cluster.workers) expect(worker.running()).toBe(true);
   }, 600_000);
 });
