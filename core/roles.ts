@@ -54,6 +54,7 @@ export const ROLE_MATRIX = {
   'webhook.delete': { roles: OWNERS, keys: 'write' },
   'webhook.replay': { roles: OWNERS, keys: 'write' },
   'member.invite': { roles: OWNERS, keys: 'none' },
+  'member.revoke_invitation': { roles: OWNERS, keys: 'none' },
   'member.change_role': { roles: OWNERS, keys: 'none' },
   'member.remove': { roles: OWNERS, keys: 'none' },
   'api_key.create': { roles: OWNERS, keys: 'none' },

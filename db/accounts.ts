@@ -136,13 +136,16 @@ export async function accountForOidcSubject(
   });
 }
 
-/** R3: an operator disables an account (every session of it ends) or enables it again. */
+/**
+ * R3: an operator disables an account (every session of it ends, in the same transaction) or
+ * enables it again. Says how many sessions ended, as the audit row does.
+ */
 export async function setAccountDisabled(
   pool: Pool,
   actor: AuditActor,
   accountId: number,
   disabled: boolean,
-): Promise<Account> {
+): Promise<{ account: Account; endedSessions: number }> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query(
       `UPDATE accounts SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END
@@ -150,21 +153,59 @@ export async function setAccountDisabled(
       [accountId, disabled],
     );
     if (!rows[0]) throw new NotFoundError('account_not_found', 'account not found');
-    const ended = disabled ? await endSessionsOf(client, { accountId }) : 0;
+    const endedSessions = disabled ? await endSessionsOf(client, { accountId }) : 0;
     await recordAudit(client, actor, {
       action: disabled ? 'account.disable' : 'account.enable',
       target: `accounts/${accountId}`,
       workspaceId: null,
       before: null,
-      after: { disabled, endedSessions: ended },
+      after: { disabled, endedSessions },
     });
-    return withoutPassword(accountOf(rows[0]));
+    return { account: withoutPassword(accountOf(rows[0])), endedSessions };
   });
 }
 
-export async function listAccounts(db: Queryable): Promise<Account[]> {
-  const { rows } = await db.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY id`);
-  return rows.map((r) => withoutPassword(accountOf(r)));
+/** An account as operators see it (R3): with the workspaces it belongs to and its role there. */
+export interface AccountListing extends Account {
+  workspaces: Array<{ workspaceId: number; name: string; role: Role }>;
+}
+
+/** Accounts per page of the operators' list; a search narrows it, so a page is plenty. */
+export const ACCOUNTS_PAGE_SIZE = 50;
+
+/** `%` and `_` are LIKE's wildcards; what the operator typed is matched as written. */
+const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * R3: the installation's accounts in id order, keyset-paged (`afterId`), optionally only those
+ * whose email or name contains `search` (case-insensitive).
+ */
+export async function listAccounts(
+  db: Queryable,
+  filter: { search?: string; afterId?: number; limit?: number } = {},
+): Promise<{ accounts: AccountListing[]; nextAfterId: number | null }> {
+  const limit = Math.min(Math.max(filter.limit ?? ACCOUNTS_PAGE_SIZE, 1), 200);
+  const search = filter.search?.trim() ? likePattern(filter.search.trim()) : null;
+  const { rows } = await db.query(
+    `SELECT a.id, a.email, a.name, a.operator, a.disabled_at, a.created_at, a.password_hash,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('workspaceId', m.workspace_id,
+                                                          'name', w.name, 'role', m.role)
+                                       ORDER BY m.workspace_id)
+                        FROM workspace_members m JOIN workspaces w ON w.id = m.workspace_id
+                       WHERE m.account_id = a.id), '[]'::jsonb) AS workspaces
+       FROM accounts a
+      WHERE a.id > $1 AND ($2::text IS NULL OR a.email ILIKE $2 OR a.name ILIKE $2)
+      ORDER BY a.id LIMIT $3`,
+    [filter.afterId ?? 0, search, limit + 1],
+  );
+  const page = rows.slice(0, limit).map((r) => ({
+    ...withoutPassword(accountOf(r)),
+    workspaces: r.workspaces as AccountListing['workspaces'],
+  }));
+  return {
+    accounts: page,
+    nextAfterId: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null,
+  };
 }
 
 // --- Memberships
@@ -342,6 +383,11 @@ export interface InvitationView {
   revokedAt: Date | null;
 }
 
+/** An invitation as the members page lists it: with the owner who made it (R5). */
+export interface InvitationListing extends InvitationView {
+  invitedBy: { accountId: number; name: string } | null;
+}
+
 const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest();
 
 /** The link's token: `qi_` and 32 random bytes; only its SHA-256 is stored. */
@@ -392,13 +438,57 @@ function invitationOf(r: Record<string, unknown>): InvitationView {
 export async function listInvitations(
   db: Queryable,
   workspaceId: number,
-): Promise<InvitationView[]> {
+): Promise<InvitationListing[]> {
   const { rows } = await db.query(
-    `SELECT id, email, role, created_at, expires_at, accepted_at, revoked_at FROM invitations
-      WHERE workspace_id = $1 ORDER BY id DESC LIMIT 100`,
+    `SELECT i.id, i.email, i.role, i.created_at, i.expires_at, i.accepted_at, i.revoked_at,
+            i.created_by, a.name AS created_by_name
+       FROM invitations i LEFT JOIN accounts a ON a.id = i.created_by
+      WHERE i.workspace_id = $1 ORDER BY i.id DESC LIMIT 100`,
     [workspaceId],
   );
-  return rows.map(invitationOf);
+  return rows.map((r) => ({
+    ...invitationOf(r),
+    invitedBy: r.created_by === null ? null : { accountId: r.created_by, name: r.created_by_name },
+  }));
+}
+
+/**
+ * R1: an owner revokes an invitation that is still pending (not accepted, not revoked), so its
+ * link opens nothing. The update is fenced on that state; a miss says why.
+ */
+export async function revokeInvitation(
+  pool: Pool,
+  actor: AuditActor & { kind: 'account' },
+  input: { workspaceId: number; invitationId: number },
+): Promise<InvitationView> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `UPDATE invitations SET revoked_at = now()
+        WHERE id = $1 AND workspace_id = $2 AND accepted_at IS NULL AND revoked_at IS NULL
+        RETURNING id, email, role, created_at, expires_at, accepted_at, revoked_at`,
+      [input.invitationId, input.workspaceId],
+    );
+    if (!rows[0]) {
+      const found = await client.query(
+        'SELECT accepted_at FROM invitations WHERE id = $1 AND workspace_id = $2',
+        [input.invitationId, input.workspaceId],
+      );
+      if (!found.rows[0]) throw new NotFoundError('invitation_not_found', 'invitation not found');
+      if (found.rows[0].accepted_at) {
+        throw new ConflictError('invitation_accepted', 'this invitation was accepted already');
+      }
+      throw new ConflictError('invitation_revoked', 'this invitation was revoked already');
+    }
+    const invitation = invitationOf(rows[0]);
+    await recordAudit(client, actor, {
+      action: 'member.revoke_invitation',
+      target: `invitations/${invitation.id}`,
+      workspaceId: input.workspaceId,
+      before: { email: invitation.email, role: invitation.role, expiresAt: invitation.expiresAt },
+      after: { revokedAt: invitation.revokedAt },
+    });
+    return invitation;
+  });
 }
 
 /** What a link offers, if it is still open (not used, revoked or expired). */
@@ -429,6 +519,25 @@ export const invitationClosed = () =>
     'this invitation link is not valid: used, revoked or expired',
   );
 
+export const invitationRevoked = () =>
+  new DomainError(
+    'not_found',
+    'invitation_revoked',
+    'this invitation was revoked by an owner of the workspace; ask them for a new one',
+  );
+
+/**
+ * Why a link opens nothing: revoked (its own code, so the person knows to ask again) or
+ * otherwise closed (used, expired, or no such link).
+ */
+export async function closedInvitationError(db: Queryable, token: string): Promise<DomainError> {
+  const { rows } = await db.query(
+    'SELECT revoked_at FROM invitations WHERE token_hash = $1 AND accepted_at IS NULL',
+    [hashToken(token)],
+  );
+  return rows[0]?.revoked_at ? invitationRevoked() : invitationClosed();
+}
+
 /**
  * R1: accepting a link, once. The invitation is claimed by a fenced update (still open), the
  * account made (or the existing one of that email, which must prove its password first:
@@ -449,7 +558,7 @@ export async function acceptInvitation(
       [hashToken(token)],
     );
     const invitation = rows[0];
-    if (!invitation) throw invitationClosed();
+    if (!invitation) throw await closedInvitationError(client, token);
     let account: Account;
     if (who.kind === 'new') {
       account = await createAccount(

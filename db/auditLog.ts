@@ -52,6 +52,8 @@ export type AuditAction =
   | 'page.edit'
   | 'page.publish'
   | 'member.invite'
+  /** R1: an owner revoked a pending invitation; its link opens nothing. */
+  | 'member.revoke_invitation'
   | 'member.join'
   | 'member.change_role'
   | 'member.remove'

@@ -13,7 +13,7 @@ import {
   ROLES,
   type Role,
 } from '../../core/roles';
-import { createAccount, putMember } from '../../db/accounts';
+import { createAccount, createInvitation, putMember } from '../../db/accounts';
 import { CLI_ACTOR } from '../../db/auditLog';
 import { createSession, touchSession } from '../../db/sessions';
 import { createSubscription, fanOutEvents } from '../../db/webhooks';
@@ -151,6 +151,8 @@ const INVOKE: Record<Exclude<Action, 'workspace.read'>, Invoke> = {
     }),
   'member.invite': async (p) =>
     (await services.people()).inviteMember(p, { email: 'new@roles.test', role: 'viewer' }),
+  'member.revoke_invitation': async (p, _c, target) =>
+    (await services.people()).revokeWorkspaceInvitation(p, Number(target)),
   'member.change_role': async (p, _c, target) =>
     (await services.people()).changeRole(p, { accountId: Number(target), role: 'reviewer' }),
   'member.remove': async (p, _c, target) =>
@@ -170,6 +172,7 @@ const PREPARE: Partial<Record<Action, () => Promise<string | number>>> = {
   'item.update': () => freshItem(),
   'item.arrange': () => freshItem(),
   'batch.cancel': () => freshBatch(),
+  'member.revoke_invitation': () => freshInvitation(),
   'member.change_role': () => freshMember(),
   'member.remove': () => freshMember(),
   'api_key.revoke': () => freshKey(),
@@ -190,6 +193,7 @@ const TARGETS_A_ROW: ReadonlySet<Action> = new Set([
   'page.publish',
   'webhook.delete',
   'webhook.replay',
+  'member.revoke_invitation',
   'member.change_role',
   'member.remove',
   'api_key.revoke',
@@ -209,6 +213,17 @@ async function freshMember(): Promise<number> {
     role: 'viewer',
   });
   return account.id;
+}
+/** A pending invitation of A, made by A's owner. */
+async function freshInvitation(): Promise<number> {
+  counter += 1;
+  const owner = members.get('owner')!.principal.actor;
+  const { invitation } = await createInvitation(
+    quire.db.pool,
+    { kind: 'account', accountId: owner.id, name: owner.name },
+    { workspaceId: A.ws, email: `invited-${counter}@roles.test`, role: 'viewer', ttlSeconds: 3600 },
+  );
+  return invitation.id;
 }
 async function freshKey(): Promise<number> {
   await addApiKey(quire.db.pool, A.ws, 'to revoke');
@@ -267,6 +282,7 @@ async function footprint(): Promise<string> {
       (SELECT count(*) FROM pages WHERE deleted_at IS NULL) AS pages,
       (SELECT count(*) FROM page_revisions) AS revisions,
       (SELECT count(*) FROM invitations) AS invitations,
+      (SELECT count(*) FROM invitations WHERE revoked_at IS NOT NULL) AS revoked_invitations,
       (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS keys,
       (SELECT count(*) FROM workspace_members) AS members,
       (SELECT string_agg(role, ',' ORDER BY workspace_id, account_id) FROM workspace_members) AS roles,

@@ -22,7 +22,7 @@ const SPEC_WORDS: Record<string, Action[]> = {
   'start and cancel jobs': ['job.start', 'job.cancel', 'job.rerun', 'batch.cancel'],
   edit: ['page.edit'],
   publish: ['page.publish'],
-  members: ['member.invite', 'member.change_role', 'member.remove'],
+  members: ['member.invite', 'member.revoke_invitation', 'member.change_role', 'member.remove'],
   keys: ['api_key.create', 'api_key.revoke'],
   webhooks: ['webhook.create', 'webhook.delete', 'webhook.replay'],
   settings: ['provider.resume', 'workspace.settings'],

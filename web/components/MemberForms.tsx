@@ -5,6 +5,7 @@ import {
   inviteAction,
   type MembersActionState,
   removeMemberAction,
+  revokeInvitationAction,
   revokeKeyAction,
 } from '@quire/web/app/members/actions';
 import { type ReactNode, useActionState, useId } from 'react';
@@ -125,6 +126,24 @@ export function RevokeKeyForm({ apiKeyId, name }: { apiKeyId: number; name: stri
   return (
     <ActionForm action={revokeKeyAction} label={`Revoke ${name}`} className="actions">
       <input type="hidden" name="apiKeyId" value={apiKeyId} />
+    </ActionForm>
+  );
+}
+
+export function RevokeInvitationForm({
+  invitationId,
+  email,
+}: {
+  invitationId: number;
+  email: string;
+}) {
+  return (
+    <ActionForm
+      action={revokeInvitationAction}
+      label={`Revoke the invitation of ${email}`}
+      className="actions"
+    >
+      <input type="hidden" name="invitationId" value={invitationId} />
     </ActionForm>
   );
 }

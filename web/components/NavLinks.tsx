@@ -16,7 +16,11 @@ const LINKS = [
   { href: '/audit', label: 'Audit' },
 ];
 const OWNER_LINKS = [{ href: '/members', label: 'Members' }];
-const OPERATOR_LINKS = [{ href: '/operator', label: 'Operator' }];
+const OPERATOR_LINKS = [
+  { href: '/operator', label: 'Operator' },
+  // R3: disabling and enabling the installation's accounts.
+  { href: '/operator/accounts', label: 'Accounts' },
+];
 
 /** The main navigation; the current section is marked for sight and for screen readers. */
 export function NavLinks({
@@ -32,16 +36,22 @@ export function NavLinks({
   owner?: boolean;
 }) {
   const pathname = usePathname() ?? '';
+  const links = operator ? OPERATOR_LINKS : owner ? [...LINKS, ...OWNER_LINKS] : LINKS;
+  const under = (href: string) => pathname === href || pathname.startsWith(`${href}/`);
+  // A section inside another (/operator/accounts in /operator) is the current one, not both.
+  const deeper = (href: string) =>
+    links.some((l) => l.href !== href && l.href.startsWith(`${href}/`) && under(l.href));
   return (
     <nav aria-label="Main" className="mainnav">
       <ul>
-        {(operator ? OPERATOR_LINKS : owner ? [...LINKS, ...OWNER_LINKS] : LINKS).map((link) => {
+        {links.map((link) => {
           const current =
-            pathname === link.href ||
-            (link.href !== '/' && pathname.startsWith(`${link.href}/`)) ||
-            (link.href === '/' &&
-              (pathname.startsWith('/collections/') || pathname.startsWith('/items/'))) ||
-            (link.href === '/jobs' && pathname.startsWith('/pages/'));
+            !deeper(link.href) &&
+            (pathname === link.href ||
+              (link.href !== '/' && pathname.startsWith(`${link.href}/`)) ||
+              (link.href === '/' &&
+                (pathname.startsWith('/collections/') || pathname.startsWith('/items/'))) ||
+              (link.href === '/jobs' && pathname.startsWith('/pages/')));
           return (
             <li key={link.href}>
               <Link href={link.href} aria-current={current ? 'page' : undefined}>

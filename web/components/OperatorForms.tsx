@@ -1,5 +1,6 @@
 'use client';
 import {
+  accountDisabledAction,
   type OperatorActionState,
   operatorResumeAction,
   updateInstallationControlsAction,
@@ -138,6 +139,31 @@ export function OperatorResumeButton({ provider }: { provider: string }) {
       <input type="hidden" name="provider" value={provider} />
       <button type="submit" disabled={pending} aria-label={`Resume ${provider}`}>
         {pending ? 'Resuming…' : 'Resume'}
+      </button>
+      <Outcome state={state} />
+    </form>
+  );
+}
+
+/** R3: disable an account (every session of it ends) or enable it again. */
+export function AccountDisabledButton({
+  accountId,
+  email,
+  disabled,
+}: {
+  accountId: number;
+  email: string;
+  /** Whether the account is disabled now; the button does the opposite. */
+  disabled: boolean;
+}) {
+  const [state, action, pending] = useActionState(accountDisabledAction, initial);
+  const verb = disabled ? 'Enable' : 'Disable';
+  return (
+    <form action={action} className="inline-form">
+      <input type="hidden" name="accountId" value={accountId} />
+      <input type="hidden" name="disabled" value={disabled ? 'false' : 'true'} />
+      <button type="submit" disabled={pending} aria-label={`${verb} ${email}`}>
+        {pending ? `${verb.replace(/e$/, '')}ing…` : verb}
       </button>
       <Outcome state={state} />
     </form>

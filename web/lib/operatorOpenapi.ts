@@ -1,5 +1,7 @@
 import type { Operation } from './openapi';
 import {
+  accountBody,
+  accountsQuery,
   auditQuery,
   installationControlsBody,
   workspaceAuditQuery,
@@ -20,6 +22,7 @@ const TEXT: Record<number, string> = {
   401: 'missing or invalid operator key',
   404: 'not found; every operator route answers 404 to a workspace key',
   415: 'body is not application/json',
+  409: 'the account is the acting operator (`cannot_disable_self`)',
   422: 'well-formed but not acceptable (`unknown_provider`, a bound)',
   503: 'Temporal does not answer',
 };
@@ -92,6 +95,29 @@ export const OPERATOR_OPERATIONS: Operation[] = [
     tag: 'operator',
     auth: 'operator',
     responses: { '200': { description: '{queue, storage, workspaces}' }, ...errors([401, 404]) },
+  },
+  {
+    method: 'get',
+    path: `${op}/accounts`,
+    summary:
+      "The installation's accounts (email, name, operator, disabledAt, workspaces with roles), 50 a page by id, optionally searched by email or name (R3)",
+    tag: 'operator',
+    auth: 'operator',
+    query: accountsQuery,
+    responses: { '200': { description: '{accounts, nextAfterId}' }, ...errors([400, 401, 404]) },
+  },
+  {
+    method: 'patch',
+    path: `${op}/accounts/{accountId}`,
+    summary:
+      'Disable an account (every session of it ends at once, on every replica) or enable it again; audited with the operator as actor (R3)',
+    tag: 'operator',
+    auth: 'operator',
+    body: accountBody,
+    responses: {
+      '200': { description: '{account, endedSessions}' },
+      ...errors([400, 401, 404, 409, 415]),
+    },
   },
   {
     method: 'get',

@@ -49,3 +49,21 @@ export const auditQuery = z.object({
 });
 
 export const workspaceAuditQuery = auditQuery.omit({ workspaceId: true });
+
+/** R3: the installation's accounts, searched by email or name, paged by id. */
+export const accountsQuery = z.object({
+  q: z.string().max(200).optional().describe('Only accounts whose email or name holds this.'),
+  after: z.coerce
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Accounts with ids above this (`nextAfterId` of the page before).'),
+});
+
+/** R3: disable an account (every session of it ends at once) or enable it again. */
+export const accountBody = z
+  .object({
+    disabled: z.boolean().describe('true disables the account and ends its sessions.'),
+  })
+  .strict();

@@ -8,14 +8,19 @@ import {
   verifyPassword,
 } from '@quire/core/passwords';
 import { isKeyScope, isRole, type KeyScope, type Principal, type Role } from '@quire/core/roles';
+import { describeTextFault, textFault } from '@quire/core/text';
 import {
   type Account,
+  type AccountListing,
   acceptInvitation,
   accountForOidcSubject,
   changeMemberRole,
   clearSignInFailures,
+  closedInvitationError,
   createInvitation,
   findAccountByEmail,
+  type InvitationView,
+  listAccounts,
   memberRole,
   membershipsOf,
   openInvitation,
@@ -23,6 +28,7 @@ import {
   recentSignInFailures,
   recordSignInFailure,
   removeMember,
+  revokeInvitation,
   setAccountDisabled,
 } from '@quire/db/accounts';
 import type { OperatorPrincipal } from '@quire/db/operatorKeys';
@@ -124,13 +130,7 @@ export async function acceptInvitationLink(input: {
   address: string;
 }): Promise<{ account: Account; workspaceId: number; role: Role }> {
   const open = await openInvitation(pool(), input.token);
-  if (!open) {
-    throw new DomainError(
-      'not_found',
-      'invitation_not_found',
-      'this invitation link is not valid: used, revoked or expired',
-    );
-  }
+  if (!open) throw await closedInvitationError(pool(), input.token);
   const existing = await findAccountByEmail(pool(), open.email);
   if (existing) {
     const account = await signInWithPassword({
@@ -150,6 +150,21 @@ export async function acceptInvitationLink(input: {
     kind: 'new',
     name,
     passwordHash: await hashPassword(input.password),
+  });
+}
+
+/**
+ * R1: an owner revokes a pending invitation of their workspace; its link then opens nothing
+ * (`invitation_revoked`). Audited naming the owner (R5). Another workspace's invitation is 404.
+ */
+export async function revokeWorkspaceInvitation(
+  principal: Principal,
+  invitationId: number,
+): Promise<InvitationView> {
+  requireAction(principal, 'member.revoke_invitation');
+  return revokeInvitation(pool(), ownerActor(principal), {
+    workspaceId: principal.workspaceId,
+    invitationId,
   });
 }
 
@@ -208,9 +223,50 @@ export async function revokeWorkspaceKey(principal: Principal, apiKeyId: number)
   });
 }
 
-/** R3: an operator disables an account (every session ends) or enables it again. */
-export function disableAccount(operator: OperatorPrincipal, accountId: number, disabled: boolean) {
+/**
+ * R3: an operator disables an account (every session of it ends at once, on every replica:
+ * each request reads the session row) or enables it again; audited with the operator as actor.
+ * An operator cannot disable their own account: they would lock themself out mid-act.
+ */
+export async function disableAccount(
+  operator: OperatorPrincipal,
+  accountId: number,
+  disabled: boolean,
+): Promise<{ account: Account; endedSessions: number }> {
+  if (disabled && 'accountId' in operator && operator.accountId === accountId) {
+    throw new DomainError(
+      'conflict',
+      'cannot_disable_self',
+      'an operator cannot disable their own account; another operator can',
+    );
+  }
   return setAccountDisabled(pool(), operatorActor(operator), accountId, disabled);
+}
+
+/** The longest search an operator types into the accounts list (an email is at most 254). */
+export const MAX_ACCOUNT_SEARCH_CHARS = 200;
+
+/**
+ * R3: the installation's accounts for operators, by page, optionally searched by email or
+ * name. `operator` is the proof that only an operator asks.
+ */
+export async function listInstallationAccounts(
+  _operator: OperatorPrincipal,
+  filter: { search?: string; afterId?: number },
+): Promise<{ accounts: AccountListing[]; nextAfterId: number | null }> {
+  const search = filter.search?.trim() ?? '';
+  const fault = textFault(search);
+  if (fault) {
+    throw new DomainError('malformed', 'invalid_text', `the search ${describeTextFault(fault)}`);
+  }
+  if (search.length > MAX_ACCOUNT_SEARCH_CHARS) {
+    throw new DomainError(
+      'invalid',
+      'invalid_search',
+      `search for at most ${MAX_ACCOUNT_SEARCH_CHARS} characters`,
+    );
+  }
+  return listAccounts(pool(), { search, afterId: filter.afterId });
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   createWorkspaceKey,
   inviteMember,
   removeWorkspaceMember,
+  revokeWorkspaceInvitation,
   revokeWorkspaceKey,
 } from '@quire/web/services/people';
 import { refresh } from 'next/cache';
@@ -40,6 +41,20 @@ export async function inviteAction(
       done: 'Invitation made. Send this link; it works once.',
       secret: `${config().QUIRE_PUBLIC_URL}/invite/${token}`,
     };
+  } catch (error) {
+    return refusal(error);
+  }
+}
+
+export async function revokeInvitationAction(
+  _previous: MembersActionState,
+  form: FormData,
+): Promise<MembersActionState> {
+  const principal = await requirePrincipal();
+  try {
+    await revokeWorkspaceInvitation(principal, Number(form.get('invitationId')));
+    refresh();
+    return { error: null, done: 'Invitation revoked; its link no longer works.' };
   } catch (error) {
     return refusal(error);
   }

@@ -5,6 +5,7 @@ import {
   CreateKeyForm,
   InviteForm,
   RemoveMemberForm,
+  RevokeInvitationForm,
   RevokeKeyForm,
   RoleForm,
 } from '@quire/web/components/MemberForms';
@@ -25,6 +26,12 @@ export default async function MembersPage() {
     listInvitations(pool(), principal.workspaceId),
     listApiKeys(pool(), principal.workspaceId),
   ]);
+  const now = new Date();
+  // R1: pending is what a link could still open: neither accepted, revoked nor expired.
+  const isPending = (i: (typeof invitations)[number]) =>
+    !i.acceptedAt && !i.revokedAt && i.expiresAt > now;
+  const pending = invitations.filter(isPending);
+  const closed = invitations.filter((i) => !isPending(i));
   return (
     <main>
       <div className="page-head">
@@ -75,21 +82,38 @@ export default async function MembersPage() {
         <section aria-labelledby="invite-heading">
           <h2 id="invite-heading">Invite someone</h2>
           <InviteForm />
-          <h2>Invitations</h2>
-          <ul className="cards">
-            {invitations.map((i) => (
-              <li key={i.id} className="card small">
-                {i.email} as {i.role} ·{' '}
-                {i.acceptedAt
-                  ? 'accepted'
-                  : i.revokedAt
-                    ? 'revoked'
-                    : i.expiresAt < new Date()
-                      ? 'expired'
-                      : 'open'}
-              </li>
-            ))}
-          </ul>
+          <h2 id="pending-heading">Pending invitations</h2>
+          {pending.length === 0 ? (
+            <p className="muted small">None: every invitation was accepted, revoked or expired.</p>
+          ) : (
+            <ul className="cards" aria-labelledby="pending-heading">
+              {pending.map((i) => (
+                <li key={i.id} className="card small" data-invitation={i.email}>
+                  <p>
+                    <strong>{i.email}</strong> as {i.role}
+                  </p>
+                  <p className="muted">
+                    invited by {i.invitedBy?.name ?? 'the installation'} <Time date={i.createdAt} />{' '}
+                    · expires <Time date={i.expiresAt} />
+                  </p>
+                  <RevokeInvitationForm invitationId={i.id} email={i.email} />
+                </li>
+              ))}
+            </ul>
+          )}
+          {closed.length > 0 ? (
+            <>
+              <h2 id="closed-heading">Earlier invitations</h2>
+              <ul className="cards" aria-labelledby="closed-heading">
+                {closed.map((i) => (
+                  <li key={i.id} className="card small" data-invitation={i.email}>
+                    {i.email} as {i.role} ·{' '}
+                    {i.acceptedAt ? 'accepted' : i.revokedAt ? 'revoked' : 'expired'}
+                  </li>
+                ))}
+              </ul>
+            </>
+          ) : null}
           <h2>Make an API key</h2>
           <CreateKeyForm />
         </section>

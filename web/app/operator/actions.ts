@@ -8,6 +8,7 @@ import {
   changeWorkspaceControls,
   resumeProviderAsOperator,
 } from '@quire/web/services/operator';
+import { disableAccount } from '@quire/web/services/people';
 import { refresh } from 'next/cache';
 
 /**
@@ -104,4 +105,29 @@ export async function operatorResumeAction(
   }
   refresh();
   return { error: null, done: `${name} resumed.` };
+}
+
+/**
+ * R3: an operator disables an account (its sessions end at once) or enables it again, from the
+ * accounts list. The form says which; the service refuses an operator disabling themself.
+ */
+export async function accountDisabledAction(
+  _previous: OperatorActionState,
+  form: FormData,
+): Promise<OperatorActionState> {
+  const operator = await requireOperator();
+  const accountId = Number(form.get('accountId'));
+  const disabled = form.get('disabled') === 'true';
+  try {
+    const { account, endedSessions } = await disableAccount(operator, accountId, disabled);
+    refresh();
+    return {
+      error: null,
+      done: disabled
+        ? `${account.email} disabled; ${endedSessions} session${endedSessions === 1 ? '' : 's'} ended.`
+        : `${account.email} enabled.`,
+    };
+  } catch (error) {
+    return { error: describe(error), done: null };
+  }
 }

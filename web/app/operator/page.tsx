@@ -14,6 +14,7 @@ import {
 import { Time } from '@quire/web/components/Time';
 import { config, pool } from '@quire/web/lib/server';
 import { requireOperator } from '@quire/web/lib/session';
+import Link from 'next/link';
 
 export const metadata = { title: 'Operator · Quire' };
 export const dynamic = 'force-dynamic';
@@ -46,6 +47,10 @@ export default async function OperatorPage() {
           <p className="muted">
             The installation: what every workspace shares, and the limits set on each. Every change
             here is in the audit log below.
+          </p>
+          <p>
+            <Link href="/operator/accounts">Accounts</Link>: the people of the installation, to
+            disable or enable.
           </p>
         </div>
       </div>

@@ -1,21 +1,33 @@
-import { findAccountByEmail, openInvitation } from '@quire/db/accounts';
+import {
+  closedInvitationError,
+  findAccountByEmail,
+  invitationClosed,
+  openInvitation,
+} from '@quire/db/accounts';
 import { pool } from '@quire/web/lib/server';
 import { AcceptForm } from './AcceptForm';
 
 export const metadata = { title: 'Invitation · Quire' };
 export const dynamic = 'force-dynamic';
 
-/** R1: an invitation link; it works once, until it expires. */
+/** R1: an invitation link; it works once, until it expires or an owner revokes it. */
 export default async function InvitationPage({ params }: { params: Promise<{ token: string }> }) {
   const { token } = await params;
   const invitation = /^qi_[A-Za-z0-9_-]{43}$/.test(token)
     ? await openInvitation(pool(), token)
     : undefined;
   if (!invitation) {
+    // A revoked link says so (the person knows to ask again); any other closed link is alike.
+    const refusal = /^qi_[A-Za-z0-9_-]{43}$/.test(token)
+      ? await closedInvitationError(pool(), token)
+      : invitationClosed();
     return (
       <main className="narrow">
         <h1>Invitation</h1>
-        <p className="card error">This invitation link is not valid: used, revoked or expired.</p>
+        <p className="card error" data-code={refusal.code}>
+          {refusal.message.charAt(0).toUpperCase()}
+          {refusal.message.slice(1)}.
+        </p>
       </main>
     );
   }
