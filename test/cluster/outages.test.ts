@@ -174,96 +174,76 @@ function report(drill: string, figures: Record<string, number>): void {
   process.stdout.write(`${JSON.stringify({ drill, ...figures })}\n`);
 }
 
+/**
+ * One drill: a real-OCR batch, the fault once the batch reaches `when` (an attempt reading a
+ * page, or a first job committed), the dependency back after `outageMs`; then D3's and D7's
+ * verdicts, and (unless said otherwise) every worker still running.
+ */
+async function outageDrill(drill: {
+  name: string;
+  when: 'reading' | 'committed';
+  outageMs: number;
+  stop: () => Promise<void> | void;
+  start: () => Promise<void> | void;
+  /** Every worker is still running afterwards (the drills of D3's topology say so). */
+  workersStay?: boolean;
+}): Promise<void> {
+  const { workspaceId } = await t.workspace();
+  const jobIds = await realOcrBatch(t, workspaceId);
+  // Mid-batch (recoverySeconds below proves the outage met some of the batch's work).
+  const reached =
+    drill.when === 'reading'
+      ? `SELECT 1 FROM transcription_job_attempts WHERE job_id = ANY($1) AND outcome = 'running' LIMIT 1`
+      : `SELECT 1 FROM transcription_jobs WHERE id = ANY($1) AND status = 'completed' LIMIT 1`;
+  await eventually(
+    async () => ((await t.pool.query(reached, [jobIds])).rows.length > 0 ? true : undefined),
+    180_000,
+    100,
+  );
+  const faultAt = new Date();
+  faultAtIso = faultAt.toISOString();
+  await drill.stop();
+  await new Promise((resolve) => setTimeout(resolve, drill.outageMs));
+  await drill.start();
+  const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
+  await t.untilCompleted(workspaceId, jobIds, 300_000);
+  report(drill.name, { recoverySeconds: recovered, outageMs: drill.outageMs, jobs: jobIds.length });
+  await t.verify(workspaceId, jobIds);
+  await nothingChargedReadOnce(t, jobIds);
+  if (drill.workersStay !== false) {
+    for (const worker of t.cluster.workers) expect(worker.running()).toBe(true);
+  }
+}
+
 describe('outages of Quire infrastructure on the production topology (D7)', () => {
   it('D7 PostgreSQL stopped for 120 s during a real-OCR batch: no attempt charged, no page read twice, every job completes once', async () => {
-    const { workspaceId } = await t.workspace();
-    const jobIds = await realOcrBatch(t, workspaceId);
-    // Mid-batch: pages being read (recoverySeconds below proves the outage met some of them).
-    await eventually(
-      async () => {
-        const { rows } = await t.pool.query(
-          `SELECT 1 FROM transcription_job_attempts WHERE job_id = ANY($1) AND outcome = 'running' LIMIT 1`,
-          [jobIds],
-        );
-        return rows.length > 0 ? true : undefined;
-      },
-      180_000,
-      100,
-    );
-    const faultAt = new Date();
-    faultAtIso = faultAt.toISOString();
-    t.cluster.postgres.stop('immediate');
-    await new Promise((resolve) => setTimeout(resolve, PG_OUTAGE_MS));
-    t.cluster.postgres.start();
-    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
-    await t.untilCompleted(workspaceId, jobIds, 300_000);
-    report('postgres-outage-real-ocr', {
-      recoverySeconds: recovered,
+    await outageDrill({
+      name: 'postgres-outage-real-ocr',
+      when: 'reading',
       outageMs: PG_OUTAGE_MS,
-      jobs: jobIds.length,
+      stop: () => t.cluster.postgres.stop('immediate'),
+      start: () => t.cluster.postgres.start(),
     });
-    await t.verify(workspaceId, jobIds);
-    await nothingChargedReadOnce(t, jobIds);
-    for (const worker of t.cluster.workers) expect(worker.running()).toBe(true);
   }, 900_000);
 
   it('D7 the object store stopped for 60 s during a real-OCR batch: no attempt charged, no page read twice, every job completes once', async () => {
-    const { workspaceId } = await t.workspace();
-    const jobIds = await realOcrBatch(t, workspaceId);
-    await eventually(
-      async () => {
-        const { rows } = await t.pool.query(
-          `SELECT 1 FROM transcription_jobs WHERE id = ANY($1) AND status = 'completed' LIMIT 1`,
-          [jobIds],
-        );
-        return rows.length > 0 ? true : undefined;
-      },
-      180_000,
-      100,
-    );
-    const faultAt = new Date();
-    await t.cluster.objectServer.kill('SIGKILL');
-    await new Promise((resolve) => setTimeout(resolve, D7_STORE_OUTAGE_MS));
-    await t.cluster.objectServer.start();
-    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
-    await t.untilCompleted(workspaceId, jobIds, 300_000);
-    report('object-store-outage-real-ocr', {
-      recoverySeconds: recovered,
+    await outageDrill({
+      name: 'object-store-outage-real-ocr',
+      when: 'committed',
       outageMs: D7_STORE_OUTAGE_MS,
-      jobs: jobIds.length,
+      stop: () => t.cluster.objectServer.kill('SIGKILL'),
+      start: () => t.cluster.objectServer.start(),
+      workersStay: false,
     });
-    await t.verify(workspaceId, jobIds);
-    await nothingChargedReadOnce(t, jobIds);
   }, 600_000);
 
   it('D7 the Temporal server restarted during a real-OCR batch: no attempt charged, no page read twice, every job completes once', async () => {
-    const { workspaceId } = await t.workspace();
-    const jobIds = await realOcrBatch(t, workspaceId);
-    await eventually(
-      async () => {
-        const { rows } = await t.pool.query(
-          `SELECT 1 FROM transcription_job_attempts WHERE job_id = ANY($1) AND outcome = 'running' LIMIT 1`,
-          [jobIds],
-        );
-        return rows.length > 0 ? true : undefined;
-      },
-      180_000,
-      100,
-    );
-    const faultAt = new Date();
-    faultAtIso = faultAt.toISOString();
-    await t.cluster.temporal.stop(30_000);
-    await new Promise((resolve) => setTimeout(resolve, D7_TEMPORAL_OUTAGE_MS));
-    await t.cluster.temporal.start();
-    const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
-    await t.untilCompleted(workspaceId, jobIds, 300_000);
-    report('temporal-restart-real-ocr', {
-      recoverySeconds: recovered,
+    await outageDrill({
+      name: 'temporal-restart-real-ocr',
+      when: 'reading',
       outageMs: D7_TEMPORAL_OUTAGE_MS,
-      jobs: jobIds.length,
+      stop: () => t.cluster.temporal.stop(30_000),
+      start: () => t.cluster.temporal.start(),
     });
-    await t.verify(workspaceId, jobIds);
-    await nothingChargedReadOnce(t, jobIds);
-    for (const worker of t.cluster.workers) expect(worker.running()).toBe(true);
   }, 600_000);
 });
