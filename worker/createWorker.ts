@@ -59,11 +59,11 @@ export interface QuireWorkerDeps {
  * P8: how many workflow tasks a worker holds at once. Temporal orders a task queue by
  * priority, but a worker runs the workflow tasks it has taken (and the claim and commit they
  * carry as local activities) first come, first served; the SDK's 40 let a person's page wait
- * behind 39 bulk ones inside the worker, where no priority applies (bench/priority measured
- * 1.4-1.9 s of its 5 s there). Held to half the activity slots (at least 4), the rest of the
- * backlog waits at the server, and the person's next task is the next one taken. A page's
- * workflow tasks are short beside its engine steps, so this is no throughput limit: the
- * bench's backlog ran no slower (docs/design.md).
+ * behind 39 bulk ones inside the worker, where no priority applies (behind 2,000 pages, about
+ * 6 s of its 15 s in bench/priority). Held to half the activity slots (at least 4), the rest
+ * of the backlog waits at the server, and the person's next task is the next one taken. A
+ * page's workflow tasks are short beside its engine steps, so this is no throughput limit: the
+ * bench's backlog ran faster, not slower (docs/design.md, P8).
  */
 export function workflowTaskSlots(activitySlots: number): number {
   return Math.max(4, Math.ceil(activitySlots / 2));
