@@ -10,7 +10,10 @@ import { median, round, startBenchStack } from '../lib/stack';
  * BENCH_BACKLOG bulk pages of the same workspace are queued, against the same kind of page on
  * the idle stack, in the same run; beside it, a bulk page submitted at the same moment, the
  * previous behaviour's figure. Same workspace throughout, so fairness (M5) does not help the
- * person's page: only the priority key does. Target: at most 2x the idle page.
+ * person's page: only the priority key does. Target: at most 2x the idle page (the median of
+ * three idle pages after one that warms the worker). Each run also prints the person's
+ * history step by step (`personTimelineMs`, and `aloneTimelineMs` for the idle page), so a
+ * slow page shows where it waited, and the backlog's pace meanwhile.
  * Env: BENCH_BACKLOG (2000), BENCH_LINES (4), BENCH_LATENCY_MS (50), BENCH_SLOTS (8),
  * BENCH_RUNS (3). Prints one JSON object.
  */
