@@ -168,13 +168,17 @@ export class QuireClient {
 
   /**
    * Starts the workflows of jobs recorded together (an ingest): those admitted now, then, for
-   * any waiting under their workspace's cap (M4), the dispatch of that workspace.
+   * any waiting under their workspace's cap (M4), the dispatch of that workspace. `priority`
+   * is that of the jobs started now (P8: a person's console upload is `interactive`).
    */
-  async startRecordedJobs(jobs: JobRecord[]): Promise<void> {
+  async startRecordedJobs(
+    jobs: JobRecord[],
+    options: { priority?: JobPriority } = {},
+  ): Promise<void> {
     const waiting = new Set<number>();
     for (const job of jobs) {
       if (job.awaitingSlot) waiting.add(job.workspaceId);
-      else await this.startRecordedJob(job);
+      else await this.startRecordedJob(job, { priority: options.priority });
     }
     for (const workspaceId of waiting) await this.dispatchWaitingJobs(workspaceId);
   }

@@ -56,6 +56,20 @@ export interface QuireWorkerDeps {
   onConfigurationFault?: (setting: string) => void;
 }
 
+/**
+ * P8: how many workflow tasks a worker holds at once. Temporal orders a task queue by
+ * priority, but a worker runs the workflow tasks it has taken (and the claim and commit they
+ * carry as local activities) first come, first served; the SDK's 40 let a person's page wait
+ * behind 39 bulk ones inside the worker, where no priority applies (behind 2,000 pages, about
+ * 6 s of its 15 s in bench/priority). Held to half the activity slots (at least 4), the rest
+ * of the backlog waits at the server, and the person's next task is the next one taken. A
+ * page's workflow tasks are short beside its engine steps, so this is no throughput limit: the
+ * bench's backlog ran faster, not slower (docs/design.md, P8).
+ */
+export function workflowTaskSlots(activitySlots: number): number {
+  return Math.max(4, Math.ceil(activitySlots / 2));
+}
+
 export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> {
   const identity = deps.identity ?? workerIdentity();
   // D1: a worker that finds it does not hold the installation's key stops polling at once
@@ -100,6 +114,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
       : { workflowsPath: WORKFLOWS_PATH }),
     activities: transcription,
     maxConcurrentActivityTaskExecutions: deps.config.WORKER_CONCURRENCY,
+    maxConcurrentWorkflowTaskExecutions: workflowTaskSlots(deps.config.WORKER_CONCURRENCY),
     shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
     // A SIGKILLed worker's cached workflows move to a live worker after this (T3 recovery).
     stickyQueueScheduleToStartTimeout: deps.config.QUIRE_STICKY_TIMEOUT_MS,

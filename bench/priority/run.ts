@@ -10,7 +10,10 @@ import { median, round, startBenchStack } from '../lib/stack';
  * BENCH_BACKLOG bulk pages of the same workspace are queued, against the same kind of page on
  * the idle stack, in the same run; beside it, a bulk page submitted at the same moment, the
  * previous behaviour's figure. Same workspace throughout, so fairness (M5) does not help the
- * person's page: only the priority key does. Target: at most 2x the idle page.
+ * person's page: only the priority key does. Target: at most 2x the idle page (the median of
+ * three idle pages after one that warms the worker). Each run also prints the person's
+ * history step by step (`personTimelineMs`, and `aloneTimelineMs` for the idle page), so a
+ * slow page shows where it waited, and the backlog's pace meanwhile.
  * Env: BENCH_BACKLOG (2000), BENCH_LINES (4), BENCH_LATENCY_MS (50), BENCH_SLOTS (8),
  * BENCH_RUNS (3). Prints one JSON object.
  */
@@ -61,6 +64,57 @@ async function submitToCommit(jobIds: string[]): Promise<number[]> {
   return rows.map((r) => Number(r.s));
 }
 
+const seconds = (t: unknown) => {
+  const { seconds: s, nanos } = t as { seconds: { toNumber(): number } | number; nanos: number };
+  return (typeof s === 'number' ? s : s.toNumber()) + nanos / 1e9;
+};
+
+/**
+ * Where the person's page spent its time, from its workflow history: each wait in a task
+ * queue (scheduled to started) and each run on the worker (started to completed), in order.
+ */
+async function timeline(workflowId: string): Promise<Array<[string, number]>> {
+  const { events } = await temporal.workflow.getHandle(workflowId).fetchHistory();
+  const phases: Array<[string, number]> = [];
+  let last = seconds(events![0]!.eventTime);
+  for (const event of events!) {
+    const at = seconds(event.eventTime);
+    const attributes = Object.keys(event).find(
+      (k) => k.endsWith('EventAttributes') && event[k as keyof typeof event],
+    );
+    const name = (attributes ?? 'event').replace(/EventAttributes$/, '');
+    phases.push([name, round((at - last) * 1000, 0)]);
+    last = at;
+  }
+  return phases;
+}
+
+/**
+ * Whether the job commits within `ms`, read from the database rather than by awaiting its
+ * workflow, whose result call would outlive the run's connection.
+ */
+async function committedWithin(jobId: string, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const { rows } = await stack.pool.query(`SELECT status FROM transcription_jobs WHERE id = $1`, [
+      jobId,
+    ]);
+    if (rows[0]?.status === 'completed') return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function backlogCounts(jobIds: string[]): Promise<{ done: number; waiting: number }> {
+  const { rows } = await stack.pool.query(
+    `SELECT count(*) FILTER (WHERE status = 'completed')::int AS done,
+            count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS waiting
+       FROM transcription_jobs WHERE id = ANY($1)`,
+    [jobIds],
+  );
+  return { done: rows[0].done, waiting: rows[0].waiting };
+}
+
 async function oneRun(run: number) {
   const taskQueue = `bench-priority-${run}`;
   const config = parseConfig({
@@ -77,14 +131,21 @@ async function oneRun(run: number) {
     const settle = (jobs: Array<{ workflowId: string }>) =>
       Promise.all(jobs.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
 
-    // The person's page on the idle stack.
-    const alone = await submit(client, ws, await benchPages(stack, ws, 1), 'interactive');
-    await settle(alone);
-    const [aloneSeconds] = await submitToCommit(alone.map((j) => j.jobId));
+    // The person's page on the idle stack: one page to warm the worker, then three one at a
+    // time, their median.
+    const idle: number[] = [];
+    let alone: Array<{ jobId: string; workflowId: string }> = [];
+    for (let i = 0; i <= 3; i++) {
+      alone = await submit(client, ws, await benchPages(stack, ws, 1), 'interactive');
+      await settle(alone);
+      if (i > 0) idle.push(...(await submitToCommit(alone.map((j) => j.jobId))));
+    }
+    const aloneSeconds = median(idle);
+    const aloneTimelineMs = await timeline(alone[0]!.workflowId);
 
     // The backlog, then the person's page and a bulk page at the same moment.
     const backlogStart = Date.now();
-    await submit(client, ws, await benchPages(stack, ws, BACKLOG));
+    const backlog = await submit(client, ws, await benchPages(stack, ws, BACKLOG));
     const backlogSubmitSeconds = (Date.now() - backlogStart) / 1000;
     const [personPage, bulkPage] = await benchPages(stack, ws, 2);
     const [person, bulk] = await Promise.all([
@@ -93,30 +154,27 @@ async function oneRun(run: number) {
     ]);
     await settle(person!);
     const [behindSeconds] = await submitToCommit(person!.map((j) => j.jobId));
-    const { rows } = await stack.pool.query(
-      `SELECT count(*) FILTER (WHERE status = 'completed')::int AS done,
-              count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS waiting
-         FROM transcription_jobs WHERE workspace_id = $1`,
-      [ws],
-    );
+    const personTimelineMs = await timeline(person![0]!.workflowId);
+    const backlogIds = backlog.map((j) => j.jobId);
+    const counted = await backlogCounts(backlogIds);
     // The bulk page sent with it waits behind the backlog; its wait is bounded here, not run
-    // to the end (that is the whole backlog's time).
-    const bulkDone = await Promise.race([
-      // Left waiting when the race is lost; its connection closes with the run.
-      settle(bulk!).then(
-        () => true,
-        () => false,
-      ),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000)),
-    ]);
+    // to the end (that is the whole backlog's time). Meanwhile the backlog's own pace is
+    // measured: the person's page must not have been bought with the batches' throughput.
+    const windowStart = Date.now();
+    const bulkDone = await committedWithin(bulk![0]!.jobId, 20_000);
+    const later = await backlogCounts(backlogIds);
+    const backlogPagesPerSecond = (later.done - counted.done) / ((Date.now() - windowStart) / 1000);
     return {
       aloneSeconds: aloneSeconds!,
       behindSeconds: behindSeconds!,
       ratio: behindSeconds! / aloneSeconds!,
       backlogSubmitSeconds,
-      backlogCommittedWhenPersonDone: rows[0].done as number,
-      backlogWaitingWhenPersonDone: rows[0].waiting as number,
+      backlogCommittedWhenPersonDone: counted.done,
+      backlogWaitingWhenPersonDone: counted.waiting,
       bulkPageDoneWithin20sAfter: bulkDone,
+      backlogPagesPerSecond,
+      aloneTimelineMs,
+      personTimelineMs,
     };
   } finally {
     // The backlog stays on this run's queue, which no worker polls again.
@@ -148,12 +206,14 @@ const report = {
   aloneSecondsMedian: round(median(samples.map((s) => s.aloneSeconds)), 2),
   behindBacklogSecondsMedian: round(median(samples.map((s) => s.behindSeconds)), 2),
   ratioMedian: round(median(samples.map((s) => s.ratio)), 2),
+  backlogPagesPerSecondMedian: round(median(samples.map((s) => s.backlogPagesPerSecond)), 1),
   samples: samples.map((s) => ({
     ...s,
     aloneSeconds: round(s.aloneSeconds, 2),
     behindSeconds: round(s.behindSeconds, 2),
     ratio: round(s.ratio, 2),
     backlogSubmitSeconds: round(s.backlogSubmitSeconds, 1),
+    backlogPagesPerSecond: round(s.backlogPagesPerSecond, 1),
   })),
 };
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -27,12 +27,17 @@ export const SEARCH_ATTRIBUTES = {
  * keeps the backlog in the server's v2 task tables, so it is on from a queue's first task
  * (switching it on over an existing backlog leaves that backlog behind in the old tables).
  * P8: `matching.useNewMatcher` is the priority-enabled matcher (server 1.29 / CLI 1.5.1; off by
- * default, implied by fairness): tasks of a lower priority key go first. The same two are in
- * deploy/temporal/dynamicconfig.yaml for cluster mode and compose.
+ * default, implied by fairness): tasks of a lower priority key go first. Matching orders each
+ * partition of a task queue on its own and a poller takes from whichever partition it reaches,
+ * so with the default four a person's task waited until a poll happened on its partition: one
+ * partition (read and write) makes the priority order the queue's. The same settings are in
+ * deploy/temporal/dynamicconfig.yaml for cluster mode and compose (docs/design.md, P8).
  */
 export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'matching.enableFairness': true,
   'matching.useNewMatcher': true,
+  'matching.numTaskqueueWritePartitions': 1,
+  'matching.numTaskqueueReadPartitions': 1,
 };
 
 export function temporalCacheDir(): string {

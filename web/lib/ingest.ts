@@ -3,6 +3,7 @@ import { providersForWorkspace } from '@quire/core/jobOptions';
 import type { JobRecord } from '@quire/core/jobStore';
 import { pricesWith } from '@quire/core/pricing';
 import { enabledProviders } from '@quire/core/providerCatalogue';
+import type { JobPriority } from '@quire/core/temporal';
 import { providersEnabledFor } from '@quire/db/operatorControls';
 import { ingestBatch } from '@quire/ingest/batch';
 import { recordJobsForIngest } from '@quire/ingest/jobs';
@@ -16,8 +17,14 @@ import { config, pool, quireClient } from './server';
  * console's upload (session cookie): items, pages and one job per page are recorded in one
  * transaction; the workflows start after it commits, and the reconciler starts any that a
  * crash left unstarted (J6). Errors carry the index of the file they are about, when known.
+ * `priority`: P8, `interactive` for pages a person uploads from the console and waits for;
+ * the API's batches are bulk.
  */
-export async function ingestAndStart(workspaceId: number, request: Request): Promise<NextResponse> {
+export async function ingestAndStart(
+  workspaceId: number,
+  request: Request,
+  priority: JobPriority = 'bulk',
+): Promise<NextResponse> {
   const records: JobRecord[] = [];
   const settings = config();
   try {
@@ -45,7 +52,7 @@ export async function ingestAndStart(workspaceId: number, request: Request): Pro
     if (records.length > 0) {
       try {
         const client = await quireClient();
-        await client.startRecordedJobs(records);
+        await client.startRecordedJobs(records, { priority });
       } catch {
         // Recorded is enough: the reconciler starts these jobs once Temporal answers (J6).
       }

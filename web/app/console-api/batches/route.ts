@@ -8,11 +8,12 @@ export const dynamic = 'force-dynamic';
 /**
  * POST /console-api/batches: the console's upload (multipart `files[]`), authorised by the
  * session cookie instead of a bearer key, through the same ingest as the API. The cookie is
- * same-site strict, so another site cannot post here as the editor.
+ * same-site strict, so another site cannot post here as the editor. P8: a person uploading
+ * here waits for the pages, so they run ahead of bulk batches (`interactive`).
  */
 export async function POST(request: Request) {
   return withSession(request, async (principal) => {
     requireAction(principal, 'batch.create');
-    return ingestAndStart(principal.workspaceId, request);
+    return ingestAndStart(principal.workspaceId, request, 'interactive');
   });
 }
