@@ -158,27 +158,24 @@ export class QuireClient {
       idempotencyKey: input.idempotencyKey ?? null,
       externalReferenceId: input.externalReferenceId ?? null,
       metadata: input.metadata ?? {},
+      priority: input.priority,
     });
     if (supersededWorkflowId) await this.cancelWorkflow(supersededWorkflowId);
     if (job.awaitingSlot) await this.dispatchWaitingJobs(job.workspaceId);
-    else if (created || job.status === 'pending')
-      await this.startRecordedJob(job, { priority: input.priority });
+    else if (created || job.status === 'pending') await this.startRecordedJob(job);
     return { jobId: job.id, workflowId: job.workflowId, status: job.status, created };
   }
 
   /**
    * Starts the workflows of jobs recorded together (an ingest): those admitted now, then, for
-   * any waiting under their workspace's cap (M4), the dispatch of that workspace. `priority`
-   * is that of the jobs started now (P8: a person's console upload is `interactive`).
+   * any waiting under their workspace's cap (M4), the dispatch of that workspace. Each starts
+   * with the priority it was recorded with (P8: a person's console upload is `interactive`).
    */
-  async startRecordedJobs(
-    jobs: JobRecord[],
-    options: { priority?: JobPriority } = {},
-  ): Promise<void> {
+  async startRecordedJobs(jobs: JobRecord[]): Promise<void> {
     const waiting = new Set<number>();
     for (const job of jobs) {
       if (job.awaitingSlot) waiting.add(job.workspaceId);
-      else await this.startRecordedJob(job, { priority: options.priority });
+      else await this.startRecordedJob(job);
     }
     for (const workspaceId of waiting) await this.dispatchWaitingJobs(workspaceId);
   }
@@ -235,7 +232,7 @@ export class QuireClient {
           : 'REJECT_DUPLICATE',
         // P8: a person's page first; M5: each workspace its share of the rest. The job's
         // activities inherit both.
-        priority: jobPriorityFor(job.workspaceId, options.priority),
+        priority: jobPriorityFor(job.workspaceId, options.priority ?? job.priority),
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
           { key: SEARCH_ATTRIBUTES.jobId, value: job.id },

@@ -4,7 +4,7 @@
  */
 import type { MediaKind } from './media';
 import type { SnapshotFor } from './pricing';
-import type { JobStatus } from './temporal';
+import type { JobPriority, JobStatus } from './temporal';
 
 export interface JobRecord {
   id: string;
@@ -17,6 +17,8 @@ export interface JobRecord {
   batchId: string | null;
   /** M4: over its workspace's active-job cap; its workflow starts when a slot is admitted. */
   awaitingSlot?: boolean;
+  /** P8: as it was asked for; every start of its workflow uses it. Unset: bulk. */
+  priority?: JobPriority;
 }
 
 export interface NewJobRecord {
@@ -27,6 +29,7 @@ export interface NewJobRecord {
   idempotencyKey?: string | null;
   externalReferenceId?: string | null;
   metadata?: Record<string, unknown>;
+  priority?: JobPriority;
 }
 
 export interface JobStore {

@@ -27,6 +27,7 @@ function record(job: JobRow, kind: MediaKind): JobRecord {
     status: job.status,
     batchId: job.batchId,
     awaitingSlot: job.awaitingSlot,
+    priority: job.priority,
   };
 }
 

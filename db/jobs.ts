@@ -4,7 +4,12 @@ import type { NewJobRecord } from '../core/jobStore';
 import type { MediaKind } from '../core/media';
 import { snapshotFor } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
-import { type AttemptOutcome, isActiveStatus, type JobStatus } from '../core/temporal';
+import {
+  type AttemptOutcome,
+  isActiveStatus,
+  type JobPriority,
+  type JobStatus,
+} from '../core/temporal';
 import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
 import { appendEvent } from './events';
 import { getPageForUpdate } from './pages';
@@ -51,6 +56,8 @@ export interface JobRow {
   workflowStartedAt: Date | null;
   /** M4: recorded over its workspace's active-job cap; no workflow until admitted (db/jobSlots.ts). */
   awaitingSlot: boolean;
+  /** P8: `interactive` for a page a person submitted or re-ran; every start uses it. */
+  priority: JobPriority;
   createdAt: Date;
   updatedAt: Date;
   endedAt: Date | null;
@@ -59,7 +66,7 @@ export interface JobRow {
 export const JOB_COLUMNS = `j.id, j.workspace_id, j.page_id, j.batch_id, j.workflow_id, j.status, j.provider, j.snapshot,
   j.input_revision, j.idempotency_key, j.external_reference_id, j.metadata, j.stage, j.last_attempt_number,
   j.completed_segments, j.failed_segments, j.total_segments, j.kept_segments, j.result_revision, j.error_category, j.error_detail,
-  j.superseded_by, j.workflow_started_at, j.awaiting_slot, j.created_at, j.updated_at, j.ended_at`;
+  j.superseded_by, j.workflow_started_at, j.awaiting_slot, j.priority, j.created_at, j.updated_at, j.ended_at`;
 
 export function toJob(r: Record<string, unknown>): JobRow {
   return {
@@ -87,6 +94,7 @@ export function toJob(r: Record<string, unknown>): JobRow {
     supersededBy: (r.superseded_by as string | null) ?? null,
     workflowStartedAt: (r.workflow_started_at as Date | null) ?? null,
     awaitingSlot: r.awaiting_slot === true,
+    priority: r.priority === 'interactive' ? 'interactive' : 'bulk',
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
     endedAt: (r.ended_at as Date | null) ?? null,
@@ -172,8 +180,8 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
   const awaitingSlot = cap.rows[0]?.active_job_cap != null;
   const inserted = await client.query(
     `INSERT INTO transcription_jobs AS j (id, workspace_id, page_id, batch_id, workflow_id, provider, snapshot,
-       input_revision, idempotency_key, external_reference_id, metadata, awaiting_slot)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       input_revision, idempotency_key, external_reference_id, metadata, awaiting_slot, priority)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      RETURNING ${JOB_COLUMNS}`,
     [
       id,
@@ -188,6 +196,7 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
       input.externalReferenceId ?? null,
       JSON.stringify(input.metadata ?? {}),
       awaitingSlot,
+      input.priority ?? 'bulk',
     ],
   );
   return { job: toJob(inserted.rows[0]), kind: page.kind, created: true, superseded };

@@ -2,6 +2,7 @@ import { checkJobRequest, checkProviderKind, checkResolvedProvider } from '../co
 import type { JobRecord } from '../core/jobStore';
 import { buildSnapshot, type PriceTable } from '../core/pricing';
 import { resolveProvider } from '../core/providerCatalogue';
+import type { JobPriority } from '../core/temporal';
 import { createJobIn } from '../db/jobs';
 import type { IngestDeps } from './batch';
 
@@ -19,6 +20,8 @@ export function recordJobsForIngest(args: {
   enabled: readonly string[];
   prices?: Record<string, PriceTable>;
   options?: Record<string, unknown>;
+  /** P8: recorded on every job, so each start of its workflow, however late, uses it. */
+  priority?: JobPriority;
   records: JobRecord[];
 }): NonNullable<IngestDeps['createJobs']> {
   return async (tx, pages, fields, batchId) => {
@@ -41,6 +44,7 @@ export function recordJobsForIngest(args: {
         },
         externalReferenceId: fields.externalReferenceId,
         metadata: fields.metadata,
+        priority: args.priority,
       });
       args.records.push({ ...job, kind, workspaceId: args.workspaceId, batchId });
       jobs.push({ pageId: page.pageId, jobId: job.id });

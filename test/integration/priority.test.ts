@@ -241,30 +241,31 @@ describe('interactive first from the console (P8)', () => {
     );
   }
 
-  it('P8 a page uploaded from the console starts its workflow with the interactive priority key and its workspace fairness key', async () => {
+  /** An editor of `workspaceId` uploads `pages` from the console (session cookie, Origin). */
+  async function consoleUpload(workspaceId: number, pages: number): Promise<Response> {
     const account = await createAccount(web.db.pool, CLI_ACTOR, {
-      email: 'uploader@priority.test',
+      email: `uploader-${workspaceId}@priority.test`,
       name: 'Uploader',
       passwordHash: null,
     });
-    await putMember(web.db.pool, CLI_ACTOR, {
-      workspaceId: wsWeb,
-      accountId: account.id,
-      role: 'editor',
-    });
-    const session = await createSession(
-      web.db.pool,
-      { accountId: account.id, workspaceId: wsWeb },
-      3600,
-    );
+    await putMember(web.db.pool, CLI_ACTOR, { workspaceId, accountId: account.id, role: 'editor' });
+    const session = await createSession(web.db.pool, { accountId: account.id, workspaceId }, 3600);
     const route = await import('../../web/app/console-api/batches/route');
     const response = await route.POST(
-      uploadRequest([file(png(40, 20), 'page.png')], {
-        cookie: `${SESSION_COOKIE}=${session}`,
-        origin: new URL(web.config.QUIRE_PUBLIC_URL).origin,
-      }),
+      uploadRequest(
+        Array.from({ length: pages }, (_, i) => file(png(40 + i, 20), `page-${i}.png`)),
+        {
+          cookie: `${SESSION_COOKIE}=${session}`,
+          origin: new URL(web.config.QUIRE_PUBLIC_URL).origin,
+        },
+      ),
     );
     expect(response.status).toBe(201);
+    return response;
+  }
+
+  it('P8 a page uploaded from the console starts its workflow with the interactive priority key and its workspace fairness key', async () => {
+    const response = await consoleUpload(wsWeb, 1);
     expect(await prioritiesOf(response)).toEqual([
       expect.objectContaining({
         priorityKey: PRIORITY_KEYS.interactive,
@@ -294,5 +295,32 @@ describe('interactive first from the console (P8)', () => {
         fairnessKey: fairnessKeyFor(wsWeb),
       }),
     ]);
+  });
+
+  it('P8 a console page that waits under its workspace’s active-job cap starts interactive when a slot frees', async () => {
+    const capped = await web.workspace('Capped console uploads');
+    await web.db.pool.query('UPDATE workspaces SET active_job_cap = 1 WHERE id = $1', [capped]);
+    const response = await consoleUpload(capped, 2);
+    const { batchId } = (await response.json()) as { batchId: string };
+    const { rows } = await web.db.pool.query(
+      `SELECT id, workflow_id, priority, workflow_started_at IS NOT NULL AS started
+         FROM transcription_jobs WHERE batch_id = $1 ORDER BY started DESC`,
+      [batchId],
+    );
+    // The job is recorded interactive, not only its first start.
+    expect(rows.map((r) => [r.started, r.priority])).toEqual([
+      [true, 'interactive'],
+      [false, 'interactive'],
+    ]);
+    await web.client.cancelJob(capped, rows[0].id);
+    await web.client.dispatchWaitingJobs(capped);
+    const described = await web.temporal.workflow.getHandle(rows[1].workflow_id).describe();
+    await web.client.cancelJob(capped, rows[1].id);
+    expect(described.raw.workflowExecutionInfo?.priority).toEqual(
+      expect.objectContaining({
+        priorityKey: PRIORITY_KEYS.interactive,
+        fairnessKey: fairnessKeyFor(capped),
+      }),
+    );
   });
 });

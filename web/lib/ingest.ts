@@ -43,6 +43,7 @@ export async function ingestAndStart(
             await providersEnabledFor(pool(), workspaceId),
           ),
           prices: pricesWith(settings.QUIRE_PRICES),
+          priority,
           records,
         }),
       },
@@ -52,7 +53,7 @@ export async function ingestAndStart(
     if (records.length > 0) {
       try {
         const client = await quireClient();
-        await client.startRecordedJobs(records, { priority });
+        await client.startRecordedJobs(records);
       } catch {
         // Recorded is enough: the reconciler starts these jobs once Temporal answers (J6).
       }
