@@ -36,6 +36,9 @@ const OPERATOR_ROUTES: Record<string, () => Promise<RouteModule>> = {
     import('../../web/app/api/v1/operator/providers/[name]/resume/route'),
   '/operator/operations': () => import('../../web/app/api/v1/operator/operations/route'),
   '/operator/audit': () => import('../../web/app/api/v1/operator/audit/route'),
+  '/operator/accounts': () => import('../../web/app/api/v1/operator/accounts/route'),
+  '/operator/accounts/{accountId}': () =>
+    import('../../web/app/api/v1/operator/accounts/[accountId]/route'),
 };
 const operatorRoute = (path: string): Promise<RouteModule> => {
   const load = OPERATOR_ROUTES[path];
@@ -116,10 +119,13 @@ describe('M1 two kinds of principal', () => {
     const before = { audit: await auditRows(), controls: await controlsOf(A.ws) };
     for (const op of operatorOps) {
       const module = await operatorRoute(op.path);
-      const params = { ws: String(A.ws), name: 'simulated' };
+      const params = { ws: String(A.ws), name: 'simulated', accountId: String(operator.id) };
       const method = op.method.toUpperCase();
       const body = method === 'PATCH' ? { dailyBudgetMicros: 1 } : undefined;
-      const path = op.path.replace('{ws}', String(A.ws)).replace('{name}', 'simulated');
+      const path = op.path
+        .replace('{ws}', String(A.ws))
+        .replace('{name}', 'simulated')
+        .replace('{accountId}', String(operator.id));
       const asWorkspace = await call(module, method, path, params, { key: A.key, body });
       expect(asWorkspace.status, `${method} ${op.path}`).toBe(404);
       expect(asWorkspace.json.error.code).toBe('not_found');
