@@ -11,11 +11,13 @@ RUN apt-get update -qq \
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-# The console is built once; the worker bundles its workflows once at image build.
+# The console is built once; the worker bundles its workflows once at image build, and is
+# compiled to one module (P6: no tsx loader in the running process).
 RUN node node_modules/next/dist/bin/next build web \
- && node --import tsx scripts/bundle-workflows.ts /app/workflow-bundle.js
+ && node --import tsx scripts/bundle-workflows.ts /app/workflow-bundle.js \
+ && node --import tsx scripts/build-worker.ts
 ENV NODE_ENV=production \
     QUIRE_WORKFLOW_BUNDLE=/app/workflow-bundle.js \
     QUIRE_HEALTH_FILE=/tmp/quire-worker-health.json
 USER node
-CMD ["node", "--import", "tsx", "worker/main.ts"]
+CMD ["node", ".worker-build/main.mjs"]

@@ -373,11 +373,33 @@ export async function recordDeliveryAttempt(
 }
 
 /** When the next pending delivery falls due, so the relay can sleep until then. */
-export async function nextDueAt(db: Queryable): Promise<Date | null> {
-  const { rows } = await db.query<{ due: Date | null }>(
-    `SELECT min(next_attempt_at) AS due FROM webhook_deliveries WHERE status = 'pending'`,
+/**
+ * Milliseconds until the next delivery a relay could claim (negative when one is due now), by
+ * the database's clock as the claim reads it, or null when none is pending. The predicate is
+ * the claim's own (db/webhookClaims.ts): a pending row of a disabled subscription would
+ * otherwise read as due forever and keep a relay re-polling every few milliseconds.
+ */
+export async function nextDueInMs(db: Queryable): Promise<number | null> {
+  const { rows } = await db.query<{ due_in_ms: number | null }>(
+    `SELECT (extract(epoch FROM min(d.next_attempt_at) - now()) * 1000)::float8 AS due_in_ms
+       FROM webhook_deliveries d
+       JOIN webhook_subscriptions s ON s.id = d.subscription_id
+      WHERE d.status = 'pending' AND s.disabled_at IS NULL`,
   );
-  return rows[0]?.due ?? null;
+  return rows[0]?.due_in_ms ?? null;
+}
+
+/**
+ * Whether the outbox holds an event past `cursor`: one index probe, so an idle relay that
+ * remembers the cursor it last saw skips the fan-out transaction (and its row lock) entirely.
+ * Cursors only move forward, so nothing past the remembered one means nothing to fan out.
+ */
+export async function outboxHasEventsAfter(db: Queryable, cursor: number): Promise<boolean> {
+  const { rows } = await db.query<{ more: boolean }>(
+    'SELECT EXISTS (SELECT 1 FROM event_outbox WHERE id > $1) AS more',
+    [cursor],
+  );
+  return rows[0]?.more === true;
 }
 
 export interface DeliveryAttemptView {

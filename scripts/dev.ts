@@ -19,6 +19,7 @@ import {
   waitForTemporal,
 } from './lib/temporal';
 import { ensureWebBuild } from './lib/webBuild';
+import { workerArgs } from './lib/workerBuild';
 
 /**
  * `npm start`: the whole stack on embedded defaults. PostgreSQL (local, started if down),
@@ -157,7 +158,8 @@ if (!hot) {
   const { built } = await ensureWebBuild(resolve('.'), '.next', log, join(DATA, 'next-build.log'));
   if (!built) log('the console build in web/.next is current');
 }
-start('worker', ['--import', 'tsx', 'worker/main.ts']);
+// P6: compiled at each start (well under a second), so it always runs today's sources.
+start('worker', workerArgs(resolve('.')));
 start('web', [
   'node_modules/next/dist/bin/next',
   hot ? 'dev' : 'start',

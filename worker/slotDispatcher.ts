@@ -20,7 +20,11 @@ export interface SlotDispatcherOptions {
   logger: Logger;
   /** For the LISTEN connection; defaults to the pool's connection settings. */
   databaseUrl?: string;
-  /** Fallback polling period (default 5 s). */
+  /**
+   * Fallback polling period while the LISTEN connection holds (default 60 s): every job end
+   * and cap change notifies, and reconnecting runs a pass, so this is a backstop. While the
+   * connection is down the dispatcher polls at most every 5 s.
+   */
   pollIntervalMs?: number;
 }
 
@@ -31,9 +35,13 @@ export interface SlotDispatcher {
   pass(): Promise<number>;
 }
 
+/** The polling period while the LISTEN connection is down: notifications are not arriving. */
+const UNLISTENED_POLL_MS = 5_000;
+
 export function createSlotDispatcher(options: SlotDispatcherOptions): SlotDispatcher {
   const { pool, client, logger } = options;
-  const pollMs = options.pollIntervalMs ?? 5_000;
+  const pollMs = options.pollIntervalMs ?? 60_000;
+  const unlistenedPollMs = Math.min(pollMs, UNLISTENED_POLL_MS);
   const listenConfig: pg.ClientConfig =
     options.databaseUrl !== undefined
       ? { connectionString: options.databaseUrl }
@@ -98,16 +106,28 @@ export function createSlotDispatcher(options: SlotDispatcherOptions): SlotDispat
       ),
   });
 
+  /** Re-armed after each poll, so the period follows the LISTEN connection's state. */
+  function schedulePoll() {
+    if (stopped) return;
+    timer = setTimeout(
+      () => {
+        void pass();
+        schedulePoll();
+      },
+      listener.listening ? pollMs : unlistenedPollMs,
+    );
+    timer.unref();
+  }
+
   return {
     async start() {
       stopped = false;
       await listener.start();
-      timer = setInterval(() => void pass(), pollMs);
-      timer.unref();
+      schedulePoll();
     },
     async stop() {
       stopped = true;
-      if (timer) clearInterval(timer);
+      if (timer) clearTimeout(timer);
       await listener.stop();
       await running;
     },

@@ -15,7 +15,8 @@ import {
   claimDueDeliveries,
   DEFAULT_RELAY_CURSOR,
   fanOutEvents,
-  nextDueAt,
+  nextDueInMs,
+  outboxHasEventsAfter,
   recordDeliveryAttempt,
 } from '../db/webhooks';
 import { type AllowList, type LookupAll, parseAllowHosts } from '../net/ssrf';
@@ -28,8 +29,8 @@ import {
 
 /**
  * W2 dispatch, inside the worker process. Woken by LISTEN on the outbox channel (a dedicated
- * connection that reconnects after a Postgres restart) and by a polling timer as a fallback,
- * each pass:
+ * connection that reconnects after a Postgres restart), by the next delivery falling due, and
+ * by a slow polling timer as a fallback (fast while the LISTEN connection is down), each pass:
  *   1. fans new outbox events out into delivery rows, advancing a cursor kept in Postgres in
  *      the same transaction, so a SIGKILL at any point neither skips nor half-applies events;
  *   2. claims due deliveries (SKIP LOCKED, leased) up to the free concurrency and sends them.
@@ -55,8 +56,18 @@ export interface WebhookRelayOptions {
   databaseUrl?: string;
   /** Sends in flight at once (default 8). */
   concurrency?: number;
-  /** Fallback polling period (default 1000 ms). */
+  /**
+   * Fallback polling period while the LISTEN connection holds (default 30 s). A notification
+   * is lost only with its connection, and reconnecting runs a pass, so this poll is a
+   * backstop, not the way work is found. While the connection is down the relay polls at
+   * most every second.
+   */
   pollIntervalMs?: number;
+  /**
+   * How long a wake waits before its pass (default 20 ms), so the several commits of one page
+   * (attempt, revision, job) make one pass instead of one each.
+   */
+  wakeCoalesceMs?: number;
   fanOutBatchSize?: number;
   /** How long a claimed delivery is held before another relay may send it again. */
   leaseMs?: number;
@@ -104,6 +115,8 @@ const KEY_FAULT_RETRY_MS = 30_000;
  */
 const FAILED_PASS_MAX_DOUBLINGS = 5;
 const FAILED_PASS_MAX_MS = 30_000;
+/** The polling period while the LISTEN connection is down: notifications are not arriving. */
+const UNLISTENED_POLL_MS = 1_000;
 
 export const NOTIFY_CHANNELS = ['quire_events', 'quire_webhook_deliveries'] as const;
 
@@ -111,7 +124,9 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   const { pool, secretKey, logger } = options;
   const openingKeys = options.openingKeys?.length ? options.openingKeys : [secretKey];
   const concurrency = Math.max(1, options.concurrency ?? 8);
-  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const pollIntervalMs = options.pollIntervalMs ?? 30_000;
+  const unlistenedPollMs = Math.min(pollIntervalMs, UNLISTENED_POLL_MS);
+  const wakeCoalesceMs = Math.max(0, options.wakeCoalesceMs ?? 20);
   const batchSize = options.fanOutBatchSize ?? 500;
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   const leaseMs = options.leaseMs ?? requestTimeoutMs + 30_000;
@@ -144,6 +159,8 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   let loopDone: Promise<void> | undefined;
   let pendingWake = false;
   let wakeWaiter: (() => void) | undefined;
+  /** The fan-out cursor this relay last saw; undefined until its first fan-out. */
+  let knownCursor: number | undefined;
   const listener = createNotificationListener({
     connection: { ...listenConfig, application_name: 'quire-webhook-relay-listen' },
     channels: NOTIFY_CHANNELS,
@@ -163,15 +180,20 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
   }
 
   async function sleep(ms: number) {
-    if (pendingWake || stopping) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.max(0, ms));
-      wakeWaiter = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    wakeWaiter = undefined;
+    if (!pendingWake && !stopping) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, ms));
+        wakeWaiter = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wakeWaiter = undefined;
+    }
+    // Woken: the notifications of the commits just behind this one join the same pass.
+    if (pendingWake && !stopping && wakeCoalesceMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, wakeCoalesceMs));
+    }
   }
 
   async function deliver(claimed: ClaimedDelivery) {
@@ -261,25 +283,32 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
 
   async function pass(): Promise<number | undefined> {
     stats.passes += 1;
-    for (;;) {
-      const fanned = await fanOutEvents(pool, { cursorName, batchSize });
-      stats.eventsFannedOut += fanned.events;
-      if (fanned.events < batchSize || stopping) break;
+    if (knownCursor === undefined || (await outboxHasEventsAfter(pool, knownCursor))) {
+      for (;;) {
+        const fanned = await fanOutEvents(pool, { cursorName, batchSize });
+        knownCursor = fanned.cursor;
+        stats.eventsFannedOut += fanned.events;
+        if (fanned.events < batchSize || stopping) break;
+      }
     }
     const capacity = concurrency - inFlight.size;
     if (capacity <= 0 || stopping) return undefined;
+    // Claim only when something is due: an idle pass is then two one-row reads, not a
+    // claiming transaction.
+    let dueInMs = await nextDueInMs(pool);
+    if (dueInMs === null || dueInMs > 0) return dueInMs ?? undefined;
     const claimed = await claimDueDeliveries(pool, { limit: capacity, leaseMs, schedule });
     for (const delivery of claimed) launch(delivery);
     if (claimed.length === capacity) return 0;
-    const due = await nextDueAt(pool);
-    return due === null ? undefined : due.getTime() - Date.now();
+    dueInMs = await nextDueInMs(pool);
+    return dueInMs ?? undefined;
   }
 
   async function loop() {
     let failures = 0;
     while (!stopping) {
       pendingWake = false;
-      let waitMs = pollIntervalMs;
+      let waitMs = listener.listening ? pollIntervalMs : unlistenedPollMs;
       try {
         const dueInMs = await pass();
         failures = 0;
@@ -288,7 +317,7 @@ export function createWebhookRelay(options: WebhookRelayOptions): WebhookRelay {
         failures += 1;
         waitMs = backoffCeilingMs(
           Math.min(failures, FAILED_PASS_MAX_DOUBLINGS),
-          pollIntervalMs,
+          unlistenedPollMs,
           FAILED_PASS_MAX_MS,
         );
         logger.warn(

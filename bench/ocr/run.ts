@@ -10,16 +10,21 @@
  * Prints pages/s of both and their ratio, the CER between Quire's committed text (and its raw
  * recognized lines) and the bare CLI's text of the same page, and the CPU seconds per page of
  * every process (worker, its engine children, upload server, Temporal, the PostgreSQL
- * backends of this database), orchestration being all of it minus the engine's. Then the
+ * backends of this database), orchestration being all of it minus the engine's. The image
+ * derivatives (I4) are built by a schedule of the worker's; it is paused during each run and
+ * triggered after it, so their CPU is a line of its own (P6), not orchestration. Then the
  * real Fraktur lines with `frk`: tesseract.js line by line (before) and the native engine
  * reading each as a page (after), CER against their ground truth.
- * Env: BENCH_PAGES (40), BENCH_RUNS (3).
+ * The worker runs as `npm start` runs it, compiled (scripts/lib/workerBuild.ts);
+ * BENCH_WORKER=tsx runs it from the sources through tsx instead, for comparison.
+ * Env: BENCH_PAGES (40), BENCH_RUNS (3), BENCH_WORKER (compiled).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { Client, Connection } from '@temporalio/client';
 import { segmentsOf } from '../../core/annotation';
 import type { CallContext } from '../../core/provider';
 import { characterErrors, corpusErrorRate, type ErrorCount } from '../../core/textMetrics';
@@ -27,6 +32,7 @@ import { getPage } from '../../db/pages';
 import { offlinePolish } from '../../providers/polish';
 import { bundledLanguageDir, TesseractProvider } from '../../providers/tesseract';
 import { NativeTesseractProvider } from '../../providers/tesseractNative';
+import { workerArgs } from '../../scripts/lib/workerBuild';
 import {
   frakturLines,
   MANIFESTO_PAGE,
@@ -143,11 +149,16 @@ function startProcess(
   });
 }
 
-const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-  cwd: REPO_ROOT,
-  env,
-  stdio: 'ignore',
-});
+const WORKER_MODE = process.env.BENCH_WORKER === 'tsx' ? 'tsx' : 'compiled';
+const worker = spawn(
+  process.execPath,
+  WORKER_MODE === 'tsx' ? ['--import', 'tsx', 'worker/main.ts'] : workerArgs(REPO_ROOT),
+  {
+    cwd: REPO_ROOT,
+    env,
+    stdio: 'ignore',
+  },
+);
 const upload = await startProcess(['bench/ocr/ingestServer.ts'], /LISTENING (\d+)/);
 const port = Number(/LISTENING (\d+)/.exec(upload.line)![1]);
 const workspace = (
@@ -158,6 +169,13 @@ for (let waited = 0; ; waited += 200) {
   if (waited > 180_000) throw new Error('the worker did not become healthy');
   await new Promise((r) => setTimeout(r, 200));
 }
+
+// P6: the derivative schedule is held during the runs and triggered after each one.
+const temporalConnection = await Connection.connect({ address: stack.temporalAddress });
+const derivativeSchedule = new Client({ connection: temporalConnection }).schedule.getHandle(
+  'quire-image-derivatives',
+);
+await derivativeSchedule.pause('bench/ocr measures image derivatives on their own line');
 
 /** Idle CPU per second of each process (pollers, relays, timers), measured before any upload. */
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
@@ -255,6 +273,25 @@ async function quireRun(bare: string[]) {
     );
     raw.push(characterErrors(bare[i]!, lines.map((l) => l.text).join('\n')));
   }
+  // I4 on its own line: the held derivative schedule runs now, alone, over this batch.
+  const beforeDerivatives = await sampleCpu();
+  await derivativeSchedule.trigger();
+  for (let waited = 0; ; waited += 200) {
+    const { rows: left } = await stack.pool.query(
+      `SELECT count(*)::int AS n FROM pages WHERE id = ANY($1) AND derivative_key IS NULL AND derivative_error IS NULL`,
+      [pages.map((p) => p.pageId)],
+    );
+    if (left[0].n === 0) break;
+    if (waited > 600_000) throw new Error('the image derivatives were not made');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const afterDerivatives = await sampleCpu();
+  const derivativeCpu =
+    afterDerivatives.worker.self -
+    beforeDerivatives.worker.self +
+    afterDerivatives.temporal.self -
+    beforeDerivatives.temporal.self +
+    pgDelta(beforeDerivatives.postgres, afterDerivatives.postgres);
   const engine = after.worker.children - before.worker.children;
   const perProcess = {
     workerEngineChildren: engine,
@@ -282,6 +319,7 @@ async function quireRun(bare: string[]) {
     orchestrationCpuSecondsPerPage: orchestration / PAGES,
     orchestrationBeyondIdleCpuSecondsPerPage: Math.max(0, orchestration - idle) / PAGES,
     engineCpuSecondsPerPage: engine / PAGES,
+    derivativeCpuSecondsPerPage: derivativeCpu / PAGES,
     stagesMedianSeconds: {
       uploadToClaim: stage((j) => Number(j.claimed) - started),
       claimToRead: stage((j) => Number(j.read) - Number(j.claimed)),
@@ -309,6 +347,7 @@ for (let run = 0; run < RUNS; run++) {
   bareRuns.push(bare);
   quireRuns.push(await quireRun(bare.texts));
 }
+await temporalConnection.close();
 worker.kill('SIGTERM');
 upload.child.kill('SIGTERM');
 await new Promise((r) => worker.once('exit', r));
@@ -353,6 +392,7 @@ const report = {
   machine: { cores: CORES, loadAverageBefore: loadBefore, loadAverageAfter: os.loadavg() },
   pages: PAGES,
   runs: RUNS,
+  worker: WORKER_MODE,
   fixture: path.basename(MANIFESTO_PAGE),
   targets: 'quire/bare >= 0.8 with CER <= 0.01; orchestration <= 0.1 CPU s/page',
   bare: {
@@ -382,6 +422,10 @@ const report = {
       median(quireRuns.map((r) => r.engineCpuSecondsPerPage)),
       3,
     ),
+    imageDerivativesCpuSecondsPerPageMedian: round(
+      median(quireRuns.map((r) => r.derivativeCpuSecondsPerPage)),
+      3,
+    ),
     runs: quireRuns.map((r) => ({
       seconds: round(r.seconds, 2),
       completed: r.completed,
@@ -391,6 +435,7 @@ const report = {
       cpuSecondsPerPage: Object.fromEntries(
         Object.entries(r.perProcessCpuSeconds).map(([k, v]) => [k, round(v / PAGES, 3)]),
       ),
+      imageDerivativesCpuSecondsPerPage: round(r.derivativeCpuSecondsPerPage, 3),
       stagesMedianSeconds: r.stagesMedianSeconds,
     })),
   },

@@ -27,6 +27,7 @@ import {
   temporalServerProcess,
 } from './temporalServer';
 import { ensureWebBuild } from './webBuild';
+import { workerArgs } from './workerBuild';
 
 /**
  * Cluster mode (D2): the production topology on one machine. A PostgreSQL server of its own
@@ -456,7 +457,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const worker = managedProcess({
         name: `worker-${index}`,
         command: process.execPath,
-        args: ['--import', 'tsx', 'worker/main.ts'],
+        args: workerArgs(root),
         env: { ...baseEnv, ...quireEnv, QUIRE_HEALTH_FILE: healthFile, ...env },
         cwd: root,
         logFile: logFile(`worker-${index}`),

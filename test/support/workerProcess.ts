@@ -2,10 +2,15 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { workerArgs } from '../../scripts/lib/workerBuild';
+import { REPO_ROOT } from './fixtures';
 import type { TestQuire } from './quire';
 import { temporalAddress } from './quire';
 
-/** A real worker process (`worker/main.ts`) for chaos tests: SIGKILL, SIGTERM, restarts. */
+/**
+ * A real worker process (`worker/main.ts`) for chaos tests: SIGKILL, SIGTERM, restarts. From
+ * the sources through tsx, or with `compiled` as `npm start` and cluster mode run it.
+ */
 export interface WorkerProcess {
   child: ChildProcess;
   healthFile: string;
@@ -17,10 +22,12 @@ export function spawnWorker(
   quire: TestQuire,
   name: string,
   env: Record<string, string> = {},
+  options: { compiled?: boolean } = {},
 ): WorkerProcess {
   const healthFile = join(tmpdir(), `quire-health-${name}-${process.pid}-${Date.now()}.json`);
   rmSync(healthFile, { force: true });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+  const args = options.compiled ? workerArgs(REPO_ROOT) : ['--import', 'tsx', 'worker/main.ts'];
+  const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
       DATABASE_URL: quire.config.DATABASE_URL,
