@@ -1,14 +1,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace } from '../../db/workspaces';
 import { type IdentityProvider, startIdentityProvider } from '../../scripts/lib/identityProvider';
 import { freePort } from '../../scripts/lib/temporal';
 import { isolatedContexts, launchBrowser } from '../support/browser';
-import { ADMIN_URL, createTestDatabase, databaseUrl, type TestDatabase } from '../support/db';
+import { adminQuery, createTestDatabase, databaseUrl, type TestDatabase } from '../support/db';
 import { temporalAddress } from '../support/quire';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
@@ -37,21 +36,11 @@ const PEOPLE = [
   { email: 'ops@idp.test', name: 'Olu Operator', password: 'operator-password-1', groups: ['ops'] },
 ];
 
-async function admin(sql: string) {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 beforeAll(async () => {
   db = await createTestDatabase();
   ws = (await createWorkspace(db.pool, 'Single sign-on')).workspace.id;
   hydraDb = `${db.name}_hydra`;
-  await admin(`CREATE DATABASE ${hydraDb}`);
+  await adminQuery(`CREATE DATABASE ${hydraDb}`);
   const [webPort, publicPort, adminPort] = [await freePort(), await freePort(), await freePort()];
   const dsn = new URL(databaseUrl(hydraDb));
   dsn.searchParams.set('sslmode', 'disable');
@@ -100,7 +89,7 @@ afterAll(async () => {
   if (distDir) removeWebBuild(distDir);
   await idp?.stop();
   await db?.drop();
-  if (hydraDb) await admin(`DROP DATABASE IF EXISTS ${hydraDb} WITH (FORCE)`);
+  if (hydraDb) await adminQuery(`DROP DATABASE IF EXISTS ${hydraDb} WITH (FORCE)`);
 });
 
 async function signInAtProvider(context: BrowserContext, email: string, password: string) {

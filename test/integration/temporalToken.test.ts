@@ -1,12 +1,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTemporalToken, TemporalTokenError } from '../../net/temporalToken';
 import { type IdentityProvider, startIdentityProvider } from '../../scripts/lib/identityProvider';
 import { freePort } from '../../scripts/lib/temporal';
-import { ADMIN_URL, databaseUrl } from '../support/db';
+import { adminQuery, databaseUrl } from '../support/db';
 import { eventually } from '../support/wait';
 
 /**
@@ -18,16 +17,6 @@ import { eventually } from '../support/wait';
 let idp: IdentityProvider;
 const hydraDb = `quire_token_${process.pid}_${Date.now()}`;
 
-async function admin(sql: string) {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 const claimsOf = (jwt: string) =>
   JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString()) as Record<
     string,
@@ -37,7 +26,7 @@ const headerOf = (jwt: string) =>
   JSON.parse(Buffer.from(jwt.split('.')[0] ?? '', 'base64url').toString()) as { kid?: string };
 
 beforeAll(async () => {
-  await admin(`CREATE DATABASE ${hydraDb}`);
+  await adminQuery(`CREATE DATABASE ${hydraDb}`);
   const dsn = new URL(databaseUrl(hydraDb));
   dsn.searchParams.set('sslmode', 'disable');
   idp = await startIdentityProvider({
@@ -53,7 +42,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await idp?.stop();
-  await admin(`DROP DATABASE IF EXISTS ${hydraDb} WITH (FORCE)`);
+  await adminQuery(`DROP DATABASE IF EXISTS ${hydraDb} WITH (FORCE)`);
 });
 
 describe('the Temporal token of Quire’s own client (R4)', () => {

@@ -11,6 +11,17 @@ export const ADMIN_URL =
 export const TEMPLATE_DB_DEFAULT = 'quire_test_template';
 const templateDb = () => process.env.QUIRE_TEST_TEMPLATE_DB ?? TEMPLATE_DB_DEFAULT;
 
+/** One statement on the admin connection (CREATE or DROP DATABASE of a test's own). */
+export async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
 export function databaseUrl(name: string): string {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
