@@ -13,8 +13,9 @@ import {
   ROLES,
   type Role,
 } from '../../core/roles';
-import { createAccount, createInvitation, putMember } from '../../db/accounts';
+import { createAccount, putMember } from '../../db/accounts';
 import { CLI_ACTOR } from '../../db/auditLog';
+import { createInvitation } from '../../db/invitations';
 import { createSession, touchSession } from '../../db/sessions';
 import { createSubscription, fanOutEvents } from '../../db/webhooks';
 import { addApiKey, authenticateApiKey, createWorkspace } from '../../db/workspaces';

@@ -12,25 +12,27 @@ import { describeTextFault, textFault } from '@quire/core/text';
 import {
   type Account,
   type AccountListing,
-  acceptInvitation,
   accountForOidcSubject,
   changeMemberRole,
   clearSignInFailures,
-  closedInvitationError,
-  createInvitation,
   findAccountByEmail,
-  type InvitationView,
   listAccounts,
   memberRole,
   membershipsOf,
-  openInvitation,
   putMember,
   recentSignInFailures,
   recordSignInFailure,
   removeMember,
-  revokeInvitation,
   setAccountDisabled,
 } from '@quire/db/accounts';
+import {
+  acceptInvitation,
+  closedInvitationError,
+  createInvitation,
+  type InvitationView,
+  openInvitation,
+  revokeInvitation,
+} from '@quire/db/invitations';
 import type { OperatorPrincipal } from '@quire/db/operatorKeys';
 import { createApiKey, getWorkspace, revokeApiKey } from '@quire/db/workspaces';
 import { config, pool } from '@quire/web/lib/server';

@@ -1,5 +1,6 @@
 import { permits } from '@quire/core/roles';
-import { listInvitations, listMembers } from '@quire/db/accounts';
+import { listMembers } from '@quire/db/accounts';
+import { listInvitations } from '@quire/db/invitations';
 import { listApiKeys } from '@quire/db/workspaces';
 import {
   CreateKeyForm,

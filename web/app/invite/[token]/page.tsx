@@ -1,9 +1,5 @@
-import {
-  closedInvitationError,
-  findAccountByEmail,
-  invitationClosed,
-  openInvitation,
-} from '@quire/db/accounts';
+import { findAccountByEmail } from '@quire/db/accounts';
+import { closedInvitationError, invitationClosed, openInvitation } from '@quire/db/invitations';
 import { pool } from '@quire/web/lib/server';
 import { AcceptForm } from './AcceptForm';
 
