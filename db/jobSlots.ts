@@ -1,5 +1,5 @@
 import type { MediaKind } from '../core/media';
-import { JOB_COLUMNS, type JobRow, toJob } from './jobs';
+import { JOB_COLUMNS, type JobRow, lockWorkspaceSlots, toJob } from './jobs';
 import { type Pool, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 
@@ -9,9 +9,9 @@ import { ACTIVE_STATUS_LIST } from './sql';
  * stays `pending`, without a workflow, until `admitWaitingJobs` admits it, oldest first (by
  * creation time, then id), as slots free. Admission for one workspace is serialised by an
  * advisory lock taken first in its own transaction, before any job row, so it never joins a
- * lock cycle with claims, cancels or supersedes (which lock jobs and never take it).
+ * lock cycle with claims and cancels (which lock jobs and never take it); recording a job in
+ * a capped workspace takes it first too (db/jobs.ts).
  */
-const SLOT_LOCK_CLASS = 7_401_121;
 /** How many waiting jobs one admission pass may admit when there is no cap (a lifted cap). */
 const ADMIT_BATCH = 500;
 /** The channel a freed slot or a raised cap is announced on (migration 0006). */
@@ -27,7 +27,7 @@ export async function admitWaitingJobs(
   workspaceId: number,
 ): Promise<Array<{ job: JobRow; kind: MediaKind }>> {
   return withTransaction(pool, async (client) => {
-    await client.query('SELECT pg_advisory_xact_lock($1, $2)', [SLOT_LOCK_CLASS, workspaceId]);
+    await lockWorkspaceSlots(client, workspaceId);
     const ws = await client.query('SELECT active_job_cap FROM workspaces WHERE id = $1', [
       workspaceId,
     ]);

@@ -133,6 +133,12 @@ export async function createJob(pool: Pool, input: NewJob): Promise<CreatedJob> 
   }
 }
 
+/** M4: the advisory lock that serialises a workspace's admissions and capped recordings. */
+const SLOT_LOCK_CLASS = 7_401_121;
+export async function lockWorkspaceSlots(client: Queryable, workspaceId: number): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock($1, $2)', [SLOT_LOCK_CLASS, workspaceId]);
+}
+
 export async function createJobIn(client: PoolClient, input: NewJob): Promise<CreatedJob> {
   if (input.idempotencyKey) {
     const existing = await client.query(
@@ -149,6 +155,16 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
       };
     }
   }
+  // M4: under a cap every new job queues and the dispatcher admits the oldest first. The slot
+  // lock, taken before any page or job row as admission takes it, makes "oldest" the order
+  // jobs become visible in: no admission runs between this job's creation time and its commit,
+  // so a job recorded concurrently can never be admitted ahead of an older one still being
+  // written.
+  const cap = await client.query('SELECT active_job_cap FROM workspaces WHERE id = $1', [
+    input.workspaceId,
+  ]);
+  const awaitingSlot = cap.rows[0]?.active_job_cap != null;
+  if (awaitingSlot) await lockWorkspaceSlots(client, input.workspaceId);
   const page = await getPageForUpdate(client, input.workspaceId, input.pageId);
   if (!page) throw new NotFoundError('page_not_found', `page ${input.pageId} not found`);
   const id = uuidv7();
@@ -173,15 +189,12 @@ export async function createJobIn(client: PoolClient, input: NewJob): Promise<Cr
       [superseded.id, id],
     );
   }
-  // M4: under a cap every new job queues; the dispatcher admits it in order (db/jobSlots.ts).
-  const cap = await client.query('SELECT active_job_cap FROM workspaces WHERE id = $1', [
-    input.workspaceId,
-  ]);
-  const awaitingSlot = cap.rows[0]?.active_job_cap != null;
+  // Created when written, not when the transaction began: with the slot lock held, the order
+  // of creation times is the order of commits within a capped workspace.
   const inserted = await client.query(
     `INSERT INTO transcription_jobs AS j (id, workspace_id, page_id, batch_id, workflow_id, provider, snapshot,
-       input_revision, idempotency_key, external_reference_id, metadata, awaiting_slot, priority)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       input_revision, idempotency_key, external_reference_id, metadata, awaiting_slot, priority, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, clock_timestamp())
      RETURNING ${JOB_COLUMNS}`,
     [
       id,
