@@ -2,7 +2,6 @@ import {
   condition,
   defineQuery,
   defineSignal,
-  patched,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -18,7 +17,7 @@ import {
   type Stage,
   type TranscriptionJobResult,
 } from '../core/temporal';
-import { STAGE_MEMO_AT_START_PATCH, STAGE_MEMO_PATCH } from './patches';
+import { type PatchCheck, STAGE_MEMO_AT_START_PATCH, STAGE_MEMO_PATCH } from './patches';
 
 export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
 export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
@@ -30,7 +29,8 @@ const PAUSE_RECHECK_MS = 10 * 60_000;
  * What a job's run shows of itself while it runs: the progress query, the status search
  * attribute, the stage in the memo, and the operator's Resume signal it waits on.
  */
-export function trackJobProgress(jobId: string) {
+export function trackJobProgress(jobId: string, patches: { release: boolean; has: PatchCheck }) {
+  const { release, has } = patches;
   const state: JobProgress = {
     jobId,
     status: 'pending',
@@ -50,7 +50,7 @@ export function trackJobProgress(jobId: string) {
   // finished job needs, then met the marker before the code asked for it and failed with a
   // nondeterminism error. Runs begun since STAGE_MEMO_AT_START_PATCH decide it here, in the
   // first workflow task, before any local activity; earlier runs keep the lazy decision.
-  const memoFromStart = patched(STAGE_MEMO_AT_START_PATCH) && patched(STAGE_MEMO_PATCH);
+  const memoFromStart = has(STAGE_MEMO_AT_START_PATCH) && has(STAGE_MEMO_PATCH);
   setHandler(progressQuery, () => state);
   setHandler(providerResumedSignal, () => {
     resumeSignals += 1;
@@ -61,13 +61,20 @@ export function trackJobProgress(jobId: string) {
     state.status = status;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.status, value: status }]);
   };
-  const setStage = (stage: Stage) => {
+  /**
+   * `waits`: whether the run waits on the server in this stage (an activity, a timer). A stage
+   * that passes within one workflow task (a read-once page's recognize, the local commit) is
+   * never seen in the memo, whose upserts reach the server with the task's end: since the
+   * release patch it is left out of the memo (P6), and the progress query still shows it.
+   */
+  const setStage = (stage: Stage, waits = true) => {
     state.stage = stage;
+    if (release && !waits) return;
     // The stage is in the memo, so the Temporal UI shows it without a query (which needs a
     // running worker, exactly what a rolling deploy may lack for a while). Added behind a
     // patch (D5): runs begun by the previous workflow code replay without it and take it
     // up from where the new code runs them.
-    if (memoFromStart || patched(STAGE_MEMO_PATCH)) upsertMemo({ stage });
+    if (memoFromStart || has(STAGE_MEMO_PATCH)) upsertMemo({ stage });
   };
 
   return {

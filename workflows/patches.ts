@@ -1,3 +1,5 @@
+import { patched } from '@temporalio/workflow';
+
 /**
  * D5: the changes of `transcriptionJob` since the first release, each behind its patch id. A
  * run begun before a change finds no marker when it replays and keeps the code it began with;
@@ -35,3 +37,23 @@ export const KEY_FAULT_PATCH = 'quire-key-fault-reruns-attempt';
  * same attempt again after a pause, uncharged; a claim that meets it claims again.
  */
 export const INFRA_FAULT_PATCH = 'quire-infra-fault-reruns-attempt';
+
+/**
+ * P6: every patch above, taken at once. Each `patched()` costs a run two history events (its
+ * marker and the SDK's `TemporalChangeVersion` upsert), so a run begun since this release
+ * records this one marker instead of the six, and none of the others is asked. A run begun
+ * before it finds no such marker when it replays and asks each patch as it always did.
+ */
+export const RELEASE_2026_12_PATCH = 'quire-release-2026-12';
+
+/** Whether this run takes a patch: every one, for a run begun since the release patch. */
+export type PatchCheck = (patchId: string) => boolean;
+
+/**
+ * Decided in the run's first workflow task, before any other patch, like every patch
+ * (docs/design.md): the answer is kept, so a later call never asks again.
+ */
+export function patchesOfThisRun(): { release: boolean; has: PatchCheck } {
+  const release = patched(RELEASE_2026_12_PATCH);
+  return { release, has: (patchId) => release || patched(patchId) };
+}

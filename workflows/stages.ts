@@ -42,8 +42,9 @@ export async function readImage(
   progress.setStage('segment');
   const segmented = await steps.segmentPage(ref, { polish: options.polish });
   state.totalSegments = segmented.total;
-  progress.setStage('recognize');
   const read = segmented.read;
+  // Read in one pass, the page is recognized already: the stage passes with no wait.
+  progress.setStage('recognize', !read);
   if (read) {
     // P1: read in one pass; the lines that came back empty are this attempt's failures.
     failures.push(...read.failures);

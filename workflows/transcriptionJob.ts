@@ -2,7 +2,6 @@ import {
   CancellationScope,
   CancelledFailure,
   log,
-  patched,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -40,6 +39,7 @@ import {
   CLEANUP_WHEN_FOUND_CANCELED_PATCH,
   INFRA_FAULT_PATCH,
   KEY_FAULT_PATCH,
+  patchesOfThisRun,
   READ_ONCE_PATCH,
 } from './patches';
 import { type AttemptRun, polish, readAudio, readImage } from './stages';
@@ -86,14 +86,16 @@ const ENGINE_STEPS = [
 export async function transcriptionJob(
   input: TranscriptionJobInput,
 ): Promise<TranscriptionJobResult> {
-  const progress = trackJobProgress(input.jobId);
+  const patches = patchesOfThisRun();
+  const { has } = patches;
+  const progress = trackJobProgress(input.jobId, patches);
   const { state } = progress;
   const steps = jobSteps(input.heartbeatTimeoutMs, {
-    readOnce: patched(READ_ONCE_PATCH),
-    keyFaultReruns: patched(KEY_FAULT_PATCH),
+    readOnce: has(READ_ONCE_PATCH),
+    keyFaultReruns: has(KEY_FAULT_PATCH),
   });
   // D7, decided in the first workflow task like every patch (docs/design.md).
-  const infraReruns = patched(INFRA_FAULT_PATCH);
+  const infraReruns = has(INFRA_FAULT_PATCH);
   // D7: when the story last called an engine step (workflow time): for a step that timed out
   // before the server recorded any heartbeat of it, the earliest its timeout could be due.
   let engineStepAt = 0;
@@ -128,7 +130,7 @@ export async function transcriptionJob(
         // J5: a job canceled in the database whose workflow the cancel did not reach (its
         // Temporal cancel failed, or a stale token brought the news first) still gets the
         // cancel cleanup: the engine's copy of a recording is deleted.
-        if (status === 'canceled' && patched(CLEANUP_WHEN_FOUND_CANCELED_PATCH))
+        if (status === 'canceled' && has(CLEANUP_WHEN_FOUND_CANCELED_PATCH))
           await steps.cancelCleanup({ jobId: input.jobId, attemptNumber: null });
         return progress.finish(status ?? 'failed', null, null);
       }
@@ -189,7 +191,8 @@ export async function transcriptionJob(
         if ('pause' in polished) return await pause(run.ref, polished.pause);
         usePolish = polished.polished;
       }
-      progress.setStage('commit');
+      // A local activity: it ends within the workflow task that reports the job's end.
+      progress.setStage('commit', false);
       const committed = await steps.commitTranscript(run.ref, { usePolish });
       if (committed.state === 'conflict') return final('failed', null, 'conflict');
       return final('completed', committed.revision, null);

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getJob } from '../../db/jobs';
-import { KEY_FAULT_PATCH } from '../../workflows/patches';
+import { KEY_FAULT_PATCH, RELEASE_2026_12_PATCH } from '../../workflows/patches';
+import { HISTORY_FIXTURES, recordedHistoryFile } from '../support/histories';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
 
 /**
@@ -14,7 +15,7 @@ import { createTestQuire, eventually, type TestQuire, temporalAddress } from '..
  * recorded by the workflow tests (test/workflow/keyFault.test.ts), the one from before the
  * key-fault patch by the same scenario on the workflow code of that time.
  */
-const FIXTURES = 'test/fixtures/histories';
+const FIXTURES = HISTORY_FIXTURES;
 let quire: TestQuire;
 let ws: number;
 
@@ -125,7 +126,7 @@ describe('replay (determinism)', () => {
       const history = await quire.temporal.workflow.getHandle(workflowId).fetchHistory();
       histories.push({ workflowId, history });
       if (process.env.QUIRE_RECORD_HISTORIES === '1') {
-        mkdirSync(FIXTURES, { recursive: true });
+        mkdirSync(HISTORY_FIXTURES, { recursive: true });
         // The CLI writes the same JSON an operator gets from `temporal workflow show -o json`.
         const json = execFileSync(process.env.QUIRE_TEMPORAL_BIN_RESOLVED ?? 'temporal', [
           'workflow',
@@ -137,7 +138,7 @@ describe('replay (determinism)', () => {
           '--output',
           'json',
         ]);
-        writeFileSync(join(FIXTURES, `${name}.json`), json);
+        writeFileSync(recordedHistoryFile(name), json);
       }
     }
     const results = [];
@@ -157,6 +158,52 @@ describe('replay (determinism)', () => {
         Worker.runReplayHistory(replayOptions(), history, file),
       ).resolves.toBeUndefined();
     }
+  });
+
+  it('P6 D5 a run begun since the release patch records one patch marker, and the memo only for stages that wait', async () => {
+    const worker = await quire.newWorker();
+    const histories = await worker.runUntil(async () => {
+      const runs = [];
+      for (const simulated of [{ lines: 3 }, { lines: 3, readPages: true }]) {
+        const job = await quire.client.startJob({
+          workspaceId: ws,
+          pageId: await quire.page(ws),
+          options: { simulated },
+        });
+        const handle = quire.temporal.workflow.getHandle(job.workflowId);
+        await handle.result();
+        runs.push(await handle.fetchHistory());
+      }
+      return runs;
+    });
+    const decode = (data: Uint8Array | null | undefined) =>
+      JSON.parse(Buffer.from(data ?? []).toString());
+    const [byLine, readOnce] = histories.map((history) => {
+      const events = history.events ?? [];
+      const patches = events.flatMap((e) => {
+        const marker = e.markerRecordedEventAttributes;
+        const data = marker?.details?.['patch-data']?.payloads?.[0]?.data;
+        return marker?.markerName === 'core_patch' ? [decode(data).id as string] : [];
+      });
+      const versionUpserts = events.filter(
+        (e) =>
+          e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields
+            ?.TemporalChangeVersion,
+      ).length;
+      const memo = events.flatMap((e) => {
+        const stage = e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.stage;
+        return stage ? [decode(stage.data) as string] : [];
+      });
+      return { patches, versionUpserts, memo, events: events.length };
+    });
+    // One marker and one version upsert, where the six patches cost a fresh page ten events.
+    expect(byLine!.patches).toEqual([RELEASE_2026_12_PATCH]);
+    expect(byLine!.versionUpserts).toBe(1);
+    // The local commit passes within the task that ends the job, a read-once page's
+    // recognize within the task after its read.
+    expect(byLine!.memo).toEqual(['segment', 'recognize', 'polish', 'done']);
+    expect(readOnce!.memo).toEqual(['segment', 'done']);
+    expect(readOnce!.events).toBeLessThanOrEqual(19);
   });
 
   it('D1 D5 kept key-fault histories replay: runs begun before the key-fault patch retry the step in place, runs since run the attempt again', async () => {

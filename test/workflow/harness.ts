@@ -1,7 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -17,6 +16,7 @@ import {
   type TranscriptionJobResult,
 } from '../../core/temporal';
 import type { JobSteps } from '../../workflows/activityProfiles';
+import { recordedHistoryFile } from '../support/histories';
 
 /**
  * Workflow tests: the real workflow bundle on the run's Temporal dev server, its activities
@@ -229,5 +229,5 @@ export function keepHistory(run: JobRun, name: string): void {
     '--output',
     'json',
   ]);
-  writeFileSync(join('test/fixtures/histories', `${name}.json`), json);
+  writeFileSync(recordedHistoryFile(name), json);
 }
