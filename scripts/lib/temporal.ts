@@ -32,12 +32,8 @@ export const SEARCH_ATTRIBUTES = {
  * so with the default four a person's task waited until a poll happened on its partition: one
  * partition (read and write) makes the priority order the queue's. The same settings are in
  * deploy/temporal/dynamicconfig.yaml for cluster mode and compose (docs/design.md, P8).
- * P6: `system.enableActivityEagerExecution` lets the server hand a workflow task's next
- * activity back in the completion's own reply when the worker has a slot free, instead of
- * queueing it for a poll (off by default): one matching round trip less per engine step.
  */
 export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
-  'system.enableActivityEagerExecution': true,
   'matching.enableFairness': true,
   'matching.useNewMatcher': true,
   'matching.numTaskqueueWritePartitions': 1,

@@ -20,12 +20,11 @@ function dynamicConfigFile(): Record<string, unknown> {
 }
 
 describe('Temporal server settings (P8, M5)', () => {
-  it('P6 P8 M5 the dev server runs with the eager-activity and matching settings that cluster mode and compose load', () => {
+  it('P8 M5 the dev server runs with the matching settings that cluster mode and compose load', () => {
     const file = dynamicConfigFile();
     for (const [key, value] of Object.entries(TEMPORAL_DYNAMIC_CONFIG))
       expect({ key, value: file[key] }).toEqual({ key, value });
     expect(TEMPORAL_DYNAMIC_CONFIG).toMatchObject({
-      'system.enableActivityEagerExecution': true,
       'matching.useNewMatcher': true,
       'matching.enableFairness': true,
       'matching.numTaskqueueReadPartitions': 1,
