@@ -19,18 +19,23 @@ import { median, percentile, round, startBenchStack } from '../lib/stack';
  * every engine call the job made (its `provider_calls`: segment, each line, polish) times the
  * latency, not the lines alone. Beside the plain limit, the packed limit: a page's calls run
  * one after another, so N pages on C slots need at least ceil(N / C) pages' engine time.
- * Then P5's overhead without queueing: fewer pages than slots, the engine at
- * BENCH_PROBE_LATENCY_MS (0, "no latency" as P5 words it), submit to commit, on replicas that
- * have run one such batch already.
+ * Then P5's overhead without queueing: the engine at BENCH_PROBE_LATENCY_MS (0, "no latency"
+ * as P5 words it), submit to commit, on replicas that have run one batch already, each job
+ * submitted once the one before it committed (nothing waits for a slot or for the cores);
+ * beside it the same 16 pages at once, which wait for no slot but share the machine's cores.
  * Env: BENCH_PAGES (200), BENCH_LINES (30), BENCH_LATENCY_MS (200), BENCH_CONCURRENCY
- * (8,32,64), BENCH_RUNS (3), BENCH_PROBE_LATENCY_MS (0), BENCH_READ_PAGES (unset: the engine
+ * (8,32,64; empty for the probe alone), BENCH_RUNS (3), BENCH_PROBE_LATENCY_MS (0), BENCH_READ_PAGES (unset: the engine
  * reads line by line, as remote vision engines do; 1: it reads each page in one pass of LINES
  * x LATENCY ms, as the tesseract engines do, P1).
  */
 const pages = Number(process.env.BENCH_PAGES ?? 200);
 const lines = Number(process.env.BENCH_LINES ?? 30);
 const latencyMs = Number(process.env.BENCH_LATENCY_MS ?? 200);
-const concurrencies = (process.env.BENCH_CONCURRENCY ?? '8,32,64').split(',').map(Number);
+// Empty: the overhead probe alone.
+const concurrencies = (process.env.BENCH_CONCURRENCY ?? '8,32,64')
+  .split(',')
+  .filter((c) => c.trim() !== '')
+  .map(Number);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const readPages = process.env.BENCH_READ_PAGES === '1';
 const probeLatencyMs = Number(process.env.BENCH_PROBE_LATENCY_MS ?? 0);
@@ -102,7 +107,7 @@ async function oneRun(
   run: number,
   pageCount = pages,
   callLatencyMs = latencyMs,
-  warmUp = false,
+  probe = false,
 ) {
   const replicas = Math.ceil(concurrency / 16);
   const config = parseConfig({
@@ -124,8 +129,17 @@ async function oneRun(
   try {
     // The probe measures a running installation, not a cold start: the replicas' first pages
     // (module compilation, the workflow bundle's first load, connections opening) go first.
-    if (warmUp) await measure(client, concurrency, pageCount, callLatencyMs);
-    return await measure(client, concurrency, pageCount, callLatencyMs);
+    if (!probe) {
+      return {
+        ...(await measure(client, concurrency, pageCount, callLatencyMs)),
+        burstOverhead: [],
+      };
+    }
+    await measure(client, concurrency, pageCount, callLatencyMs);
+    // The same pages at once: no job waits for a slot, but they share the machine's cores.
+    const burst = await measure(client, concurrency, pageCount, callLatencyMs);
+    const alone = await measure(client, concurrency, pageCount, callLatencyMs, true);
+    return { ...alone, burstOverhead: burst.unqueuedOverhead };
   } finally {
     // A failed run leaves no worker process behind.
     await stopReplicas(workers);
@@ -137,6 +151,7 @@ async function measure(
   concurrency: number,
   pageCount: number,
   callLatencyMs: number,
+  oneAtATime = false,
 ) {
   const pageIds: number[] = [];
   await withTransaction(stack.pool, async (tx) => {
@@ -151,18 +166,28 @@ async function measure(
     }
   });
   const started = Date.now();
-  const jobs = await Promise.all(
-    pageIds.map((pageId) =>
-      client.startJob({
-        workspaceId: workspace,
-        pageId,
-        options: {
-          simulated: { lines, latencyMs: callLatencyMs, ...(readPages ? { readPages } : {}) },
-        },
-      }),
-    ),
-  );
-  await Promise.all(jobs.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
+  const start = (pageId: number) =>
+    client.startJob({
+      workspaceId: workspace,
+      pageId,
+      options: {
+        simulated: { lines, latencyMs: callLatencyMs, ...(readPages ? { readPages } : {}) },
+      },
+    });
+  const settle = (job: { workflowId: string }) =>
+    temporal.workflow.getHandle(job.workflowId).result();
+  const jobs: Array<{ jobId: string; workflowId: string }> = [];
+  if (oneAtATime) {
+    // Nothing queues: each job is submitted once the one before it has committed.
+    for (const pageId of pageIds) {
+      const job = await start(pageId);
+      await settle(job);
+      jobs.push(job);
+    }
+  } else {
+    jobs.push(...(await Promise.all(pageIds.map(start))));
+    await Promise.all(jobs.map(settle));
+  }
   const seconds = (Date.now() - started) / 1000;
   const { rows } = await stack.pool.query(
     `SELECT j.status, extract(epoch FROM j.ended_at - j.created_at) AS queued_to_commit,
@@ -232,19 +257,27 @@ async function benchmark() {
       completedJobs: samples.map((s) => s.completed),
     });
   }
-  // Orchestration overhead without queueing: fewer pages than slots, so no job waits for one.
+  // Orchestration overhead without queueing: one job at a time on warmed replicas, so no job
+  // waits for a slot or for the cores; beside it the same pages at once (fewer than slots).
   const probe: number[] = [];
+  const burst: number[] = [];
   for (let run = 0; run < runs; run++) {
     const sample = await oneRun(32, 100 + run, 16, probeLatencyMs, true);
     probe.push(...sample.unqueuedOverhead);
+    burst.push(...sample.burstOverhead);
   }
   const overheadWithoutQueueing = {
     concurrency: 32,
     pages: 16,
     runs,
+    submitted: 'one at a time',
     p50Seconds: round(percentile(probe, 50), 3),
     p95Seconds: round(percentile(probe, 95), 3),
     engineLatencyMs: probeLatencyMs,
+    sixteenAtOnce: {
+      p50Seconds: round(percentile(burst, 50), 3),
+      p95Seconds: round(percentile(burst, 95), 3),
+    },
   };
   const report = {
     bench: 'throughput',
