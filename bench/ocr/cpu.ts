@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Pool } from '../../db/pool';
 
 /** CPU seconds of a process from /proc: its own, and that of its waited-for children. */
@@ -33,4 +33,35 @@ export async function postgresBackendCpu(pool: Pool): Promise<Map<number, number
     `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
   );
   return new Map(rows.map((r) => [r.pid, cpuOf(r.pid).self]));
+}
+
+/**
+ * CPU seconds of a whole process tree so far: every live process under `root` (found by
+ * parent pid in /proc), each with what it has reaped of its own exited children. A process
+ * that exits between two samples moves from its own line to its parent's reaped share, so
+ * the difference of two samples is the tree's use between them.
+ */
+export function treeCpu(root: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {
+      // Gone while listed.
+    }
+  }
+  let total = 0;
+  const pending = [root];
+  while (pending.length > 0) {
+    const pid = pending.pop()!;
+    const { self, children: reaped } = cpuOf(pid);
+    total += self + reaped;
+    pending.push(...(children.get(pid) ?? []));
+  }
+  return total;
 }

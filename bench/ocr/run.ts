@@ -17,9 +17,20 @@
  * reading each as a page (after), CER against their ground truth.
  * The worker runs as `npm start` runs it, compiled (scripts/lib/workerBuild.ts);
  * BENCH_WORKER=tsx runs it from the sources through tsx instead, for comparison.
- * Env: BENCH_PAGES (40), BENCH_RUNS (3), BENCH_WORKER (compiled).
+ * BENCH_MODE=dev (the default) runs Quire on a private dev stack: Temporal dev server, a fresh
+ * database on the shared PostgreSQL, one worker, and the upload server
+ * (bench/ocr/ingestServer.ts, the web's batch route without Next); it writes last-run.json.
+ * BENCH_MODE=cluster runs it in cluster mode (scripts/lib/cluster.ts, D2): its own PostgreSQL
+ * holding Quire's and Temporal's databases, the Temporal server on it, the S3-compatible
+ * object server, one worker on the same defaults, one web replica on the console's production
+ * build (web/.next-cluster, built first if stale), the batch through the web's
+ * `POST /api/v1/workspaces/{ws}/batches` with an API key; CPU of the web replica's process
+ * tree, the Temporal server, the object server and every process of that PostgreSQL, each
+ * one line; it writes last-run-cluster.json (bench/ocr/topologies.ts).
+ * Env: BENCH_MODE (dev), BENCH_PAGES (40), BENCH_RUNS (3), BENCH_WORKER (compiled, dev mode
+ * only), BENCH_IDLE_SECONDS (20).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,7 +43,6 @@ import { getPage } from '../../db/pages';
 import { offlinePolish } from '../../providers/polish';
 import { bundledLanguageDir, TesseractProvider } from '../../providers/tesseract';
 import { NativeTesseractProvider } from '../../providers/tesseractNative';
-import { workerArgs } from '../../scripts/lib/workerBuild';
 import {
   frakturLines,
   MANIFESTO_PAGE,
@@ -40,8 +50,9 @@ import {
   REPO_ROOT,
   removeDir,
 } from '../../test/support/fixtures';
-import { median, round, startBenchStack } from '../lib/stack';
-import { type CpuSample, cpuOf, postgresBackendCpu } from './cpu';
+import { median, round } from '../lib/stack';
+import { cpuOf } from './cpu';
+import { cpuDelta, startClusterTopology, startDevTopology } from './topologies';
 
 const PAGES = Math.max(1, Number(process.env.BENCH_PAGES ?? 40));
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
@@ -102,108 +113,26 @@ function runCli(image: string): Promise<string> {
   });
 }
 
-// --- Quire: a private stack, the worker and the upload server as separate processes.
-const stack = await startBenchStack(5);
-const blobDir = path.join(dir, 'blobs');
-const env = {
-  ...process.env,
-  DATABASE_URL: stack.databaseUrl,
-  TEMPORAL_ADDRESS: stack.temporalAddress,
-  QUIRE_SECRET_KEY: 'b'.repeat(64),
-  QUIRE_BLOB_DIR: blobDir,
-  QUIRE_HEALTH_FILE: path.join(dir, 'health.json'),
-  QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
-  LOG_LEVEL: 'warn',
-};
-// npm start's defaults: nothing about engines or concurrency is set.
-for (const key of [
-  'WORKER_CONCURRENCY',
-  'QUIRE_ENGINE_THREADS',
-  'QUIRE_TESSERACT_ENGINE',
-  'QUIRE_DEFAULT_PROVIDER',
-]) {
-  delete (env as Record<string, string | undefined>)[key];
-}
-
-function startProcess(
-  args: string[],
-  ready: RegExp,
-): Promise<{ child: ChildProcess; line: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-      cwd: REPO_ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const match = ready.exec(output);
-      if (match) resolve({ child, line: match[0] });
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) =>
-      reject(new Error(`${args[0]} exited ${code}: ${output.slice(-2000)}`)),
-    );
-  });
-}
-
-const WORKER_MODE = process.env.BENCH_WORKER === 'tsx' ? 'tsx' : 'compiled';
-const worker = spawn(
-  process.execPath,
-  WORKER_MODE === 'tsx' ? ['--import', 'tsx', 'worker/main.ts'] : workerArgs(REPO_ROOT),
-  {
-    cwd: REPO_ROOT,
-    env,
-    stdio: 'ignore',
-  },
-);
-const upload = await startProcess(['bench/ocr/ingestServer.ts'], /LISTENING (\d+)/);
-const port = Number(/LISTENING (\d+)/.exec(upload.line)![1]);
-const workspace = (
-  await stack.pool.query(`INSERT INTO workspaces (name) VALUES ('bench-ocr') RETURNING id`)
-).rows[0].id as number;
-for (let waited = 0; ; waited += 200) {
-  if (await readFile(env.QUIRE_HEALTH_FILE!).catch(() => null)) break;
-  if (waited > 180_000) throw new Error('the worker did not become healthy');
-  await new Promise((r) => setTimeout(r, 200));
-}
+// --- Quire: the worker, the upload route, Temporal and PostgreSQL as separate processes.
+const MODE = process.env.BENCH_MODE === 'cluster' ? 'cluster' : 'dev';
+const topology = MODE === 'cluster' ? await startClusterTopology() : await startDevTopology(dir);
 
 // P6: the derivative schedule is held during the runs and triggered after each one.
-const temporalConnection = await Connection.connect({ address: stack.temporalAddress });
-const derivativeSchedule = new Client({ connection: temporalConnection }).schedule.getHandle(
-  'quire-image-derivatives',
-);
+const temporalConnection = await Connection.connect({ address: topology.temporalAddress });
+const derivativeSchedule = new Client({
+  connection: temporalConnection,
+  namespace: topology.namespace,
+}).schedule.getHandle('quire-image-derivatives');
 await derivativeSchedule.pause('bench/ocr measures image derivatives on their own line');
 
 /** Idle CPU per second of each process (pollers, relays, timers), measured before any upload. */
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
 let idleRate: Record<string, number> = {};
 
-interface ProcessCpu {
-  worker: CpuSample;
-  upload: CpuSample;
-  temporal: CpuSample;
-  postgres: Map<number, number>;
-}
-
-async function sampleCpu(): Promise<ProcessCpu> {
-  return {
-    worker: cpuOf(worker.pid!),
-    upload: cpuOf(upload.child.pid!),
-    temporal: cpuOf(stack.temporalPid!),
-    postgres: await postgresBackendCpu(stack.pool),
-  };
-}
-
-function pgDelta(before: Map<number, number>, after: Map<number, number>): number {
-  let sum = 0;
-  for (const [pid, seconds] of after) sum += seconds - (before.get(pid) ?? 0);
-  return sum;
-}
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 async function quireRun(bare: string[]) {
+  const { pool, workspaceId } = topology;
   const form = new FormData();
   for (const copy of copies) {
     form.append(
@@ -212,12 +141,9 @@ async function quireRun(bare: string[]) {
       path.basename(copy),
     );
   }
-  const before = await sampleCpu();
+  const before = await topology.sample();
   const started = Date.now();
-  const response = await fetch(`http://127.0.0.1:${port}/ws/${workspace}/batches`, {
-    method: 'POST',
-    body: form,
-  });
+  const response = await topology.upload(form);
   if (response.status !== 201)
     throw new Error(`upload failed: ${response.status} ${await response.text()}`);
   const { batchId, pages } = (await response.json()) as {
@@ -226,15 +152,15 @@ async function quireRun(bare: string[]) {
   };
   const uploadedMs = Date.now() - started;
   for (;;) {
-    const { rows } = await stack.pool.query(
+    const { rows } = await pool.query(
       `SELECT count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS active FROM transcription_jobs WHERE batch_id = $1`,
       [batchId],
     );
     if (rows[0].active === 0) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  const after = await sampleCpu();
-  const { rows: jobs } = await stack.pool.query(
+  const after = await topology.sample();
+  const { rows: jobs } = await pool.query(
     `SELECT j.id, j.status, j.page_id, extract(epoch FROM j.created_at) * 1000 AS created,
             extract(epoch FROM j.ended_at) * 1000 AS ended,
             extract(epoch FROM a.started_at) * 1000 AS claimed,
@@ -252,7 +178,7 @@ async function quireRun(bare: string[]) {
   const raw: ErrorCount[] = [];
   const polishedBare: ErrorCount[] = [];
   for (const [i, { pageId }] of pages.entries()) {
-    const page = await getPage(stack.pool, workspace, pageId);
+    const page = await getPage(pool, workspaceId, pageId);
     const text = segmentsOf(page!.annotationPage)
       .map((s) => s.text)
       .join('\n');
@@ -267,17 +193,17 @@ async function quireRun(bare: string[]) {
     );
     polishedBare.push(characterErrors(polished.text, text));
     const job = jobs.find((j) => Number(j.page_id) === pageId);
-    const { rows: lines } = await stack.pool.query(
+    const { rows: lines } = await pool.query(
       `SELECT payload->>'text' AS text FROM job_checkpoints WHERE job_id = $1 AND stage = 'recognize' ORDER BY seq`,
       [job?.id],
     );
     raw.push(characterErrors(bare[i]!, lines.map((l) => l.text).join('\n')));
   }
   // I4 on its own line: the held derivative schedule runs now, alone, over this batch.
-  const beforeDerivatives = await sampleCpu();
+  const beforeDerivatives = await topology.sample();
   await derivativeSchedule.trigger();
   for (let waited = 0; ; waited += 200) {
-    const { rows: left } = await stack.pool.query(
+    const { rows: left } = await pool.query(
       `SELECT count(*)::int AS n FROM pages WHERE id = ANY($1) AND derivative_key IS NULL AND derivative_error IS NULL`,
       [pages.map((p) => p.pageId)],
     );
@@ -285,27 +211,16 @@ async function quireRun(bare: string[]) {
     if (waited > 600_000) throw new Error('the image derivatives were not made');
     await new Promise((r) => setTimeout(r, 200));
   }
-  const afterDerivatives = await sampleCpu();
-  const derivativeCpu =
-    afterDerivatives.worker.self -
-    beforeDerivatives.worker.self +
-    afterDerivatives.temporal.self -
-    beforeDerivatives.temporal.self +
-    pgDelta(beforeDerivatives.postgres, afterDerivatives.postgres);
-  const engine = after.worker.children - before.worker.children;
-  const perProcess = {
-    workerEngineChildren: engine,
-    worker: after.worker.self - before.worker.self,
-    upload: after.upload.self - before.upload.self,
-    temporal: after.temporal.self - before.temporal.self,
-    postgresBackends: pgDelta(before.postgres, after.postgres),
-  };
-  const orchestration =
-    perProcess.worker + perProcess.upload + perProcess.temporal + perProcess.postgresBackends;
+  const derivativeDelta = cpuDelta(beforeDerivatives, await topology.sample());
+  const derivativeCpu = sum(topology.derivativeProcesses.map((name) => derivativeDelta[name]!));
+  const engine = after.engine - before.engine;
+  const orchestrationByProcess = cpuDelta(before, after);
+  const perProcess = { workerEngineChildren: engine, ...orchestrationByProcess };
+  const orchestration = sum(Object.values(orchestrationByProcess));
   // What the pages cost beyond what the same processes burn idle for as long (pollers,
   // relays): on a loaded machine a run lasts long and the idle share grows with it.
   const measuredSeconds = (Date.now() - started) / 1000;
-  const idle = Object.values(idleRate).reduce((a, b) => a + b, 0) * measuredSeconds;
+  const idle = sum(Object.values(idleRate)) * measuredSeconds;
   const stage = (pick: (j: (typeof jobs)[number]) => number) =>
     round(median(jobs.map(pick)) / 1000, 2);
   return {
@@ -328,29 +243,26 @@ async function quireRun(bare: string[]) {
   };
 }
 
-{
-  const before = await sampleCpu();
-  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
-  const after = await sampleCpu();
-  idleRate = {
-    worker: (after.worker.self - before.worker.self) / IDLE_SECONDS,
-    upload: (after.upload.self - before.upload.self) / IDLE_SECONDS,
-    temporal: (after.temporal.self - before.temporal.self) / IDLE_SECONDS,
-    postgresBackends: pgDelta(before.postgres, after.postgres) / IDLE_SECONDS,
-  };
-}
-
 const bareRuns: Array<Awaited<ReturnType<typeof bareRun>>> = [];
 const quireRuns: Array<Awaited<ReturnType<typeof quireRun>>> = [];
-for (let run = 0; run < RUNS; run++) {
-  const bare = await bareRun();
-  bareRuns.push(bare);
-  quireRuns.push(await quireRun(bare.texts));
+try {
+  const before = await topology.sample();
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  idleRate = Object.fromEntries(
+    Object.entries(cpuDelta(before, await topology.sample())).map(([name, seconds]) => [
+      name,
+      seconds / IDLE_SECONDS,
+    ]),
+  );
+  for (let run = 0; run < RUNS; run++) {
+    const bare = await bareRun();
+    bareRuns.push(bare);
+    quireRuns.push(await quireRun(bare.texts));
+  }
+} finally {
+  await temporalConnection.close();
+  await topology.close();
 }
-await temporalConnection.close();
-worker.kill('SIGTERM');
-upload.child.kill('SIGTERM');
-await new Promise((r) => worker.once('exit', r));
 
 // --- Fraktur, before (tesseract.js, line by line) and after (native, each line image as a page).
 const ctx = (language: string): CallContext => ({
@@ -389,12 +301,13 @@ const barePps = median(bareRuns.map((r) => PAGES / r.seconds));
 const quirePps = median(quireRuns.map((r) => PAGES / r.seconds));
 const report = {
   bench: 'ocr',
+  ...topology.describe,
   machine: { cores: CORES, loadAverageBefore: loadBefore, loadAverageAfter: os.loadavg() },
   pages: PAGES,
   runs: RUNS,
-  worker: WORKER_MODE,
+  worker: topology.workerMode,
   fixture: path.basename(MANIFESTO_PAGE),
-  targets: 'quire/bare >= 0.8 with CER <= 0.01; orchestration <= 0.1 CPU s/page',
+  targets: topology.targets,
   bare: {
     command: `tesseract <page> stdout -l eng --oem 1 --psm 3, ${CORES} at a time, OMP_THREAD_LIMIT=1, npm best_int model`,
     pagesPerSecondMedian: round(barePps, 3),
@@ -454,10 +367,6 @@ const report = {
   },
 };
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-await writeFile(
-  path.join(REPO_ROOT, 'bench/ocr/last-run.json'),
-  `${JSON.stringify(report, null, 2)}\n`,
-);
-await stack.close();
+await writeFile(path.join(REPO_ROOT, topology.reportFile), `${JSON.stringify(report, null, 2)}\n`);
 await removeDir(dir);
 process.exit(0);

@@ -1,0 +1,263 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createPool, type Pool } from '../../db/pool';
+import { createWorkspace } from '../../db/workspaces';
+import { startCluster } from '../../scripts/lib/cluster';
+import { workerArgs } from '../../scripts/lib/workerBuild';
+import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
+import { startBenchStack } from '../lib/stack';
+import { cpuOf, postgresBackendCpu, treeCpu } from './cpu';
+
+/**
+ * Where bench/ocr runs Quire (P6): the dev stack or cluster mode. Each gives the run its
+ * database, its Temporal server, the batch upload, and the CPU seconds so far of each of its
+ * processes under the name the report uses.
+ */
+export interface Topology {
+  /** Fields of the report that say where the figures come from. */
+  describe: Record<string, unknown>;
+  /** The worker's build (`compiled` or `tsx`). */
+  workerMode: string;
+  targets: string;
+  reportFile: string;
+  /** Quire's database: jobs, pages, checkpoints. */
+  pool: Pool;
+  workspaceId: number;
+  temporalAddress: string;
+  namespace: string;
+  /** Sends the batch's multipart form to the upload route. */
+  upload(form: FormData): Promise<Response>;
+  sample(): Promise<CpuSnapshot>;
+  /** The processes whose CPU during the triggered derivative schedule is the derivatives' (I4). */
+  derivativeProcesses: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * CPU seconds so far: the worker's reaped engine children, and each process by name, as a
+ * total or, for PostgreSQL backends found by pid, per backend.
+ */
+export interface CpuSnapshot {
+  engine: number;
+  processes: Record<string, number | Map<number, number>>;
+}
+
+/** CPU seconds of each process between two snapshots. */
+export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after.processes).map(([name, now]) => {
+      const then = before.processes[name];
+      if (typeof now === 'number') return [name, now - ((then as number | undefined) ?? 0)];
+      let sum = 0;
+      const earlier = then as Map<number, number> | undefined;
+      for (const [pid, seconds] of now) sum += seconds - (earlier?.get(pid) ?? 0);
+      return [name, sum];
+    }),
+  );
+}
+
+/** npm start's defaults: nothing about engines or concurrency is set, in either mode. */
+const ENGINE_SETTINGS = [
+  'WORKER_CONCURRENCY',
+  'QUIRE_ENGINE_THREADS',
+  'QUIRE_TESSERACT_ENGINE',
+  'QUIRE_DEFAULT_PROVIDER',
+];
+
+async function untilFile(file: string, what: string): Promise<void> {
+  for (let waited = 0; ; waited += 200) {
+    if (await readFile(file).catch(() => null)) return;
+    if (waited > 180_000) throw new Error(what);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * Dev mode: a private stack (Temporal dev server, a fresh database on the shared
+ * PostgreSQL), one worker, and the upload server that runs the web's batch route.
+ */
+export async function startDevTopology(dir: string): Promise<Topology> {
+  const stack = await startBenchStack(5);
+  const env = {
+    ...process.env,
+    DATABASE_URL: stack.databaseUrl,
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    QUIRE_SECRET_KEY: 'b'.repeat(64),
+    QUIRE_BLOB_DIR: path.join(dir, 'blobs'),
+    QUIRE_HEALTH_FILE: path.join(dir, 'health.json'),
+    QUIRE_WORKFLOW_BUNDLE: stack.workflowBundle,
+    LOG_LEVEL: 'warn',
+  };
+  for (const key of ENGINE_SETTINGS) delete (env as Record<string, string | undefined>)[key];
+
+  const startProcess = (args: string[], ready: RegExp) =>
+    new Promise<{ child: ChildProcess; line: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+        cwd: REPO_ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+        const match = ready.exec(output);
+        if (match) resolve({ child, line: match[0] });
+      };
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      child.once('exit', (code) =>
+        reject(new Error(`${args[0]} exited ${code}: ${output.slice(-2000)}`)),
+      );
+    });
+
+  const workerMode = process.env.BENCH_WORKER === 'tsx' ? 'tsx' : 'compiled';
+  const worker = spawn(
+    process.execPath,
+    workerMode === 'tsx' ? ['--import', 'tsx', 'worker/main.ts'] : workerArgs(REPO_ROOT),
+    { cwd: REPO_ROOT, env, stdio: 'ignore' },
+  );
+  const upload = await startProcess(['bench/ocr/ingestServer.ts'], /LISTENING (\d+)/);
+  const port = Number(/LISTENING (\d+)/.exec(upload.line)![1]);
+  const workspaceId = (
+    await stack.pool.query(`INSERT INTO workspaces (name) VALUES ('bench-ocr') RETURNING id`)
+  ).rows[0].id as number;
+  await untilFile(env.QUIRE_HEALTH_FILE, 'the worker did not become healthy');
+
+  return {
+    describe: {},
+    workerMode,
+    targets: 'quire/bare >= 0.8 with CER <= 0.01; orchestration <= 0.1 CPU s/page',
+    reportFile: 'bench/ocr/last-run.json',
+    pool: stack.pool,
+    workspaceId,
+    temporalAddress: stack.temporalAddress,
+    namespace: 'default',
+    upload: (form) =>
+      fetch(`http://127.0.0.1:${port}/ws/${workspaceId}/batches`, { method: 'POST', body: form }),
+    async sample() {
+      const workerCpu = cpuOf(worker.pid!);
+      return {
+        engine: workerCpu.children,
+        processes: {
+          worker: workerCpu.self,
+          upload: cpuOf(upload.child.pid!).self,
+          temporal: cpuOf(stack.temporalPid!).self,
+          postgresBackends: await postgresBackendCpu(stack.pool),
+        },
+      };
+    },
+    derivativeProcesses: ['worker', 'temporal', 'postgresBackends'],
+    async close() {
+      worker.kill('SIGTERM');
+      upload.child.kill('SIGTERM');
+      if (worker.exitCode === null && worker.signalCode === null) {
+        await new Promise((r) => worker.once('exit', r));
+      }
+      await stack.close();
+    },
+  };
+}
+
+/**
+ * Cluster mode (D2): scripts/lib/cluster.ts's production topology with one worker on the
+ * engine defaults and one web replica on the console's production build; the batch goes
+ * through the web's real API with an API key. CPU per process from /proc: the worker (its
+ * engine children apart), the web replica's process tree, the Temporal server, the object
+ * server, and every process of the cluster's own PostgreSQL (its postmaster's tree: Quire's
+ * backends, Temporal's persistence and visibility, and PostgreSQL's own processes).
+ */
+export async function startClusterTopology(): Promise<Topology> {
+  // Its own directory: PostgreSQL (run as its own user) must reach into it.
+  const dir = await makeTempDir('quire-bench-ocr-cluster-');
+  const workers = 1;
+  const webReplicas = 1;
+  const cluster = await startCluster({
+    root: REPO_ROOT,
+    dir,
+    secretKey: randomBytes(32).toString('hex'),
+    workers,
+    webReplicas,
+    // The build the cluster tests and bench/cluster share.
+    webDistDir: process.env.QUIRE_TEST_CLUSTER_WEB_DIST ?? '.next-cluster',
+    ui: false,
+    fastPostgres: true,
+    // Empty is unset: the topology's WORKER_CONCURRENCY gives way to the worker's default.
+    env: { ...Object.fromEntries(ENGINE_SETTINGS.map((key) => [key, ''])), LOG_LEVEL: 'warn' },
+    log: (line) => process.stderr.write(`bench: ${line}\n`),
+  });
+  try {
+    const pool = createPool(cluster.databaseUrl, 5);
+    const { workspace, apiKey } = await createWorkspace(pool, 'bench-ocr');
+    const postmaster = Number(
+      readFileSync(path.join(dir, 'postgres', 'data', 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
+    const pidOf = (process: { name: string; pid(): number | undefined }) => {
+      const pid = process.pid();
+      if (pid === undefined) throw new Error(`${process.name} is not running`);
+      return pid;
+    };
+    const worker = pidOf(cluster.workers[0]!);
+    const web = cluster.webs[0]!;
+    const webPid = pidOf(web);
+    const temporal = pidOf(cluster.temporal);
+    const objectStore = pidOf(cluster.objectServer);
+    const upload = (form: FormData) =>
+      fetch(`${web.url}/api/v1/workspaces/${workspace.id}/batches`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${apiKey}` },
+        body: form,
+      });
+    // A replica in service has loaded its batch route (Next loads a route at its first
+    // request): one upload without files, refused, before anything is measured.
+    const warm = await upload(new FormData());
+    if (warm.status !== 400) throw new Error(`warm-up upload: ${warm.status} ${await warm.text()}`);
+    await warm.body?.cancel();
+    return {
+      describe: {
+        mode: 'cluster',
+        topology: {
+          workers,
+          webReplicas,
+          temporal: 'server on PostgreSQL (persistence and SQL visibility)',
+          objectStore: 'S3-compatible object server',
+          postgres: 'own instance, fsync off',
+          upload: 'POST /api/v1/workspaces/{ws}/batches on the web replica',
+        },
+      },
+      workerMode: 'compiled',
+      targets: 'quire/bare >= 0.85 with CER <= 0.01; orchestration <= 0.1 CPU s/page',
+      reportFile: 'bench/ocr/last-run-cluster.json',
+      pool,
+      workspaceId: workspace.id,
+      temporalAddress: cluster.temporalAddress,
+      namespace: cluster.quireEnv.TEMPORAL_NAMESPACE || 'default',
+      upload,
+      async sample() {
+        const workerCpu = cpuOf(worker);
+        return {
+          engine: workerCpu.children,
+          processes: {
+            worker: workerCpu.self,
+            web: treeCpu(webPid),
+            temporal: treeCpu(temporal),
+            objectStore: treeCpu(objectStore),
+            postgres: treeCpu(postmaster),
+          },
+        };
+      },
+      derivativeProcesses: ['worker', 'temporal', 'objectStore', 'postgres'],
+      async close() {
+        await pool.end().catch(() => {});
+        await cluster.stop();
+        await removeDir(dir);
+      },
+    };
+  } catch (error) {
+    await cluster.stop();
+    await removeDir(dir);
+    throw error;
+  }
+}
