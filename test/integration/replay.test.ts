@@ -5,7 +5,12 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getJob } from '../../db/jobs';
 import { KEY_FAULT_PATCH, RELEASE_2026_12_PATCH } from '../../workflows/patches';
-import { HISTORY_FIXTURES, recordedHistoryFile } from '../support/histories';
+import {
+  HISTORY_FIXTURES,
+  type HistoryEventLike,
+  patchIdsOf,
+  recordedHistoryFile,
+} from '../support/histories';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
 
 /**
@@ -15,7 +20,6 @@ import { createTestQuire, eventually, type TestQuire, temporalAddress } from '..
  * recorded by the workflow tests (test/workflow/keyFault.test.ts), the one from before the
  * key-fault patch by the same scenario on the workflow code of that time.
  */
-const FIXTURES = HISTORY_FIXTURES;
 let quire: TestQuire;
 let ws: number;
 
@@ -28,23 +32,10 @@ afterAll(async () => {
 });
 
 type KeptHistory = {
-  events: Array<{
-    markerRecordedEventAttributes?: {
-      markerName?: string;
-      details?: Record<string, { payloads?: Array<{ data?: string }> }>;
-    };
-    timerStartedEventAttributes?: { startToFireTimeout?: string };
-  }>;
+  events: Array<
+    HistoryEventLike & { timerStartedEventAttributes?: { startToFireTimeout?: string } }
+  >;
 };
-
-function patchIds(history: KeptHistory): string[] {
-  return history.events.flatMap((e) => {
-    const marker = e.markerRecordedEventAttributes;
-    const data = marker?.details?.['patch-data']?.payloads?.[0]?.data;
-    if (marker?.markerName !== 'core_patch' || !data) return [];
-    return [JSON.parse(Buffer.from(data, 'base64').toString()).id as string];
-  });
-}
 
 function replayOptions() {
   const codePath = process.env.QUIRE_TEST_WORKFLOW_BUNDLE;
@@ -149,11 +140,11 @@ describe('replay (determinism)', () => {
   });
 
   it('T1 kept history fixtures still replay against the current workflow code', async () => {
-    expect(existsSync(FIXTURES)).toBe(true);
-    const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'));
+    expect(existsSync(HISTORY_FIXTURES)).toBe(true);
+    const files = readdirSync(HISTORY_FIXTURES).filter((f) => f.endsWith('.json'));
     expect(files.length).toBeGreaterThanOrEqual(5);
     for (const file of files) {
-      const history = JSON.parse(readFileSync(join(FIXTURES, file), 'utf8'));
+      const history = JSON.parse(readFileSync(join(HISTORY_FIXTURES, file), 'utf8'));
       await expect(
         Worker.runReplayHistory(replayOptions(), history, file),
       ).resolves.toBeUndefined();
@@ -176,15 +167,9 @@ describe('replay (determinism)', () => {
       }
       return runs;
     });
-    const decode = (data: Uint8Array | null | undefined) =>
-      JSON.parse(Buffer.from(data ?? []).toString());
     const [byLine, readOnce] = histories.map((history) => {
       const events = history.events ?? [];
-      const patches = events.flatMap((e) => {
-        const marker = e.markerRecordedEventAttributes;
-        const data = marker?.details?.['patch-data']?.payloads?.[0]?.data;
-        return marker?.markerName === 'core_patch' ? [decode(data).id as string] : [];
-      });
+      const patches = patchIdsOf(history);
       const versionUpserts = events.filter(
         (e) =>
           e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields
@@ -192,7 +177,7 @@ describe('replay (determinism)', () => {
       ).length;
       const memo = events.flatMap((e) => {
         const stage = e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.stage;
-        return stage ? [decode(stage.data) as string] : [];
+        return stage ? [JSON.parse(Buffer.from(stage.data ?? []).toString()) as string] : [];
       });
       return { patches, versionUpserts, memo, events: events.length };
     });
@@ -213,8 +198,8 @@ describe('replay (determinism)', () => {
       ['image-key-fault-before-reruns.json', false],
     ];
     for (const [file, reruns] of kept) {
-      const history = JSON.parse(readFileSync(join(FIXTURES, file), 'utf8')) as KeptHistory;
-      expect(patchIds(history).includes(KEY_FAULT_PATCH)).toBe(reruns);
+      const history = JSON.parse(readFileSync(join(HISTORY_FIXTURES, file), 'utf8')) as KeptHistory;
+      expect(patchIdsOf(history).includes(KEY_FAULT_PATCH)).toBe(reruns);
       // Each met a key fault and paused a second before the step ran again.
       const timers = history.events.map((e) => e.timerStartedEventAttributes?.startToFireTimeout);
       expect(timers).toContain('1s');

@@ -16,7 +16,7 @@ import {
   type TranscriptionJobResult,
 } from '../../core/temporal';
 import type { JobSteps } from '../../workflows/activityProfiles';
-import { recordedHistoryFile } from '../support/histories';
+import { patchIdsOf, recordedHistoryFile } from '../support/histories';
 
 /**
  * Workflow tests: the real workflow bundle on the run's Temporal dev server, its activities
@@ -204,12 +204,7 @@ export function timersMs(run: JobRun): number[] {
 
 /** The patch ids whose markers the run recorded. */
 export function patchMarkers(run: JobRun): string[] {
-  return (run.history.events ?? []).flatMap((e) => {
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_patch') return [];
-    const id = marker.details?.['patch-data']?.payloads?.[0]?.data;
-    return id ? [JSON.parse(Buffer.from(id).toString()).id as string] : [];
-  });
+  return patchIdsOf(run.history);
 }
 
 /**
