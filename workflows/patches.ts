@@ -50,8 +50,9 @@ export const RELEASE_2026_12_PATCH = 'quire-release-2026-12';
 export type PatchCheck = (patchId: string) => boolean;
 
 /**
- * Decided in the run's first workflow task, before any other patch, like every patch
- * (docs/design.md): the answer is kept, so a later call never asks again.
+ * The release patch is decided in the run's first workflow task, before any other patch, like
+ * every patch (docs/design.md), and its answer is kept. A run begun before it asks each other
+ * patch where it always did.
  */
 export function patchesOfThisRun(): { release: boolean; has: PatchCheck } {
   const release = patched(RELEASE_2026_12_PATCH);
