@@ -17,6 +17,7 @@ import { type BilledProvider, billedProvider } from '../core/pricing';
 import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
 import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
+import { PRIORITY_KEYS } from '../core/temporal';
 import { type AttemptStepOutcome, recordAttemptStep } from '../db/attemptSteps';
 import { blobIsLive } from '../db/blobs';
 import { checkBudget } from '../db/budget';
@@ -249,6 +250,8 @@ export function createAttemptKit(deps: TranscriptionDeps) {
       callKey: `${ctx.fence.jobId}:${ctx.fence.attemptNumber}:${op}:${segmentIndex ?? ''}`,
       attemptNumber: ctx.fence.attemptNumber,
       segmentIndex,
+      // P8: the job's priority, inherited by its activities from the workflow.
+      interactive: Context.current().info.priority?.priorityKey === PRIORITY_KEYS.interactive,
     };
   }
 

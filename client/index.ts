@@ -29,6 +29,7 @@ import {
   type JobPriority,
   type JobProgress,
   jobPriorityFor,
+  jobTaskQueue,
   QUERIES,
   SEARCH_ATTRIBUTES,
   SIGNALS,
@@ -220,9 +221,10 @@ export class QuireClient {
       heartbeatTimeoutMs: this.options.heartbeatTimeoutMs ?? JOB_DEFAULTS.heartbeatTimeoutMs,
       recognizeSliceMs: this.options.recognizeSliceMs ?? JOB_DEFAULTS.recognizeSliceMs,
     };
+    const priority = options.priority ?? job.priority;
     try {
       await this.options.temporal.workflow.start(TRANSCRIPTION_WORKFLOW, {
-        taskQueue: this.taskQueue,
+        taskQueue: jobTaskQueue(this.taskQueue, priority),
         workflowId: job.workflowId,
         args: [input],
         // One job, one run: a finished job's workflow id is never reused, except by the
@@ -232,7 +234,7 @@ export class QuireClient {
           : 'REJECT_DUPLICATE',
         // P8: a person's page first; M5: each workspace its share of the rest. The job's
         // activities inherit both.
-        priority: jobPriorityFor(job.workspaceId, options.priority ?? job.priority),
+        priority: jobPriorityFor(job.workspaceId, priority),
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
           { key: SEARCH_ATTRIBUTES.jobId, value: job.id },

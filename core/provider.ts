@@ -32,6 +32,8 @@ export interface CallContext {
   attemptNumber?: number;
   /** The segment this call is about, when it is about one. */
   segmentIndex?: number;
+  /** P8: a page a person waits for; an engine pool lets it ahead of bulk calls waiting. */
+  interactive?: boolean;
 }
 
 /** A stored image or recording, readable from the local filesystem. */

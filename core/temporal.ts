@@ -34,6 +34,22 @@ export const JOB_PRIORITIES = ['interactive', 'bulk'] as const;
 export type JobPriority = (typeof JOB_PRIORITIES)[number];
 export const PRIORITY_KEYS: Readonly<Record<JobPriority, number>> = { interactive: 1, bulk: 3 };
 
+/**
+ * P8: the task queue a job's workflow runs on. A person's page has a queue of its own beside
+ * the bulk one, polled by every worker with its own workflow and activity slots: the priority
+ * key orders a backlogged queue, but a worker's slots, once taken by bulk tasks, serve them
+ * first come, first served, so a person's task also waits for one to free. On its own queue
+ * it is taken at once. Its activities run there too (they inherit the workflow's queue).
+ * Derived from the bulk queue's name, so no process of a fleet can disagree about it.
+ */
+export function jobTaskQueue(taskQueue: string, priority: JobPriority = 'bulk'): string {
+  return priority === 'interactive' ? interactiveTaskQueue(taskQueue) : taskQueue;
+}
+
+export function interactiveTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-interactive`;
+}
+
 /** The Temporal priority of a job's workflow: its priority class and its workspace's share. */
 export function jobPriorityFor(
   workspaceId: number,

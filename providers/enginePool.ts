@@ -1,6 +1,7 @@
 /**
  * P2: a fixed number of engine slots per process (`QUIRE_ENGINE_THREADS`, default one per
- * core). Calls beyond it wait their turn in order; a call whose signal aborts while waiting
+ * core). Calls beyond it wait their turn in order, a person's page (P8, `first`) ahead of
+ * every bulk call waiting but behind other people's; a call whose signal aborts while waiting
  * leaves the queue without taking a slot. The counts are for tests and health figures.
  */
 export interface EnginePoolStats {
@@ -15,7 +16,11 @@ export class EnginePool {
   private busy = 0;
   private peakBusy = 0;
   private closed = false;
-  private readonly waiting: Array<{ start: () => void; fail: (error: unknown) => void }> = [];
+  private readonly waiting: Array<{
+    first: boolean;
+    start: () => void;
+    fail: (error: unknown) => void;
+  }> = [];
 
   constructor(readonly size: number) {
     if (!Number.isInteger(size) || size < 1) throw new Error('engine pool size must be >= 1');
@@ -30,9 +35,13 @@ export class EnginePool {
     };
   }
 
-  /** Runs `work` in a slot, after the calls queued before it. */
-  async run<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
-    await this.acquire(signal);
+  /** Runs `work` in a slot, after the calls queued before it (`first`: before bulk calls). */
+  async run<T>(
+    signal: AbortSignal | undefined,
+    work: () => Promise<T>,
+    options: { first?: boolean } = {},
+  ): Promise<T> {
+    await this.acquire(signal, options.first ?? false);
     try {
       return await work();
     } finally {
@@ -51,7 +60,7 @@ export class EnginePool {
     this.closed = false;
   }
 
-  private acquire(signal: AbortSignal | undefined): Promise<void> {
+  private acquire(signal: AbortSignal | undefined, first: boolean): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason ?? new Error('aborted'));
     if (this.closed) return Promise.reject(new Error('engine pool closed'));
     if (this.busy < this.size) {
@@ -65,6 +74,7 @@ export class EnginePool {
         reject(signal?.reason ?? new Error('aborted'));
       };
       const waiter = {
+        first,
         start: () => {
           signal?.removeEventListener('abort', onAbort);
           this.take();
@@ -76,7 +86,9 @@ export class EnginePool {
         },
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiting.push(waiter);
+      const bulkAt = first ? this.waiting.findIndex((w) => !w.first) : -1;
+      if (bulkAt >= 0) this.waiting.splice(bulkAt, 0, waiter);
+      else this.waiting.push(waiter);
     });
   }
 

@@ -460,7 +460,10 @@ export class TesseractProvider implements TranscriptionProvider {
       }
     };
     try {
-      return await abortable(this.pool.run(ctx.signal, inSlot), ctx.signal);
+      return await abortable(
+        this.pool.run(ctx.signal, inSlot, { first: ctx.interactive }),
+        ctx.signal,
+      );
     } catch (error) {
       if (ctx.signal.aborted) throw error;
       throw engineFailure(error, what);

@@ -202,8 +202,10 @@ export class NativeTesseractProvider implements TranscriptionProvider {
       '-c',
       'tessedit_create_txt=0',
     ];
-    const result = await this.pool.run(ctx.signal, () =>
-      this.runTesseract(program, args, bytes, ctx.signal),
+    const result = await this.pool.run(
+      ctx.signal,
+      () => this.runTesseract(program, args, bytes, ctx.signal),
+      { first: ctx.interactive },
     );
     if (result.code !== 0) {
       if (/pixRead|cannot be read|Unsupported image|Error in fopen/i.test(result.stderr)) {

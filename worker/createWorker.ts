@@ -1,7 +1,14 @@
 import { hostname } from 'node:os';
 import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
-import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  type NativeConnection,
+  Runtime,
+  Worker,
+  type WorkerOptions,
+  type WorkflowBundle,
+} from '@temporalio/worker';
 import { createMaintenanceActivities } from '../activities/maintenance';
 import { createTranscriptionActivities, type TranscriptionDeps } from '../activities/transcription';
 import type { BlobStore } from '../blobs';
@@ -9,6 +16,7 @@ import { localPathWhenAvailable } from '../blobs/available';
 import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
 import type { Logger } from '../core/logger';
+import { interactiveTaskQueue } from '../core/temporal';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
 import { connectTemporal } from '../net/temporalClient';
@@ -70,14 +78,68 @@ export function workflowTaskSlots(activitySlots: number): number {
   return Math.max(4, Math.ceil(activitySlots / 2));
 }
 
-export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> {
+/**
+ * P8: a process's transcription worker is two Temporal workers sharing one set of activities
+ * (so one engine pool, whose waiting line puts a person's calls first): one on the bulk queue
+ * and one on the interactive queue a person's pages start on (`jobTaskQueue`). Each has the
+ * process's workflow and activity slots, so a person's task never waits for a slot a batch
+ * holds, and either queue alone gets the whole worker when the other is empty; the engine
+ * pool (QUIRE_ENGINE_THREADS) still bounds how many engine calls run at once. The two start,
+ * stop and fail together.
+ */
+export class QuireWorker {
+  readonly workers: readonly [Worker, Worker];
+
+  constructor(
+    readonly bulk: Worker,
+    readonly interactive: Worker,
+  ) {
+    this.workers = [bulk, interactive];
+  }
+
+  /** Runs both until either stops; the first failure is rethrown once both have drained. */
+  run(): Promise<void> {
+    return runWorkers(this.workers);
+  }
+
+  shutdown(): void {
+    for (const w of this.workers) if (w.getState() === 'RUNNING') w.shutdown();
+  }
+
+  /** The bulk worker's state, or `FAILED` when either failed. */
+  getState(): ReturnType<Worker['getState']> {
+    return this.workers.some((w) => w.getState() === 'FAILED') ? 'FAILED' : this.bulk.getState();
+  }
+
+  /** Runs until the work settles, then shuts down and drains (as `Worker.runUntil`). */
+  async runUntil<R>(work: Promise<R> | (() => Promise<R>)): Promise<R> {
+    const running = this.run();
+    const stopped = running.then(() => {
+      throw new Error('the worker stopped before the work it ran for settled');
+    });
+    stopped.catch(() => {});
+    try {
+      return await Promise.race([typeof work === 'function' ? work() : work, stopped]);
+    } finally {
+      this.shutdown();
+      await running.catch(() => {});
+    }
+  }
+}
+
+/** The workflow code, bundled once for a process's workers (seconds of CPU at start). */
+export function bundleWorkflows(): Promise<WorkflowBundle> {
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: Runtime.instance().logger });
+}
+
+export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWorker> {
   const identity = deps.identity ?? workerIdentity();
   // D1: a worker that finds it does not hold the installation's key stops polling at once
   // (its running activities finish); the process says why and exits 78 (worker/main.ts).
-  let worker: Worker | undefined;
+  let worker: QuireWorker | undefined;
   const stopOnKeyMismatch = () => {
     deps.onFleetKeyMismatch?.();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
+    worker?.shutdown();
   };
   const transcription = createTranscriptionActivities({
     pool: deps.pool,
@@ -101,29 +163,32 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<Worker> 
     // D8: a worker whose blob store is not the fleet's stops taking work the same way.
     onConfigurationFault: (setting) => {
       deps.onConfigurationFault?.(setting);
-      if (worker?.getState() === 'RUNNING') worker.shutdown();
+      worker?.shutdown();
     },
   });
-  worker = await Worker.create({
-    connection: deps.connection,
-    namespace: deps.config.TEMPORAL_NAMESPACE,
-    taskQueue: deps.config.QUIRE_TASK_QUEUE,
-    identity,
-    ...(deps.workflowBundle
-      ? { workflowBundle: deps.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH }),
-    activities: transcription,
-    maxConcurrentActivityTaskExecutions: deps.config.WORKER_CONCURRENCY,
-    maxConcurrentWorkflowTaskExecutions: workflowTaskSlots(deps.config.WORKER_CONCURRENCY),
-    shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
-    // A SIGKILLed worker's cached workflows move to a live worker after this (T3 recovery).
-    stickyQueueScheduleToStartTimeout: deps.config.QUIRE_STICKY_TIMEOUT_MS,
-    // Heartbeats must reach the server well inside the heartbeat timeout.
-    maxHeartbeatThrottleInterval: Math.max(
-      100,
-      Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4),
-    ),
-  });
+  const workflowBundle = deps.workflowBundle ?? (await bundleWorkflows());
+  const onQueue = (taskQueue: string) =>
+    Worker.create({
+      connection: deps.connection,
+      namespace: deps.config.TEMPORAL_NAMESPACE,
+      taskQueue,
+      identity,
+      workflowBundle,
+      activities: transcription,
+      maxConcurrentActivityTaskExecutions: deps.config.WORKER_CONCURRENCY,
+      maxConcurrentWorkflowTaskExecutions: workflowTaskSlots(deps.config.WORKER_CONCURRENCY),
+      shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
+      // A SIGKILLed worker's cached workflows move to a live worker after this (T3 recovery).
+      stickyQueueScheduleToStartTimeout: deps.config.QUIRE_STICKY_TIMEOUT_MS,
+      // Heartbeats must reach the server well inside the heartbeat timeout.
+      maxHeartbeatThrottleInterval: Math.max(
+        100,
+        Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4),
+      ),
+    });
+  const bulk = await onQueue(deps.config.QUIRE_TASK_QUEUE);
+  const interactive = await onQueue(interactiveTaskQueue(deps.config.QUIRE_TASK_QUEUE));
+  worker = new QuireWorker(bulk, interactive);
   return worker;
 }
 

@@ -3,6 +3,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createBlobStore, fleetSettings } from '../blobs/fromConfig';
 import { loadConfig, requireSecretKeys } from '../core/config';
 import { redactError } from '../core/redact';
+import { interactiveTaskQueue } from '../core/temporal';
 import { temporalConnectionOptions } from '../core/temporalConnection';
 import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
 import { checkInstallationSettings } from '../db/installationSettings';
@@ -10,6 +11,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { startTemporalToken } from '../net/temporalToken';
 import {
+  bundleWorkflows,
   connectTemporalClient,
   createMaintenanceWorker,
   createQuireClient,
@@ -103,7 +105,7 @@ async function main(): Promise<number> {
     blobStore,
     workflowBundle: config.QUIRE_WORKFLOW_BUNDLE
       ? { codePath: resolve(config.QUIRE_WORKFLOW_BUNDLE) }
-      : undefined,
+      : await bundleWorkflows(),
   };
   let keyMismatch = false;
   let configurationFault: string | undefined;
@@ -171,6 +173,7 @@ async function main(): Promise<number> {
     {
       identity,
       taskQueue: config.QUIRE_TASK_QUEUE,
+      interactiveTaskQueue: interactiveTaskQueue(config.QUIRE_TASK_QUEUE),
       maintenanceTaskQueue: config.QUIRE_MAINTENANCE_TASK_QUEUE,
       concurrency: config.WORKER_CONCURRENCY,
       staleTemporariesRemoved: swept.removed,
@@ -178,7 +181,7 @@ async function main(): Promise<number> {
     'worker started',
   );
   try {
-    await runWorkers([worker, maintenanceWorker]);
+    await runWorkers([...worker.workers, maintenanceWorker]);
   } finally {
     clearInterval(healthTimer);
     if (mirrorTimer) clearInterval(mirrorTimer);

@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import type { Worker } from '@temporalio/worker';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
@@ -9,6 +8,7 @@ import { getPage } from '../../db/pages';
 import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { TesseractProvider } from '../../providers/tesseract';
+import type { QuireWorker } from '../../worker/createWorker';
 import {
   isolatedContexts,
   launchBrowser,
@@ -35,7 +35,7 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  */
 const tesseract = new TesseractProvider();
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let web: WebProcess;
 let distDir: string;

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Worker } from '@temporalio/worker';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
@@ -12,6 +11,7 @@ import { getPage, getRevision } from '../../db/pages';
 import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
+import type { QuireWorker } from '../../worker/createWorker';
 import { createWebhookRelay, type WebhookRelay } from '../../worker/webhookRelay';
 import {
   isolatedContexts,
@@ -42,7 +42,7 @@ const TEMPORAL_UI = 'http://temporal-ui.test';
 const quietRelayLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let web: WebProcess;
 let distDir: string;

@@ -1,4 +1,3 @@
-import type { Worker } from '@temporalio/worker';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../db/auditLog';
@@ -8,6 +7,7 @@ import { pauseProviderIn } from '../../db/providerState';
 import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
+import type { QuireWorker } from '../../worker/createWorker';
 import {
   isolatedContexts,
   launchBrowser,
@@ -23,7 +23,7 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * over a cap stay waiting until the operator changes the cap from the console.
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let web: WebProcess;
 let distDir: string;

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Worker } from '@temporalio/worker';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lineStateOf, segmentsOf } from '../../core/annotation';
@@ -10,6 +9,7 @@ import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { TesseractProvider } from '../../providers/tesseract';
+import type { QuireWorker } from '../../worker/createWorker';
 import {
   isolatedContexts,
   launchBrowser,
@@ -28,7 +28,7 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * reviewer touched.
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let web: WebProcess;
 let distDir: string;

@@ -1,6 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseConfig, type QuireConfig } from '../../core/config';
 import { buildSnapshot } from '../../core/pricing';
@@ -11,6 +10,7 @@ import { upsertMirrorRow } from '../../db/pages';
 import { fanOutEvents, recordDeliveryAttempt } from '../../db/webhooks';
 import { addApiKey, createWorkspace } from '../../db/workspaces';
 import { configureWeb } from '../../web/lib/server';
+import type { QuireWorker } from '../../worker/createWorker';
 import { deliverMirrorOutbox } from '../../worker/mirrorRelay';
 import { call, type RouteModule, request, SseReader, seenBodies } from '../support/api';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
@@ -21,7 +21,7 @@ import { commitEvent } from '../support/webhookFixtures';
  * Postgres database, a real Temporal dev server and a real worker.
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let stopWorker: () => void;
 let A: { ws: number; key: string };

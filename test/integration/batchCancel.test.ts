@@ -1,5 +1,4 @@
 import { Client, Connection } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QuireClient } from '../../client';
 import { hashToken, newAttemptToken } from '../../core/attemptToken';
@@ -13,6 +12,7 @@ import { withTransaction } from '../../db/pool';
 import { createWorkspace } from '../../db/workspaces';
 import { buildSnapshot } from '../../providers/registry';
 import { configureWeb } from '../../web/lib/server';
+import type { QuireWorker } from '../../worker/createWorker';
 import { call, type RouteModule } from '../support/api';
 import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
@@ -23,7 +23,7 @@ import { png } from '../support/uploadFixtures';
  * from deadlocking with the recognition hot path.
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 

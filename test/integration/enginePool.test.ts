@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
 import { auditInvariants } from '../../db/audit';
@@ -8,6 +7,7 @@ import { listAttempts } from '../../db/jobs';
 import { getPage } from '../../db/pages';
 import { createProviderRegistry } from '../../providers/registry';
 import { NativeTesseractProvider } from '../../providers/tesseractNative';
+import type { QuireWorker } from '../../worker/createWorker';
 import { MANIFESTO_PAGE, makeTempDir, removeDir } from '../support/fixtures';
 import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, type TestQuire } from '../support/quire';
@@ -18,7 +18,7 @@ import { createTestQuire, type TestQuire } from '../support/quire';
  * flowing while the engines are busy (a 3 s heartbeat timeout, pages that take longer).
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let dir: string;
 let native: NativeTesseractProvider;

@@ -1,6 +1,6 @@
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
+import type { QuireWorker } from '../../worker/createWorker';
 import { createTestQuire, type TestQuire } from '../support/quire';
 
 /**
@@ -10,7 +10,7 @@ import { createTestQuire, type TestQuire } from '../support/quire';
  */
 const FLOOD = 60;
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 
 beforeAll(async () => {

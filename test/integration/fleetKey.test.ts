@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { checkInstallationKey, installationKeyHeld } from '../../db/installationKey';
 import { listAttempts } from '../../db/jobs';
 import { openDeliverySecret, resealWebhookSecrets } from '../../db/webhookSecrets';
 import { createSubscription, listDeliveries } from '../../db/webhooks';
-import { createQuireClient, createQuireWorker } from '../../worker/createWorker';
+import { createQuireClient, createQuireWorker, type QuireWorker } from '../../worker/createWorker';
 import { createWebhookRelay } from '../../worker/webhookRelay';
 import { createTestDatabase } from '../support/db';
 import { seedPage } from '../support/pages';
@@ -124,7 +124,7 @@ describe('one fleet configuration (D1)', () => {
     // Another process: its own connection to Temporal.
     const otherConnection = await NativeConnection.connect({ address: temporalAddress() });
     let stoppedItself = 0;
-    const other: Worker = await createQuireWorker({
+    const other: QuireWorker = await createQuireWorker({
       config: { ...quire.config, QUIRE_SECRET_KEY: otherKey, QUIRE_SECRET_KEYS: [otherKey] },
       pool: quire.db.pool,
       providers: quire.providers,

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
 import { auditInvariants } from '../../db/audit';
@@ -7,6 +6,7 @@ import { getPage, listRevisions } from '../../db/pages';
 import { ingestBatch } from '../../ingest/batch';
 import { createProviderRegistry } from '../../providers/registry';
 import { TesseractProvider } from '../../providers/tesseract';
+import type { QuireWorker } from '../../worker/createWorker';
 import { KANT } from '../support/interchange';
 import { createTestQuire, type TestQuire } from '../support/quire';
 import { uploadRequest } from '../support/uploadFixtures';
@@ -18,7 +18,7 @@ import { uploadRequest } from '../support/uploadFixtures';
  */
 const tesseract = new TesseractProvider();
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 

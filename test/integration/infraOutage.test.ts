@@ -1,4 +1,3 @@
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken, newAttemptToken } from '../../core/attemptToken';
 import { buildSnapshot } from '../../core/pricing';
@@ -9,6 +8,7 @@ import { createJob, getJob, listAttempts } from '../../db/jobs';
 import { createPool, type Pool } from '../../db/pool';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
+import type { QuireWorker } from '../../worker/createWorker';
 import { createQuireWorker } from '../../worker/createWorker';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, silentLogger, type TestQuire } from '../support/quire';
@@ -59,7 +59,7 @@ afterAll(async () => {
 });
 
 /** A worker whose every database connection goes through the proxy. */
-async function workerBehindProxy(identity: string, infraWaitMs: number): Promise<Worker> {
+async function workerBehindProxy(identity: string, infraWaitMs: number): Promise<QuireWorker> {
   return createQuireWorker({
     config: { ...quire.config, QUIRE_INFRA_WAIT_MS: infraWaitMs },
     pool: workerPool,

@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
@@ -16,6 +15,7 @@ import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { TesseractProvider } from '../../providers/tesseract';
 import { configureWeb } from '../../web/lib/server';
+import type { QuireWorker } from '../../worker/createWorker';
 import { call, type RouteModule, request, SseReader } from '../support/api';
 import { makeTempDir, removeDir, renderPage } from '../support/fixtures';
 import { ingestWithJobs } from '../support/ingest';
@@ -29,7 +29,7 @@ import { eventually } from '../support/wait';
  */
 const tesseract = new TesseractProvider();
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let dir: string;
 let A: { ws: number; key: string };

@@ -1,4 +1,3 @@
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBlobCleanup } from '../../activities/maintenance';
 import { auditInvariants } from '../../db/audit';
@@ -7,13 +6,14 @@ import { ConflictError } from '../../db/errors';
 import { deleteItem } from '../../db/items';
 import { listAttempts } from '../../db/jobs';
 import { getPage } from '../../db/pages';
+import type { QuireWorker } from '../../worker/createWorker';
 import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, type TestQuire } from '../support/quire';
 import { png } from '../support/uploadFixtures';
 
 /** U3: an item is deleted through the application path, children first, blobs to cleanup. */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 

@@ -1,9 +1,9 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { CLI_ACTOR } from '../../db/auditLog';
 import { setWorkspaceControls } from '../../db/operatorControls';
+import type { QuireWorker } from '../../worker/createWorker';
 import { createSlotDispatcher, type SlotDispatcher } from '../../worker/slotDispatcher';
 import { createTestQuire, eventually, silentLogger, type TestQuire } from '../support/quire';
 
@@ -13,7 +13,7 @@ import { createTestQuire, eventually, silentLogger, type TestQuire } from '../su
  * `pending` without a workflow; the dispatcher admits them in submission order as slots free.
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let stopWorker: () => void;
 let dispatcher: SlotDispatcher | undefined;

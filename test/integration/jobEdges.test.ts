@@ -1,4 +1,3 @@
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken, newAttemptToken } from '../../core/attemptToken';
 import { QUERIES, SIGNALS } from '../../core/temporal';
@@ -14,6 +13,7 @@ import { buildSnapshot, createProviderRegistry } from '../../providers/registry'
 import { SimulatedProvider } from '../../providers/simulated';
 import { configureWeb } from '../../web/lib/server';
 import { rerunJob } from '../../web/services/jobs';
+import type { QuireWorker } from '../../worker/createWorker';
 import { CountingProvider } from '../support/countingProvider';
 import {
   createTestQuire,
@@ -30,7 +30,7 @@ import { untilWaitingAgainAfter } from '../support/wait';
  * and text that no job will commit, which must not be kept for ever.
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 

@@ -1,4 +1,3 @@
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
 import { auditInvariants } from '../../db/audit';
@@ -8,12 +7,13 @@ import { getPage, savePageEdit } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { createProviderRegistry } from '../../providers/registry';
 import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
+import type { QuireWorker } from '../../worker/createWorker';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, eventually, type TestQuire, untilSegments } from '../support/quire';
 
 const counting = new CountingProvider(new SimulatedProvider());
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 

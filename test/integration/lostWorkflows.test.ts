@@ -6,6 +6,7 @@ import { createJobStore } from '../../db/jobStore';
 import { getJob, listAttempts } from '../../db/jobs';
 import { buildSnapshot, createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
+import type { QuireWorker } from '../../worker/createWorker';
 import { CountingProvider } from '../support/countingProvider';
 import {
   createTestQuire,
@@ -23,7 +24,7 @@ import {
  */
 const counting = new CountingProvider(new SimulatedProvider());
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let maintenance: Worker;
 let running: Promise<unknown>;
 let ws: number;

@@ -1,4 +1,3 @@
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../core/config';
 import { auditInvariants } from '../../db/audit';
@@ -11,6 +10,7 @@ import { pauseProviderIn } from '../../db/providerState';
 import { createWorkspace } from '../../db/workspaces';
 import { OPERATOR_OPERATIONS } from '../../web/lib/operatorOpenapi';
 import { configureWeb } from '../../web/lib/server';
+import type { QuireWorker } from '../../worker/createWorker';
 import { call, type RouteModule } from '../support/api';
 import { createTestQuire, eventually, type TestQuire, temporalAddress } from '../support/quire';
 
@@ -19,7 +19,7 @@ import { createTestQuire, eventually, type TestQuire, temporalAddress } from '..
  * modules, in-process, against a real PostgreSQL, a real Temporal dev server and a worker.
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let stopWorker: () => void;
 let A: { ws: number; key: string; keyId: number };

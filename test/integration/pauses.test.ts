@@ -1,6 +1,5 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FailureClass } from '../../core/failures';
 import { SIGNALS } from '../../core/temporal';
@@ -10,6 +9,7 @@ import { getJob, listAttempts } from '../../db/jobs';
 import { getProviderStates } from '../../db/providerState';
 import { createProviderRegistry } from '../../providers/registry';
 import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
+import type { QuireWorker } from '../../worker/createWorker';
 import { notifyPauseOnce } from '../../worker/notify';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, eventually, type TestQuire } from '../support/quire';
@@ -22,7 +22,7 @@ import { untilWaitingAgainAfter } from '../support/wait';
  */
 const counting = new CountingProvider(new SimulatedProvider());
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 let receiver: Server;

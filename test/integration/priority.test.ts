@@ -1,9 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fairnessKeyFor, PRIORITY_KEYS } from '../../core/temporal';
+import { fairnessKeyFor, interactiveTaskQueue, PRIORITY_KEYS } from '../../core/temporal';
 import { createAccount, putMember } from '../../db/accounts';
 import { auditInvariants } from '../../db/audit';
 import { CLI_ACTOR } from '../../db/auditLog';
@@ -11,6 +10,7 @@ import { createSession } from '../../db/sessions';
 import { addApiKey } from '../../db/workspaces';
 import { configureWeb } from '../../web/lib/server';
 import { SESSION_COOKIE } from '../../web/lib/session';
+import type { QuireWorker } from '../../worker/createWorker';
 import { call, type RouteModule } from '../support/api';
 import { createTestQuire, type TestQuire, temporalAddress, untilStatus } from '../support/quire';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
@@ -32,7 +32,7 @@ const BACKLOG = 48;
 const OVERTAKEN_AT_MOST = 8;
 const SIMULATED = { lines: 2, latencyMs: 60, readPages: true };
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 
@@ -104,6 +104,39 @@ describe('interactive first (P8)', () => {
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 
+  it("P8 a person's page runs on the interactive task queue with slots of its own: it commits while a bulk page holds the worker's only slot", async () => {
+    const slow = await quire.client.startJob({
+      workspaceId: ws,
+      pageId: await quire.page(ws),
+      // About 6 s in the engine: the one activity slot stays taken throughout.
+      options: { simulated: { lines: 4, latencyMs: 1_500, readPages: true } },
+    });
+    await untilStatus(quire, ws, slow.jobId, 'running', 30_000);
+    const person = await quire.client.startJob({
+      workspaceId: ws,
+      pageId: await quire.page(ws),
+      options: { simulated: SIMULATED },
+      priority: 'interactive',
+    });
+    await untilStatus(quire, ws, person.jobId, 'completed', 30_000);
+    const slowStatus = (
+      await quire.db.pool.query('SELECT status FROM transcription_jobs WHERE id = $1', [slow.jobId])
+    ).rows[0].status;
+    expect(slowStatus).toBe('running');
+    const queues = await Promise.all(
+      [person, slow].map(
+        async (job) =>
+          (await quire.temporal.workflow.getHandle(job.workflowId).describe()).taskQueue,
+      ),
+    );
+    expect(queues).toEqual([
+      interactiveTaskQueue(quire.config.QUIRE_TASK_QUEUE),
+      quire.config.QUIRE_TASK_QUEUE,
+    ]);
+    await untilStatus(quire, ws, slow.jobId, 'completed', 60_000);
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+  });
+
   it('P8 an unknown priority is refused with a stable code and starts nothing', async () => {
     const pageId = await quire.page(ws);
     await expect(
@@ -139,7 +172,7 @@ describe('interactive first on a full worker (P8)', () => {
    */
   const WIDE_OVERTAKEN_AT_MOST = 24;
   let full: TestQuire;
-  let fullWorker: Worker;
+  let fullWorker: QuireWorker;
   let fullRunning: Promise<void>;
   let wsFull: number;
 

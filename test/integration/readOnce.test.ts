@@ -1,4 +1,3 @@
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
 import { auditInvariants } from '../../db/audit';
@@ -6,6 +5,7 @@ import { getJob, listAttempts } from '../../db/jobs';
 import { getPage } from '../../db/pages';
 import { createProviderRegistry } from '../../providers/registry';
 import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
+import type { QuireWorker } from '../../worker/createWorker';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, type TestQuire } from '../support/quire';
 
@@ -15,7 +15,7 @@ import { createTestQuire, type TestQuire } from '../support/quire';
  */
 const counting = new CountingProvider(new SimulatedProvider());
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 

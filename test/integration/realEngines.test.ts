@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBlobCleanup } from '../../activities/maintenance';
 import { segmentsOf } from '../../core/annotation';
@@ -13,6 +12,7 @@ import { PocketsphinxProvider } from '../../providers/pocketsphinx';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { TesseractProvider } from '../../providers/tesseract';
+import type { QuireWorker } from '../../worker/createWorker';
 import {
   makeTempDir,
   PAGE_LINES,
@@ -30,7 +30,7 @@ import { createTestQuire, type TestQuire } from '../support/quire';
  */
 const tesseract = new TesseractProvider();
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let dir: string;
 let ws: number;

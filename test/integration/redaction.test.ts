@@ -1,11 +1,11 @@
 import { Writable } from 'node:stream';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProviderError } from '../../core/failures';
 import type { CallContext, LineBox, MediaInput } from '../../core/provider';
 import { auditInvariants } from '../../db/audit';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
+import type { QuireWorker } from '../../worker/createWorker';
 import { createLogger } from '../../worker/logger';
 import { createTestQuire, type TestQuire } from '../support/quire';
 
@@ -39,7 +39,7 @@ class LeakyProvider extends SimulatedProvider {
 }
 
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let ws: number;
 let logs = '';

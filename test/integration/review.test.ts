@@ -1,4 +1,3 @@
-import type { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Segment, segmentsOf } from '../../core/annotation';
 import { parseConfig } from '../../core/config';
@@ -7,6 +6,7 @@ import { getPage } from '../../db/pages';
 import { addApiKey, createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
 import { configureWeb } from '../../web/lib/server';
+import type { QuireWorker } from '../../worker/createWorker';
 import { type CallResult, call, type RouteModule } from '../support/api';
 import { seedPage, TEST_PUBLIC_URL } from '../support/pages';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
@@ -18,7 +18,7 @@ import { file, uploadRequest, wav } from '../support/uploadFixtures';
  * simulated engine.
  */
 let quire: TestQuire;
-let worker: Worker;
+let worker: QuireWorker;
 let running: Promise<void>;
 let stopWorker: () => void;
 /** One workspace, two keys: two people (or two sessions) working on the same pages. */

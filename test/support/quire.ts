@@ -13,6 +13,7 @@ import {
   createMaintenanceWorker,
   createQuireClient,
   createQuireWorker,
+  type QuireWorker,
   type QuireWorkerDeps,
 } from '../../worker/createWorker';
 import { createTestDatabase, type TestDatabase } from './db';
@@ -35,7 +36,7 @@ export interface TestQuire {
     identity?: string,
     /** `providers`: a worker that registers other engines than the client knows. */
     extra?: Partial<Pick<QuireWorkerDeps, 'onProviderPaused' | 'now' | 'providers'>>,
-  ): Promise<Worker>;
+  ): Promise<QuireWorker>;
   /** O3: a worker on the maintenance queue, for tests that run the scheduled workflows. */
   newMaintenanceWorker(identity?: string): Promise<Worker>;
   workspace(name?: string): Promise<number>;
