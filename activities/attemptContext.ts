@@ -17,7 +17,7 @@ import { type BilledProvider, billedProvider } from '../core/pricing';
 import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
 import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
-import { PRIORITY_KEYS } from '../core/temporal';
+import { isInteractiveTaskQueue, PRIORITY_KEYS } from '../core/temporal';
 import { type AttemptStepOutcome, recordAttemptStep } from '../db/attemptSteps';
 import { blobIsLive } from '../db/blobs';
 import { checkBudget } from '../db/budget';
@@ -27,6 +27,7 @@ import { recordProviderCall } from '../db/ledger';
 import { readAttemptPage } from '../db/pages';
 import type { Pool } from '../db/pool';
 import type { ProviderRegistry } from '../providers/registry';
+import { InteractiveGate } from './interactiveGate';
 
 /**
  * What every transcription activity shares: the attempt's fence and context, the engine's
@@ -64,6 +65,11 @@ export interface TranscriptionDeps {
   }) => Promise<void>;
   /** Clock for budget days (B1); tests inject one. */
   now?: () => Date;
+  /**
+   * P8: shared by every activity of the process (both task queues): bulk engine steps make
+   * way for a person's. Default: a gate of this kit's own.
+   */
+  interactiveGate?: InteractiveGate;
   /**
    * D1: told when this worker finds it does not hold the installation's key (another key's
    * token reached it, or it was about to claim): the worker stops taking work.
@@ -135,6 +141,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   const { pool } = deps;
 
   const openingKeys = deps.openingKeys?.length ? deps.openingKeys : [deps.secretKey];
+  const gate = deps.interactiveGate ?? new InteractiveGate();
 
   /**
    * D1: a token no key of this worker opens was sealed by a process with another key: a
@@ -250,8 +257,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
       callKey: `${ctx.fence.jobId}:${ctx.fence.attemptNumber}:${op}:${segmentIndex ?? ''}`,
       attemptNumber: ctx.fence.attemptNumber,
       segmentIndex,
-      // P8: the job's priority, inherited by its activities from the workflow.
-      interactive: Context.current().info.priority?.priorityKey === PRIORITY_KEYS.interactive,
+      interactive: personWaits(),
     };
   }
 
@@ -445,10 +451,22 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     work: () => Promise<T>,
   ): Promise<T> {
     try {
-      return await work();
+      return await (personWaits() ? gate.holding(work) : work());
     } catch (error) {
       throw asFailure(error, profile, ctx);
     }
+  }
+
+  /**
+   * P8: whether this step is for a page a person waits for: its priority key (activities
+   * inherit the workflow's), or its task queue (a local activity carries no priority).
+   */
+  function personWaits(): boolean {
+    const info = Context.current().info;
+    return (
+      info.priority?.priorityKey === PRIORITY_KEYS.interactive ||
+      isInteractiveTaskQueue(info.taskQueue)
+    );
   }
 
   /** Runs an activity of the attempt `ref` behind the boundary, with its context read first. */
@@ -459,7 +477,16 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   ): Promise<T> {
     // D7: the first heartbeat at once, so that a step cut off before its work began still
     // tells the workflow when it was last alive.
-    if (profile === 'engine') Context.current().heartbeat({ at: Date.now() });
+    if (profile === 'engine') {
+      const context = Context.current();
+      context.heartbeat({ at: Date.now() });
+      // P8: a bulk engine step makes way for a person's page running here (bounded).
+      if (!personWaits()) {
+        await gate.cleared(context.cancellationSignal, () =>
+          context.heartbeat({ waiting: 'interactive', at: Date.now() }),
+        );
+      }
+    }
     const ctx = await guarded(profile, undefined, () => attemptContext(ref));
     if (profile !== 'engine') return guarded(profile, ctx, () => work(ctx));
     return guarded(profile, ctx, async () => {

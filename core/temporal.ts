@@ -46,8 +46,15 @@ export function jobTaskQueue(taskQueue: string, priority: JobPriority = 'bulk'):
   return priority === 'interactive' ? interactiveTaskQueue(taskQueue) : taskQueue;
 }
 
+const INTERACTIVE_SUFFIX = '-interactive';
+
 export function interactiveTaskQueue(taskQueue: string): string {
-  return `${taskQueue}-interactive`;
+  return `${taskQueue}${INTERACTIVE_SUFFIX}`;
+}
+
+/** Whether a task queue is the one a person's pages run on (`interactiveTaskQueue`). */
+export function isInteractiveTaskQueue(taskQueue: string): boolean {
+  return taskQueue.endsWith(INTERACTIVE_SUFFIX);
 }
 
 /** The Temporal priority of a job's workflow: its priority class and its workspace's share. */

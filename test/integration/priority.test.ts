@@ -137,6 +137,40 @@ describe('interactive first (P8)', () => {
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 
+  it("P8 while a person's page reads, the worker's bulk engine steps wait for it (bounded) instead of sharing its cores", async () => {
+    const person = await quire.client.startJob({
+      workspaceId: ws,
+      pageId: await quire.page(ws),
+      // One read of 1.2 s: inside the gate's 2 s bound.
+      options: { simulated: { lines: 1, latencyMs: 1_200, readPages: true } },
+      priority: 'interactive',
+    });
+    // Claimed, and well inside its read (the read takes 1.2 s).
+    await untilStatus(quire, ws, person.jobId, 'running', 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const bulk = [];
+    for (let i = 0; i < 2; i++) {
+      bulk.push(
+        await quire.client.startJob({
+          workspaceId: ws,
+          pageId: await quire.page(ws),
+          options: { simulated: SIMULATED },
+        }),
+      );
+    }
+    for (const job of [person, ...bulk])
+      await untilStatus(quire, ws, job.jobId, 'completed', 60_000);
+    const { rows } = await quire.db.pool.query(
+      `SELECT (SELECT max(occurred_at) FROM provider_calls WHERE job_id = $1 AND operation = 'read') AS person_read,
+              (SELECT min(occurred_at) FROM provider_calls WHERE job_id = ANY($2)) AS bulk_first`,
+      [person.jobId, bulk.map((job) => job.jobId)],
+    );
+    // Without the gate the bulk pages' first engine call ends ~60 ms after they start, long
+    // before the person's 1.2 s read is saved.
+    expect(rows[0].bulk_first.getTime()).toBeGreaterThan(rows[0].person_read.getTime());
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+  });
+
   it('P8 an unknown priority is refused with a stable code and starts nothing', async () => {
     const pageId = await quire.page(ws);
     await expect(
