@@ -458,6 +458,15 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   }
 
   /**
+   * P8: a bulk step about to start (a claim, an engine step) makes way for a person's page
+   * running in this process: it waits while one does, bounded (`InteractiveGate`).
+   */
+  async function makeWay(onWait: () => void = () => {}): Promise<void> {
+    if (personWaits()) return;
+    await gate.cleared(Context.current().cancellationSignal, onWait);
+  }
+
+  /**
    * P8: whether this step is for a page a person waits for: its priority key (activities
    * inherit the workflow's), or its task queue (a local activity carries no priority).
    */
@@ -480,12 +489,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     if (profile === 'engine') {
       const context = Context.current();
       context.heartbeat({ at: Date.now() });
-      // P8: a bulk engine step makes way for a person's page running here (bounded).
-      if (!personWaits()) {
-        await gate.cleared(context.cancellationSignal, () =>
-          context.heartbeat({ waiting: 'interactive', at: Date.now() }),
-        );
-      }
+      await makeWay(() => context.heartbeat({ waiting: 'interactive', at: Date.now() }));
     }
     const ctx = await guarded(profile, undefined, () => attemptContext(ref));
     if (profile !== 'engine') return guarded(profile, ctx, () => work(ctx));
@@ -512,6 +516,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     ledger,
     onWorkflowClock,
     guardBudget,
+    makeWay,
     withHeartbeat,
     untilSaved,
     guarded,

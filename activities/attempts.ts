@@ -37,6 +37,8 @@ export function createAttemptActivities(kit: AttemptKit) {
       knownAttempt?: number | null;
     }): Promise<ClaimOutcome> {
       return kit.guarded('db', undefined, async () => {
+        // P8: no new bulk attempt starts here while a person's page runs (bounded).
+        await kit.makeWay();
         // D1: a token sealed with a key the fleet does not hold could never be opened.
         await kit.assertFleetKey();
         const token = newAttemptToken();

@@ -2,17 +2,17 @@
  * P8: a worker process makes way for a person's page. On a busy machine the page's own task
  * queue and slots are not enough: its steps share the cores with every bulk step the process
  * runs, and with the Temporal and PostgreSQL work those steps cause. So while a step of a page
- * a person waits for runs here, and for `lingerMs` after it (the workflow task between two of
- * that page's steps), a bulk engine step about to start waits, heartbeating, for at most
- * `maxWaitMs`. Steps already running are not touched, and the wait is bounded: bulk work slows
- * while people wait and always moves on.
+ * a person waits for runs here, and for `lingerMs` after it (the workflow tasks between two of
+ * that page's steps), a bulk step about to start (a claim, an engine step) waits, an engine
+ * step heartbeating, for at most `maxWaitMs`. Steps already running are not touched, and the
+ * wait is bounded: bulk work slows while people wait and always moves on.
  */
 export class InteractiveGate {
   private running = 0;
   private closedUntil = 0;
 
   constructor(
-    readonly lingerMs = 300,
+    readonly lingerMs = 1_000,
     readonly maxWaitMs = 2_000,
   ) {}
 

@@ -137,7 +137,7 @@ describe('interactive first (P8)', () => {
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 
-  it("P8 while a person's page reads, the worker's bulk engine steps wait for it (bounded) instead of sharing its cores", async () => {
+  it("P8 while a person's page reads, the worker claims no bulk page and starts no bulk engine step (bounded wait) instead of sharing its cores", async () => {
     const person = await quire.client.startJob({
       workspaceId: ws,
       pageId: await quire.page(ws),
@@ -162,12 +162,15 @@ describe('interactive first (P8)', () => {
       await untilStatus(quire, ws, job.jobId, 'completed', 60_000);
     const { rows } = await quire.db.pool.query(
       `SELECT (SELECT max(occurred_at) FROM provider_calls WHERE job_id = $1 AND operation = 'read') AS person_read,
-              (SELECT min(occurred_at) FROM provider_calls WHERE job_id = ANY($2)) AS bulk_first`,
+              (SELECT min(occurred_at) FROM provider_calls WHERE job_id = ANY($2)) AS bulk_first,
+              (SELECT min(started_at) FROM transcription_job_attempts WHERE job_id = ANY($2)) AS bulk_claimed`,
       [person.jobId, bulk.map((job) => job.jobId)],
     );
     // Without the gate the bulk pages' first engine call ends ~60 ms after they start, long
     // before the person's 1.2 s read is saved.
     expect(rows[0].bulk_first.getTime()).toBeGreaterThan(rows[0].person_read.getTime());
+    // Nor is a bulk page claimed (its attempt started) while the person's page runs.
+    expect(rows[0].bulk_claimed.getTime()).toBeGreaterThan(rows[0].person_read.getTime());
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 
