@@ -53,6 +53,16 @@ async function submitToCommit(jobIds: string[]): Promise<number[]> {
   return rows.map((r) => Number(r.s));
 }
 
+async function floodCounts(workspaceId: number): Promise<{ done: number; waiting: number }> {
+  const { rows } = await stack.pool.query(
+    `SELECT count(*) FILTER (WHERE status = 'completed')::int AS done,
+            count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS waiting
+       FROM transcription_jobs WHERE workspace_id = $1`,
+    [workspaceId],
+  );
+  return { done: rows[0].done, waiting: rows[0].waiting };
+}
+
 async function oneRun(run: number) {
   const taskQueue = `bench-fairness-${run}`;
   const config = parseConfig({
@@ -78,15 +88,12 @@ async function oneRun(run: number) {
     const floodStart = Date.now();
     await submit(client, A, floodPages);
     const floodSubmitSeconds = (Date.now() - floodStart) / 1000;
-    const behind = await submit(client, B, await benchPages(stack, B, SMALL));
+    const bPages = await benchPages(stack, B, SMALL);
+    const floodDoneWhenBSubmitted = await floodCounts(A);
+    const behind = await submit(client, B, bPages);
     await Promise.all(behind.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
     const behindSeconds = await submitToCommit(behind.map((j) => j.jobId));
-    const { rows } = await stack.pool.query(
-      `SELECT count(*) FILTER (WHERE status = 'completed')::int AS done,
-              count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS waiting
-         FROM transcription_jobs WHERE workspace_id = $1`,
-      [A],
-    );
+    const whenBDone = await floodCounts(A);
     const p95Alone = percentile(aloneSeconds, 95);
     const p95Behind = percentile(behindSeconds, 95);
     return {
@@ -94,8 +101,12 @@ async function oneRun(run: number) {
       p95Behind,
       ratio: p95Behind / p95Alone,
       floodSubmitSeconds,
-      floodCommittedWhenBDone: rows[0].done as number,
-      floodWaitingWhenBDone: rows[0].waiting as number,
+      floodCommittedWhenBDone: whenBDone.done,
+      floodWaitingWhenBDone: whenBDone.waiting,
+      // How many of A's pages committed between B's submit and B's last commit: how much of
+      // the worker B's pages had to share (fairness gives them at least half).
+      floodCommittedDuringB: whenBDone.done - floodDoneWhenBSubmitted.done,
+      bWindowSeconds: Math.max(...behindSeconds),
     };
   } finally {
     // A's backlog stays on this run's queue, which no worker polls again.
@@ -136,6 +147,8 @@ const report = {
     floodSubmitSeconds: round(s.floodSubmitSeconds, 1),
     floodCommittedWhenBDone: s.floodCommittedWhenBDone,
     floodWaitingWhenBDone: s.floodWaitingWhenBDone,
+    floodCommittedDuringB: s.floodCommittedDuringB,
+    bWindowSeconds: round(s.bWindowSeconds, 2),
   })),
 };
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
