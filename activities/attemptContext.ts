@@ -66,11 +66,6 @@ export interface TranscriptionDeps {
   /** Clock for budget days (B1); tests inject one. */
   now?: () => Date;
   /**
-   * P8: shared by every activity of the process (both task queues): bulk engine steps make
-   * way for a person's. Default: a gate of this kit's own.
-   */
-  interactiveGate?: InteractiveGate;
-  /**
    * D1: told when this worker finds it does not hold the installation's key (another key's
    * token reached it, or it was about to claim): the worker stops taking work.
    */
@@ -141,7 +136,8 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   const { pool } = deps;
 
   const openingKeys = deps.openingKeys?.length ? deps.openingKeys : [deps.secretKey];
-  const gate = deps.interactiveGate ?? new InteractiveGate();
+  // P8: one per kit; a worker process's two Temporal workers share the kit's activities.
+  const gate = new InteractiveGate();
 
   /**
    * D1: a token no key of this worker opens was sealed by a process with another key: a

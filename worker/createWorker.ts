@@ -103,7 +103,7 @@ export class QuireWorker {
   }
 
   shutdown(): void {
-    for (const w of this.workers) if (w.getState() === 'RUNNING') w.shutdown();
+    shutdownRunning(this.workers);
   }
 
   /** The bulk worker's state, or `FAILED` when either failed. */
@@ -228,13 +228,15 @@ export async function createMaintenanceWorker(
  */
 export async function runWorkers(workers: readonly Worker[]): Promise<void> {
   const runs = workers.map((w) => w.run());
-  const stopAll = () => {
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-  };
+  const stopAll = () => shutdownRunning(workers);
   for (const run of runs) run.then(stopAll, stopAll);
   const settled = await Promise.allSettled(runs);
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
+}
+
+function shutdownRunning(workers: readonly Worker[]): void {
+  for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
 }
 
 /** The typed client as Quire's own processes build it from configuration. */
