@@ -28,6 +28,7 @@ import { readAttemptPage } from '../db/pages';
 import type { Pool } from '../db/pool';
 import type { ProviderRegistry } from '../providers/registry';
 import { InteractiveGate } from './interactiveGate';
+import { PagesInHand } from './pagesInHand';
 
 /**
  * What every transcription activity shares: the attempt's fence and context, the engine's
@@ -75,6 +76,11 @@ export interface TranscriptionDeps {
    * is not the fleet's): the worker stops taking work.
    */
   onConfigurationFault?: (setting: string) => void;
+  /**
+   * M5: the process's pages in hand, which its bulk worker's workflow task slots read
+   * (`worker/workflowTaskSlots.ts`); default: the kit's own, read by nothing else.
+   */
+  pagesInHand?: PagesInHand;
 }
 
 /** What the workflow holds of an attempt: never the clear token. */
@@ -138,6 +144,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
   const openingKeys = deps.openingKeys?.length ? deps.openingKeys : [deps.secretKey];
   // P8: one per kit; a worker process's two Temporal workers share the kit's activities.
   const gate = new InteractiveGate();
+  const hand = deps.pagesInHand ?? new PagesInHand();
 
   /**
    * D1: a token no key of this worker opens was sealed by a process with another key: a
@@ -480,6 +487,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     ref: AttemptRef,
     work: (ctx: AttemptContext) => Promise<T>,
   ): Promise<T> {
+    hand.touch(ref.jobId);
     // D7: the first heartbeat at once, so that a step cut off before its work began still
     // tells the workflow when it was last alive.
     if (profile === 'engine') {
@@ -513,6 +521,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     onWorkflowClock,
     guardBudget,
     makeWay,
+    hand,
     withHeartbeat,
     untilSaved,
     guarded,

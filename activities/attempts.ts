@@ -52,6 +52,8 @@ export function createAttemptActivities(kit: AttemptKit) {
         });
         switch (claim.state) {
           case 'claimed':
+            // M5: in hand until the step that ends the attempt.
+            kit.hand.take(input.jobId);
             deps.logger.info(
               { jobId: input.jobId, attempt: claim.attemptNumber },
               'attempt claimed',
@@ -88,6 +90,7 @@ export function createAttemptActivities(kit: AttemptKit) {
     }): Promise<{ jobStatus: string }> {
       return kit.guarded('db', undefined, async () => {
         const jobStatus = await cancelJobIfActive(pool, input.jobId);
+        kit.hand.release(input.jobId);
         await deleteEngineCopies(kit, input.jobId);
         deps.logger.info(
           { jobId: input.jobId, attempt: input.attemptNumber, status: jobStatus },
@@ -121,6 +124,7 @@ export function createAttemptActivities(kit: AttemptKit) {
           },
           args.maxAttempts,
         );
+        kit.hand.release(ref.jobId);
         deps.logger.info(
           {
             jobId: ref.jobId,
@@ -177,6 +181,8 @@ export function createAttemptActivities(kit: AttemptKit) {
           scope: args.scope,
           now: deps.now?.(),
         });
+        // The attempt is refunded: the job waits for the provider, not in this worker's hand.
+        kit.hand.release(ref.jobId);
         if (paused.newEpisode) {
           await deps
             .onProviderPaused?.({

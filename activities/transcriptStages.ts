@@ -111,6 +111,8 @@ export function createTranscriptStages(kit: AttemptKit) {
           kept,
           engine,
         });
+        // M5: committed or failed on a conflict, the attempt has ended.
+        kit.hand.release(ref.jobId);
         if (result.state === 'conflict') {
           await failOnConflict(pool, ctx.fence, result.currentRevision);
           deps.logger.warn(

@@ -10,6 +10,7 @@ import {
   type WorkflowBundle,
 } from '@temporalio/worker';
 import { createMaintenanceActivities } from '../activities/maintenance';
+import { PagesInHand } from '../activities/pagesInHand';
 import { createTranscriptionActivities, type TranscriptionDeps } from '../activities/transcription';
 import type { BlobStore } from '../blobs';
 import { localPathWhenAvailable } from '../blobs/available';
@@ -24,6 +25,7 @@ import type { TemporalToken } from '../net/temporalToken';
 import { createEngines } from '../providers/catalogue';
 import { createProviderRegistry, type ProviderRegistry } from '../providers/registry';
 import { maintenanceSchedules } from './schedules';
+import { WorkflowTaskSlots } from './workflowTaskSlots';
 
 /**
  * Builds a Quire worker over injected dependencies, for the worker process and for tests.
@@ -77,6 +79,18 @@ export interface QuireWorkerDeps {
 export function workflowTaskSlots(activitySlots: number): number {
   return Math.max(4, Math.ceil(activitySlots / 2));
 }
+
+/**
+ * M5: how many pages a worker holds an attempt for before its bulk worker takes another: one
+ * for each activity slot and each workflow task slot, enough to keep every activity slot busy
+ * while the rest of its pages are between steps (docs/design.md, M5).
+ */
+export function pageBound(activitySlots: number): number {
+  return activitySlots + workflowTaskSlots(activitySlots);
+}
+
+/** The SDK's default for local activities (claims, commits): they never wait for a slot. */
+const LOCAL_ACTIVITY_SLOTS = 100;
 
 /**
  * P8: a process's transcription worker is two Temporal workers sharing one set of activities
@@ -141,7 +155,9 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
     deps.onFleetKeyMismatch?.();
     worker?.shutdown();
   };
+  const pagesInHand = new PagesInHand();
   const transcription = createTranscriptionActivities({
+    pagesInHand,
     pool: deps.pool,
     providers: deps.providers,
     secretKey: deps.config.QUIRE_SECRET_KEY,
@@ -167,7 +183,9 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
     },
   });
   const workflowBundle = deps.workflowBundle ?? (await bundleWorkflows());
-  const onQueue = (taskQueue: string) =>
+  const activitySlots = deps.config.WORKER_CONCURRENCY;
+  const workflowSlots = workflowTaskSlots(activitySlots);
+  const onQueue = (taskQueue: string, slots: WorkerOptions['tuner'] | undefined) =>
     Worker.create({
       connection: deps.connection,
       namespace: deps.config.TEMPORAL_NAMESPACE,
@@ -175,8 +193,23 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
       identity,
       workflowBundle,
       activities: transcription,
-      maxConcurrentActivityTaskExecutions: deps.config.WORKER_CONCURRENCY,
-      maxConcurrentWorkflowTaskExecutions: workflowTaskSlots(deps.config.WORKER_CONCURRENCY),
+      ...(slots
+        ? {
+            tuner: slots,
+            // As many polls as slots, as the SDK sets for fixed slots (at most 10).
+            workflowTaskPollerBehavior: {
+              type: 'simple-maximum',
+              maximum: Math.min(10, workflowSlots),
+            },
+            activityTaskPollerBehavior: {
+              type: 'simple-maximum',
+              maximum: Math.min(10, activitySlots),
+            },
+          }
+        : {
+            maxConcurrentActivityTaskExecutions: activitySlots,
+            maxConcurrentWorkflowTaskExecutions: workflowSlots,
+          }),
       shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
       // A SIGKILLed worker's cached workflows move to a live worker after this (T3 recovery).
       stickyQueueScheduleToStartTimeout: deps.config.QUIRE_STICKY_TIMEOUT_MS,
@@ -186,8 +219,20 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
         Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 4),
       ),
     });
-  const bulk = await onQueue(deps.config.QUIRE_TASK_QUEUE);
-  const interactive = await onQueue(interactiveTaskQueue(deps.config.QUIRE_TASK_QUEUE));
+  // M5: the bulk worker takes a new page only while it has fewer than its bound in hand; the
+  // interactive worker takes a person's page whenever it has a slot (P8).
+  const bulkSlots: WorkerOptions['tuner'] = {
+    workflowTaskSlotSupplier: new WorkflowTaskSlots(
+      workflowSlots,
+      pagesInHand,
+      pageBound(activitySlots),
+    ),
+    activityTaskSlotSupplier: { type: 'fixed-size', numSlots: activitySlots },
+    localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: LOCAL_ACTIVITY_SLOTS },
+    nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+  };
+  const bulk = await onQueue(deps.config.QUIRE_TASK_QUEUE, bulkSlots);
+  const interactive = await onQueue(interactiveTaskQueue(deps.config.QUIRE_TASK_QUEUE), undefined);
   worker = new QuireWorker(bulk, interactive);
   return worker;
 }

@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
 import { createJobStore } from '../../db/jobStore';
+import { medianTaskTimes, taskTimes, timeline } from '../lib/history';
 import { benchPages, benchWorkspace, spawnSimulatedWorker } from '../lib/simulatedFleet';
 import { median, percentile, round, startBenchStack } from '../lib/stack';
 
@@ -53,14 +54,17 @@ async function submitToCommit(jobIds: string[]): Promise<number[]> {
   return rows.map((r) => Number(r.s));
 }
 
-async function floodCounts(workspaceId: number): Promise<{ done: number; waiting: number }> {
+async function floodCounts(
+  workspaceId: number,
+): Promise<{ done: number; waiting: number; running: number }> {
   const { rows } = await stack.pool.query(
     `SELECT count(*) FILTER (WHERE status = 'completed')::int AS done,
-            count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS waiting
+            count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS waiting,
+            count(*) FILTER (WHERE status = 'running')::int AS running
        FROM transcription_jobs WHERE workspace_id = $1`,
     [workspaceId],
   );
-  return { done: rows[0].done, waiting: rows[0].waiting };
+  return { done: rows[0].done, waiting: rows[0].waiting, running: rows[0].running };
 }
 
 async function oneRun(run: number) {
@@ -94,6 +98,8 @@ async function oneRun(run: number) {
     await Promise.all(behind.map((j) => temporal.workflow.getHandle(j.workflowId).result()));
     const behindSeconds = await submitToCommit(behind.map((j) => j.jobId));
     const whenBDone = await floodCounts(A);
+    const times = (jobs: Array<{ workflowId: string }>) =>
+      Promise.all(jobs.map(async (j) => taskTimes(await timeline(temporal, j.workflowId))));
     const p95Alone = percentile(aloneSeconds, 95);
     const p95Behind = percentile(behindSeconds, 95);
     return {
@@ -106,7 +112,15 @@ async function oneRun(run: number) {
       // How many of A's pages committed between B's submit and B's last commit: how much of
       // the worker B's pages had to share (fairness gives them at least half).
       floodCommittedDuringB: whenBDone.done - floodDoneWhenBSubmitted.done,
+      // A's pages claimed and not yet committed as B came and as it finished: the pages
+      // whose later tasks B's had to queue beside.
+      floodRunningWhenBSubmitted: floodDoneWhenBSubmitted.running,
+      floodRunningWhenBDone: whenBDone.running,
       bWindowSeconds: Math.max(...behindSeconds),
+      // Where B's pages waited: the median page's queue waits and worker runs, alone and
+      // behind the flood, from their histories.
+      bAloneTaskTimesMs: medianTaskTimes(await times(alone)),
+      bBehindTaskTimesMs: medianTaskTimes(await times(behind)),
     };
   } finally {
     // A's backlog stays on this run's queue, which no worker polls again.
@@ -148,7 +162,11 @@ const report = {
     floodCommittedWhenBDone: s.floodCommittedWhenBDone,
     floodWaitingWhenBDone: s.floodWaitingWhenBDone,
     floodCommittedDuringB: s.floodCommittedDuringB,
+    floodRunningWhenBSubmitted: s.floodRunningWhenBSubmitted,
+    floodRunningWhenBDone: s.floodRunningWhenBDone,
     bWindowSeconds: round(s.bWindowSeconds, 2),
+    bAloneTaskTimesMs: s.bAloneTaskTimesMs,
+    bBehindTaskTimesMs: s.bBehindTaskTimesMs,
   })),
 };
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

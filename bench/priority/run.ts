@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
 import { createJobStore } from '../../db/jobStore';
+import { timeline } from '../lib/history';
 import { benchPages, benchWorkspace, spawnSimulatedWorker } from '../lib/simulatedFleet';
 import { median, round, startBenchStack } from '../lib/stack';
 
@@ -64,31 +65,6 @@ async function submitToCommit(jobIds: string[]): Promise<number[]> {
   return rows.map((r) => Number(r.s));
 }
 
-const seconds = (t: unknown) => {
-  const { seconds: s, nanos } = t as { seconds: { toNumber(): number } | number; nanos: number };
-  return (typeof s === 'number' ? s : s.toNumber()) + nanos / 1e9;
-};
-
-/**
- * Where the person's page spent its time, from its workflow history: each wait in a task
- * queue (scheduled to started) and each run on the worker (started to completed), in order.
- */
-async function timeline(workflowId: string): Promise<Array<[string, number]>> {
-  const { events } = await temporal.workflow.getHandle(workflowId).fetchHistory();
-  const phases: Array<[string, number]> = [];
-  let last = seconds(events![0]!.eventTime);
-  for (const event of events!) {
-    const at = seconds(event.eventTime);
-    const attributes = Object.keys(event).find(
-      (k) => k.endsWith('EventAttributes') && event[k as keyof typeof event],
-    );
-    const name = (attributes ?? 'event').replace(/EventAttributes$/, '');
-    phases.push([name, round((at - last) * 1000, 0)]);
-    last = at;
-  }
-  return phases;
-}
-
 /**
  * Whether the job commits within `ms`, read from the database rather than by awaiting its
  * workflow, whose result call would outlive the run's connection.
@@ -141,7 +117,7 @@ async function oneRun(run: number) {
       if (i > 0) idle.push(...(await submitToCommit(alone.map((j) => j.jobId))));
     }
     const aloneSeconds = median(idle);
-    const aloneTimelineMs = await timeline(alone[0]!.workflowId);
+    const aloneTimelineMs = await timeline(temporal, alone[0]!.workflowId);
 
     // The backlog, then the person's page and a bulk page at the same moment.
     const backlogStart = Date.now();
@@ -154,7 +130,7 @@ async function oneRun(run: number) {
     ]);
     await settle(person!);
     const [behindSeconds] = await submitToCommit(person!.map((j) => j.jobId));
-    const personTimelineMs = await timeline(person![0]!.workflowId);
+    const personTimelineMs = await timeline(temporal, person![0]!.workflowId);
     const backlogIds = backlog.map((j) => j.jobId);
     const counted = await backlogCounts(backlogIds);
     // The bulk page sent with it waits behind the backlog; its wait is bounded here, not run
