@@ -51,7 +51,6 @@ export class WorkflowTaskSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
 
   async reserveSlot(ctx: SlotReserveContext, abortSignal: AbortSignal): Promise<SlotPermit> {
     const sticky = ctx.isSticky;
-    if (this.waiters.length === 0 && this.allows(sticky, false)) return this.take(sticky);
     return new Promise<Permit>((resolve, reject) => {
       const timer = sticky
         ? undefined
@@ -77,6 +76,7 @@ export class WorkflowTaskSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
       if (abortSignal.aborted) return reject(abortSignal.reason);
       abortSignal.addEventListener('abort', onAbort, { once: true });
       this.waiters.push(waiter);
+      this.pump();
     });
   }
 

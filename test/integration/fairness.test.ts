@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
-import type { QuireWorker } from '../../worker/createWorker';
+import { pageBound, type QuireWorker } from '../../worker/createWorker';
 import { createTestQuire, type TestQuire } from '../support/quire';
 
 /**
@@ -9,13 +9,14 @@ import { createTestQuire, type TestQuire } from '../support/quire';
  * order: B's job commits while most of A's backlog is still waiting.
  */
 const FLOOD = 60;
+const SLOTS = 2;
 let quire: TestQuire;
 let worker: QuireWorker;
 let running: Promise<void>;
 
 beforeAll(async () => {
   // Two activity slots: A's backlog forms at once, and every slot that frees is contested.
-  quire = await createTestQuire({ WORKER_CONCURRENCY: '2' });
+  quire = await createTestQuire({ WORKER_CONCURRENCY: String(SLOTS) });
   worker = await quire.newWorker();
   running = worker.run();
 });
@@ -61,6 +62,58 @@ describe('fair share (M5)', () => {
     for (const id of flood) {
       expect((await quire.temporal.workflow.getHandle(id).result()).status).toBe('completed');
     }
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+  });
+
+  it("M5 a worker holds at most its page bound in hand while a flood waits, so a small workspace's pages queue behind no more than that on the sticky queue", async () => {
+    const A = await quire.workspace('Second flood');
+    const B = await quire.workspace('Second small archive');
+    const simulated = { lines: 3, latencyMs: 40 };
+    const flood: string[] = [];
+    for (let i = 0; i < FLOOD; i++) {
+      const pageId = await quire.page(A);
+      flood.push(
+        (await quire.client.startJob({ workspaceId: A, pageId, options: { simulated } }))
+          .workflowId,
+      );
+    }
+    // A's pages claimed and not yet ended: the pages this one worker has in hand.
+    let mostInHand = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const { rows } = await quire.db.pool.query(
+          `SELECT count(*)::int AS n FROM transcription_jobs WHERE workspace_id = $1 AND status = 'running'`,
+          [A],
+        );
+        mostInHand = Math.max(mostInHand, rows[0].n);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    const small: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const pageId = await quire.page(B);
+      small.push(
+        (await quire.client.startJob({ workspaceId: B, pageId, options: { simulated } }))
+          .workflowId,
+      );
+    }
+    for (const id of small) {
+      expect((await quire.temporal.workflow.getHandle(id).result()).status).toBe('completed');
+    }
+    const waitingOfA = await activeJobs(A);
+    for (const id of flood) {
+      expect((await quire.temporal.workflow.getHandle(id).result()).status).toBe('completed');
+    }
+    sampling = false;
+    await sampler;
+    // Without the bound the worker takes a new page at every poll of the task queue: A's pages
+    // in hand grow past the dozens (125 of them behind bench/fairness's flood) and B's later
+    // workflow tasks wait behind all of theirs. One more than the bound is the poll that may
+    // pass after its bounded wait on a loaded machine.
+    expect(mostInHand).toBeGreaterThan(0);
+    expect(mostInHand).toBeLessThanOrEqual(pageBound(SLOTS) + 1);
+    expect(waitingOfA).toBeGreaterThanOrEqual(FLOOD / 2);
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 });
