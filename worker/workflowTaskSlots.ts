@@ -92,7 +92,7 @@ export class WorkflowTaskSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
     this.pump();
   }
 
-  /** Slots held, sticky and intake; for tests and the worker's state. */
+  /** Slots held, sticky and intake (what the tests read). */
   held(): { sticky: number; intake: number } {
     return { sticky: this.sticky, intake: this.intake };
   }
