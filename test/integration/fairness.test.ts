@@ -35,48 +35,47 @@ async function activeJobs(workspaceId: number): Promise<number> {
   return rows[0].n;
 }
 
+const simulated = { lines: 3, latencyMs: 40 };
+
+/** Starts a simulated job for each of `count` new pages of the workspace; their workflow ids. */
+async function startPages(workspaceId: number, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const pageId = await quire.page(workspaceId);
+    ids.push(
+      (await quire.client.startJob({ workspaceId, pageId, options: { simulated } })).workflowId,
+    );
+  }
+  return ids;
+}
+
+async function allCompleted(workflowIds: string[]): Promise<void> {
+  for (const id of workflowIds) {
+    expect((await quire.temporal.workflow.getHandle(id).result()).status).toBe('completed');
+  }
+}
+
 describe('fair share (M5)', () => {
   it("M5 a small workspace's job commits before a flooding workspace's backlog drains", async () => {
     const A = await quire.workspace('Flooding archive');
     const B = await quire.workspace('Small archive');
-    const simulated = { lines: 3, latencyMs: 40 };
-    const flood: string[] = [];
-    for (let i = 0; i < FLOOD; i++) {
-      const pageId = await quire.page(A);
-      const job = await quire.client.startJob({ workspaceId: A, pageId, options: { simulated } });
-      flood.push(job.workflowId);
-    }
-    const pageB = await quire.page(B);
-    const small = await quire.client.startJob({
-      workspaceId: B,
-      pageId: pageB,
-      options: { simulated },
-    });
-    const outcome = await quire.temporal.workflow.getHandle(small.workflowId).result();
+    const flood = await startPages(A, FLOOD);
+    const [small] = await startPages(B, 1);
+    const outcome = await quire.temporal.workflow.getHandle(small!).result();
     const waitingOfA = await activeJobs(A);
     expect(outcome.status).toBe('completed');
     // First in, first out, B's job would be among the last of the flood to commit; with a
     // fair share of every freed slot it overtakes most of A's queue.
     expect(waitingOfA).toBeGreaterThanOrEqual(FLOOD / 2);
 
-    for (const id of flood) {
-      expect((await quire.temporal.workflow.getHandle(id).result()).status).toBe('completed');
-    }
+    await allCompleted(flood);
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 
   it("M5 a worker holds at most its page bound in hand while a flood waits, so a small workspace's pages queue behind no more than that on the sticky queue", async () => {
     const A = await quire.workspace('Second flood');
     const B = await quire.workspace('Second small archive');
-    const simulated = { lines: 3, latencyMs: 40 };
-    const flood: string[] = [];
-    for (let i = 0; i < FLOOD; i++) {
-      const pageId = await quire.page(A);
-      flood.push(
-        (await quire.client.startJob({ workspaceId: A, pageId, options: { simulated } }))
-          .workflowId,
-      );
-    }
+    const flood = await startPages(A, FLOOD);
     // A's pages claimed and not yet ended: the pages this one worker has in hand.
     let mostInHand = 0;
     let sampling = true;
@@ -90,21 +89,9 @@ describe('fair share (M5)', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
-    const small: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const pageId = await quire.page(B);
-      small.push(
-        (await quire.client.startJob({ workspaceId: B, pageId, options: { simulated } }))
-          .workflowId,
-      );
-    }
-    for (const id of small) {
-      expect((await quire.temporal.workflow.getHandle(id).result()).status).toBe('completed');
-    }
+    await allCompleted(await startPages(B, 3));
     const waitingOfA = await activeJobs(A);
-    for (const id of flood) {
-      expect((await quire.temporal.workflow.getHandle(id).result()).status).toBe('completed');
-    }
+    await allCompleted(flood);
     sampling = false;
     await sampler;
     // Without the bound the worker takes a new page at every poll of the task queue: A's pages
