@@ -13,7 +13,7 @@
  */
 export class PagesInHand {
   private readonly held = new Map<string, number>();
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners: Array<() => void> = [];
 
   constructor(
     readonly staleMs = 60_000,
@@ -32,30 +32,21 @@ export class PagesInHand {
 
   /** The attempt ended: the page leaves the worker's hand. */
   release(jobId: string): void {
-    if (this.held.delete(jobId)) this.changed();
+    if (this.held.delete(jobId)) for (const listener of this.listeners) listener();
   }
 
-  /** How many pages are in hand, stale entries dropped. */
+  /**
+   * How many pages are in hand, stale entries dropped. A poll the bound holds back is checked
+   * again at the next release, the next freed slot or the end of its own bounded wait.
+   */
   get size(): number {
     const now = this.clock();
-    let dropped = false;
-    for (const [jobId, at] of this.held) {
-      if (now - at > this.staleMs) {
-        this.held.delete(jobId);
-        dropped = true;
-      }
-    }
-    if (dropped) queueMicrotask(() => this.changed());
+    for (const [jobId, at] of this.held) if (now - at > this.staleMs) this.held.delete(jobId);
     return this.held.size;
   }
 
-  /** Calls `listener` whenever a page leaves; returns the unsubscribe. */
-  onRelease(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  private changed(): void {
-    for (const listener of this.listeners) listener();
+  /** Calls `listener` whenever a page leaves. */
+  onRelease(listener: () => void): void {
+    this.listeners.push(listener);
   }
 }

@@ -5,6 +5,7 @@ import {
   bundleWorkflowCode,
   type NativeConnection,
   Runtime,
+  type TunerHolder,
   Worker,
   type WorkerOptions,
   type WorkflowBundle,
@@ -89,7 +90,7 @@ export function pageBound(activitySlots: number): number {
   return activitySlots + workflowTaskSlots(activitySlots);
 }
 
-/** The SDK's default for local activities (claims, commits): they never wait for a slot. */
+/** The SDK's default for local activities (claims, commits): they seldom wait for a slot. */
 const LOCAL_ACTIVITY_SLOTS = 100;
 
 /**
@@ -185,7 +186,10 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
   const workflowBundle = deps.workflowBundle ?? (await bundleWorkflows());
   const activitySlots = deps.config.WORKER_CONCURRENCY;
   const workflowSlots = workflowTaskSlots(activitySlots);
-  const onQueue = (taskQueue: string, slots: WorkerOptions['tuner'] | undefined) =>
+  const onQueue = (
+    taskQueue: string,
+    workflowTaskSlotSupplier: TunerHolder['workflowTaskSlotSupplier'],
+  ) =>
     Worker.create({
       connection: deps.connection,
       namespace: deps.config.TEMPORAL_NAMESPACE,
@@ -193,23 +197,15 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
       identity,
       workflowBundle,
       activities: transcription,
-      ...(slots
-        ? {
-            tuner: slots,
-            // As many polls as slots, as the SDK sets for fixed slots (at most 10).
-            workflowTaskPollerBehavior: {
-              type: 'simple-maximum',
-              maximum: Math.min(10, workflowSlots),
-            },
-            activityTaskPollerBehavior: {
-              type: 'simple-maximum',
-              maximum: Math.min(10, activitySlots),
-            },
-          }
-        : {
-            maxConcurrentActivityTaskExecutions: activitySlots,
-            maxConcurrentWorkflowTaskExecutions: workflowSlots,
-          }),
+      tuner: {
+        workflowTaskSlotSupplier,
+        activityTaskSlotSupplier: { type: 'fixed-size', numSlots: activitySlots },
+        localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: LOCAL_ACTIVITY_SLOTS },
+        nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+      },
+      // As many polls as slots, at most 10, as the SDK sets them for its fixed slots.
+      workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: Math.min(10, workflowSlots) },
+      activityTaskPollerBehavior: { type: 'simple-maximum', maximum: Math.min(10, activitySlots) },
       shutdownGraceTime: deps.config.QUIRE_SHUTDOWN_GRACE_MS,
       // A SIGKILLed worker's cached workflows move to a live worker after this (T3 recovery).
       stickyQueueScheduleToStartTimeout: deps.config.QUIRE_STICKY_TIMEOUT_MS,
@@ -221,18 +217,14 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
     });
   // M5: the bulk worker takes a new page only while it has fewer than its bound in hand; the
   // interactive worker takes a person's page whenever it has a slot (P8).
-  const bulkSlots: WorkerOptions['tuner'] = {
-    workflowTaskSlotSupplier: new WorkflowTaskSlots(
-      workflowSlots,
-      pagesInHand,
-      pageBound(activitySlots),
-    ),
-    activityTaskSlotSupplier: { type: 'fixed-size', numSlots: activitySlots },
-    localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: LOCAL_ACTIVITY_SLOTS },
-    nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
-  };
-  const bulk = await onQueue(deps.config.QUIRE_TASK_QUEUE, bulkSlots);
-  const interactive = await onQueue(interactiveTaskQueue(deps.config.QUIRE_TASK_QUEUE), undefined);
+  const bulk = await onQueue(
+    deps.config.QUIRE_TASK_QUEUE,
+    new WorkflowTaskSlots(workflowSlots, pagesInHand, pageBound(activitySlots)),
+  );
+  const interactive = await onQueue(interactiveTaskQueue(deps.config.QUIRE_TASK_QUEUE), {
+    type: 'fixed-size',
+    numSlots: workflowSlots,
+  });
   worker = new QuireWorker(bulk, interactive);
   return worker;
 }

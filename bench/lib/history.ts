@@ -1,10 +1,6 @@
 import type { Client } from '@temporalio/client';
+import { tsToMs } from '@temporalio/common/lib/time';
 import { median, round } from './stack';
-
-const seconds = (t: unknown) => {
-  const { seconds: s, nanos } = t as { seconds: { toNumber(): number } | number; nanos: number };
-  return (typeof s === 'number' ? s : s.toNumber()) + nanos / 1e9;
-};
 
 /**
  * Where a job's workflow spent its time, from its history: each event with the milliseconds
@@ -17,14 +13,14 @@ export async function timeline(
 ): Promise<Array<[string, number]>> {
   const { events } = await temporal.workflow.getHandle(workflowId).fetchHistory();
   const phases: Array<[string, number]> = [];
-  let last = seconds(events![0]!.eventTime);
+  let last = tsToMs(events![0]!.eventTime);
   for (const event of events!) {
-    const at = seconds(event.eventTime);
+    const at = tsToMs(event.eventTime);
     const attributes = Object.keys(event).find(
       (k) => k.endsWith('EventAttributes') && event[k as keyof typeof event],
     );
     const name = (attributes ?? 'event').replace(/EventAttributes$/, '');
-    phases.push([name, round((at - last) * 1000, 0)]);
+    phases.push([name, at - last]);
     last = at;
   }
   return phases;
