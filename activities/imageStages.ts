@@ -23,6 +23,37 @@ import {
 } from './attemptContext';
 import { polishCheckpointed, polishProviderOf, protectedLinesOf } from './transcriptStages';
 
+/** What `segment` is asked (the workflow's options for the attempt). */
+export interface SegmentArgs {
+  /** J3: whether this attempt polishes. */
+  polish?: boolean;
+  /**
+   * P7: read the lines in this activity too, for about this long, as `recognize` would. A run
+   * that passes none leaves them to its `recognize` stage.
+   */
+  maxMillis?: number;
+  /** Lines this attempt has failed already (J2): not tried again in it. */
+  skip?: number[];
+}
+
+export interface Segmented {
+  total: number;
+  /** Every line was tried here (P1 in one pass, P7 line by line): no `recognize` stage. */
+  read?: { completed: number; failures: SegmentFailure[]; polished: boolean };
+  /** P7: lines were read here, but some are left for `recognize`, or a pause stopped them. */
+  partial?: RecognizeOutcome;
+}
+
+type PageMedia = Awaited<ReturnType<AttemptKit['pageMedia']>>;
+
+/** A slice of a page's lines for one activity. */
+interface LineSlice {
+  maxSegments?: number;
+  skip: number[];
+  maxMillis?: number;
+  polish?: boolean;
+}
+
 /** How often a long recognition refreshes the job's live counters (the console reads them). */
 const PROGRESS_EVERY_MS = 500;
 
@@ -99,6 +130,145 @@ export function createImageStages(kit: AttemptKit) {
     };
   }
 
+  /**
+   * Reads the lines not yet checkpointed one by one, up to `maxSegments`, for at most about
+   * `maxMillis`, saving each line's text before the next call (T2). A pausing failure stops at
+   * once; a charged failure marks that line failed for this attempt (J2). When no line is left
+   * and the job polishes, the polish runs here too if it can (`polishInline`).
+   */
+  async function recognizeLines(
+    ctx: AttemptContext,
+    args: LineSlice,
+    loaded?: PageMedia,
+  ): Promise<RecognizeOutcome & { polished: boolean }> {
+    const jobId = ctx.fence.jobId;
+    const saved = await loadCheckpoints(pool, jobId);
+    const lines = payloadsOf(saved, 'segment').get(0)?.lines;
+    if (!lines) throw new Error('recognize ran before segment was checkpointed');
+    const done = payloadsOf(saved, 'recognize');
+    const { media, page } = loaded ?? (await kit.pageMedia(ctx.pageId));
+    // V3: a line a person edited or verified is not read again (the commit keeps it).
+    const skip = new Set([...args.skip, ...protectedLinesOf(ctx, segmentsOf(page.annotationPage))]);
+    const todo = lines.map((_, i) => i).filter((i) => !done.has(i) && !skip.has(i));
+    const batch = todo.slice(0, args.maxSegments);
+    const provider = deps.providers.get(ctx.snapshot.provider);
+    const failures: SegmentFailure[] = [];
+    let completed = done.size;
+    let pause: RecognizeOutcome['pause'] = null;
+    let progressAt = Date.now();
+    const startedAt = Date.now();
+    let tried = 0;
+    const previews: Array<{ index: number; text: string }> = [];
+    if (batch.length > 0) {
+      await appendTaskEvent(pool, ctx.fence, 'started', {
+        segments: batch,
+        totalSegments: lines.length,
+      });
+    }
+    await kit.withHeartbeat(
+      () => ({ stage: 'recognize', completed, total: lines.length }),
+      async () => {
+        for (const index of batch) {
+          if (args.maxMillis && tried > 0 && Date.now() - startedAt >= args.maxMillis) break;
+          try {
+            const line = lines[index]!;
+            await kit.guardBudget(ctx, { units: 1, unit: 'line' });
+            const result = await provider.recognizeLine(
+              media,
+              line,
+              kit.callContext(ctx, 'recognize', index),
+            );
+            // Saved before the next line starts: a new attempt resumes after it (T2).
+            // D7: a line read waits out an outage of our own database.
+            await kit.untilSaved('save line', () =>
+              saveSegmentCheckpoint(
+                pool,
+                ctx.fence,
+                index,
+                { text: result.text, confidence: result.confidence ?? null },
+                {
+                  workspaceId: ctx.workspaceId,
+                  provider: ctx.snapshot.provider,
+                  units: result.cost.units,
+                  unit: result.cost.unit,
+                  costMicros: Math.round(
+                    result.cost.units * (ctx.snapshot.price[result.cost.unit] ?? 0),
+                  ),
+                  occurredAt: deps.now?.(),
+                },
+              ),
+            );
+            completed += 1;
+            tried += 1;
+            previews.push({ index, text: result.text });
+            if (Date.now() - progressAt >= PROGRESS_EVERY_MS) {
+              progressAt = Date.now();
+              await refreshRecognizeProgress(pool, jobId);
+            }
+          } catch (error) {
+            if (!(error instanceof ProviderError) || Context.current().cancellationSignal.aborted)
+              throw error;
+            await kit.ledger(ctx, 'recognize', null, error.category);
+            deps.logger.warn(
+              {
+                jobId,
+                attempt: ctx.fence.attemptNumber,
+                segment: index,
+                errorClass: error.category,
+              },
+              'segment failed',
+            );
+            if (isPausing(error.category)) {
+              pause = pauseFrom(error);
+              return;
+            }
+            failures.push({ index, category: error.category });
+            tried += 1;
+          }
+        }
+      },
+    );
+    await refreshRecognizeProgress(pool, jobId);
+    if (tried > 0) {
+      // A preview of this slice's lines: transient, not the canonical transcript.
+      await appendTaskEvent(pool, ctx.fence, 'completed', {
+        segments: previews,
+        failed: failures.map((f) => ({ index: f.index, errorCategory: f.category })),
+        completedSegments: completed,
+        failedSegments: failures.length,
+        totalSegments: lines.length,
+      });
+    }
+    const remaining = todo.length - tried;
+    const last = pause === null && remaining <= 0;
+    return {
+      total: lines.length,
+      completed,
+      failures,
+      remaining,
+      pause,
+      polished: last && args.polish === true && (await polishInline(ctx)),
+    };
+  }
+
+  /**
+   * P7: after `segment` found the lines, the same activity reads them (one dispatch, one
+   * workflow task and one load of the page fewer per page), and polishes when it can. What a
+   * slice leaves, or a pause stops, goes to `recognize` as before.
+   */
+  async function readOn(
+    ctx: AttemptContext,
+    total: number,
+    args?: SegmentArgs,
+    loaded?: PageMedia,
+  ): Promise<Segmented> {
+    if (args?.maxMillis === undefined) return { total };
+    const slice = { skip: args.skip ?? [], maxMillis: args.maxMillis, polish: args.polish };
+    const { polished, ...outcome } = await recognizeLines(ctx, slice, loaded);
+    if (outcome.pause !== null || outcome.remaining > 0) return { total, partial: outcome };
+    return { total, read: { completed: outcome.completed, failures: outcome.failures, polished } };
+  }
+
   return {
     /**
      * T2 `segment`: finds the lines of an image page, unless a checkpoint or the page has them.
@@ -106,18 +276,13 @@ export function createImageStages(kit: AttemptKit) {
      * are saved with their text in the same transaction as the segment checkpoint; `read`
      * then tells the workflow that nothing is left to recognize but the failed lines.
      */
-    async segmentPage(
-      ref: AttemptRef,
-      args?: { polish?: boolean },
-    ): Promise<{
-      total: number;
-      read?: { completed: number; failures: SegmentFailure[]; polished: boolean };
-    }> {
+    async segmentPage(ref: AttemptRef, args?: SegmentArgs): Promise<Segmented> {
       return kit.withAttempt('engine', ref, async (ctx) => {
         const saved = await loadCheckpoints(pool, ref.jobId, 'segment');
         const segmented = payloadsOf(saved, 'segment').get(0);
-        if (segmented) return { total: segmented.lines.length };
-        const { media, page } = await kit.pageMedia(ctx.pageId);
+        if (segmented) return readOn(ctx, segmented.lines.length, args);
+        const loaded = await kit.pageMedia(ctx.pageId);
+        const { media, page } = loaded;
         let lines = linesFromAnnotation(segmentsOf(page.annotationPage));
         if (lines.length === 0) {
           const provider = deps.providers.get(ctx.snapshot.provider);
@@ -139,133 +304,20 @@ export function createImageStages(kit: AttemptKit) {
           lines = result.lines;
         }
         await saveSegmentedLines(pool, ctx.fence, lines);
-        return { total: lines.length };
+        return readOn(ctx, lines.length, args, loaded);
       });
     },
 
     /**
-     * T2 `recognize` for image pages: recognizes up to `maxSegments` lines not yet
-     * checkpointed, for at most about `maxMillis`, saving each line's text before going on.
-     * A pausing failure stops at once; a charged failure marks that line failed for this
-     * attempt (J2). Bounding by time keeps the workflow's view of progress fresh and a
-     * drain short, whatever the engine's speed, with few activities per page.
+     * T2 `recognize` for image pages: the lines `segment` left, a slice of about `maxMillis`
+     * at a time. Bounding by time keeps the workflow's view of progress fresh and a drain
+     * short, whatever the engine's speed, with few activities per page.
      */
     async recognizeSegments(
       ref: AttemptRef,
-      args: { maxSegments: number; skip: number[]; maxMillis?: number },
-    ): Promise<RecognizeOutcome> {
-      return kit.withAttempt('engine', ref, async (ctx) => {
-        const saved = await loadCheckpoints(pool, ref.jobId);
-        const lines = payloadsOf(saved, 'segment').get(0)?.lines;
-        if (!lines) throw new Error('recognize ran before segment was checkpointed');
-        const done = payloadsOf(saved, 'recognize');
-        const { media, page } = await kit.pageMedia(ctx.pageId);
-        // V3: a line a person edited or verified is not read again (the commit keeps it).
-        const skip = new Set([
-          ...args.skip,
-          ...protectedLinesOf(ctx, segmentsOf(page.annotationPage)),
-        ]);
-        const todo = lines.map((_, i) => i).filter((i) => !done.has(i) && !skip.has(i));
-        const batch = todo.slice(0, args.maxSegments);
-        const provider = deps.providers.get(ctx.snapshot.provider);
-        const failures: SegmentFailure[] = [];
-        let completed = done.size;
-        let pause: RecognizeOutcome['pause'] = null;
-        let progressAt = Date.now();
-        const startedAt = Date.now();
-        let tried = 0;
-        const previews: Array<{ index: number; text: string }> = [];
-        if (batch.length > 0) {
-          await appendTaskEvent(pool, ctx.fence, 'started', {
-            segments: batch,
-            totalSegments: lines.length,
-          });
-        }
-        await kit.withHeartbeat(
-          () => ({ stage: 'recognize', completed, total: lines.length }),
-          async () => {
-            for (const index of batch) {
-              if (args.maxMillis && tried > 0 && Date.now() - startedAt >= args.maxMillis) break;
-              try {
-                const line = lines[index]!;
-                await kit.guardBudget(ctx, { units: 1, unit: 'line' });
-                const result = await provider.recognizeLine(
-                  media,
-                  line,
-                  kit.callContext(ctx, 'recognize', index),
-                );
-                // Saved before the next line starts: a new attempt resumes after it (T2).
-                // D7: a line read waits out an outage of our own database.
-                await kit.untilSaved('save line', () =>
-                  saveSegmentCheckpoint(
-                    pool,
-                    ctx.fence,
-                    index,
-                    { text: result.text, confidence: result.confidence ?? null },
-                    {
-                      workspaceId: ctx.workspaceId,
-                      provider: ctx.snapshot.provider,
-                      units: result.cost.units,
-                      unit: result.cost.unit,
-                      costMicros: Math.round(
-                        result.cost.units * (ctx.snapshot.price[result.cost.unit] ?? 0),
-                      ),
-                      occurredAt: deps.now?.(),
-                    },
-                  ),
-                );
-                completed += 1;
-                tried += 1;
-                previews.push({ index, text: result.text });
-                if (Date.now() - progressAt >= PROGRESS_EVERY_MS) {
-                  progressAt = Date.now();
-                  await refreshRecognizeProgress(pool, ref.jobId);
-                }
-              } catch (error) {
-                if (
-                  !(error instanceof ProviderError) ||
-                  Context.current().cancellationSignal.aborted
-                )
-                  throw error;
-                await kit.ledger(ctx, 'recognize', null, error.category);
-                deps.logger.warn(
-                  {
-                    jobId: ref.jobId,
-                    attempt: ref.attemptNumber,
-                    segment: index,
-                    errorClass: error.category,
-                  },
-                  'segment failed',
-                );
-                if (isPausing(error.category)) {
-                  pause = pauseFrom(error);
-                  return;
-                }
-                failures.push({ index, category: error.category });
-                tried += 1;
-              }
-            }
-          },
-        );
-        await refreshRecognizeProgress(pool, ref.jobId);
-        if (tried > 0) {
-          // A preview of this slice's lines: transient, not the canonical transcript.
-          await appendTaskEvent(pool, ctx.fence, 'completed', {
-            segments: previews,
-            failed: failures.map((f) => ({ index: f.index, errorCategory: f.category })),
-            completedSegments: completed,
-            failedSegments: failures.length,
-            totalSegments: lines.length,
-          });
-        }
-        return {
-          total: lines.length,
-          completed,
-          failures,
-          remaining: todo.length - tried,
-          pause,
-        };
-      });
+      args: { maxSegments: number; skip: number[]; maxMillis?: number; polish?: boolean },
+    ): Promise<RecognizeOutcome & { polished?: boolean }> {
+      return kit.withAttempt('engine', ref, (ctx) => recognizeLines(ctx, args));
     },
   };
 }

@@ -40,7 +40,12 @@ export async function readImage(
   const { state } = progress;
   const { ref, failures } = run;
   progress.setStage('segment');
-  const segmented = await steps.segmentPage(ref, { polish: options.polish });
+  // P7: `segment` reads the lines too, for one slice, and polishes when it can.
+  const segmented = await steps.segmentPage(ref, {
+    polish: options.polish,
+    maxMillis: options.sliceMs,
+    skip: failures.map((f) => f.index),
+  });
   state.totalSegments = segmented.total;
   const read = segmented.read;
   // Read in one pass, the page is recognized already: the stage passes with no wait.
@@ -53,17 +58,24 @@ export async function readImage(
     const outcome = { total: segmented.total, completed: read.completed, failures };
     return { outcome: { ...outcome, remaining: 0, pause: null }, polished: read.polished };
   }
+  let chunk: (RecognizeOutcome & { polished?: boolean }) | undefined = segmented.partial;
   for (;;) {
-    const chunk = await steps.recognizeSegments(ref, {
+    if (chunk) {
+      failures.push(...chunk.failures);
+      state.completedSegments = chunk.completed;
+      state.failedSegments = failures.length;
+      if (chunk.pause) return { pause: chunk.pause };
+      if (chunk.remaining <= 0) {
+        const { polished, ...outcome } = chunk;
+        return { outcome: { ...outcome, failures }, polished: polished === true };
+      }
+    }
+    chunk = await steps.recognizeSegments(ref, {
       maxSegments: RECOGNIZE_CHUNK,
       maxMillis: options.sliceMs,
       skip: failures.map((f) => f.index),
+      polish: options.polish,
     });
-    failures.push(...chunk.failures);
-    state.completedSegments = chunk.completed;
-    state.failedSegments = failures.length;
-    if (chunk.pause) return { pause: chunk.pause };
-    if (chunk.remaining <= 0) return { outcome: { ...chunk, failures }, polished: false };
   }
 }
 

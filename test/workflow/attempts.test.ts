@@ -71,8 +71,8 @@ describe('polish (J3, M3)', () => {
     );
     expect(run.outcome).toMatchObject({ status: 'completed', attempts: 2 });
     expect(callsOf(run, 'segmentPage').map(([ref, args]) => [ref, args])).toEqual([
-      [expect.objectContaining({ attemptNumber: 1 }), { polish: true }],
-      [expect.objectContaining({ attemptNumber: 2 }), { polish: false }],
+      [expect.objectContaining({ attemptNumber: 1 }), expect.objectContaining({ polish: true })],
+      [expect.objectContaining({ attemptNumber: 2 }), expect.objectContaining({ polish: false })],
     ]);
     expect(callsOf(run, 'polishSegments')).toEqual([]);
     expect(callsOf(run, 'commitTranscript')).toEqual([
@@ -104,6 +104,49 @@ describe('polish (J3, M3)', () => {
     expect(callsOf(run, 'recognizeSegments')).toEqual([]);
     expect(callsOf(run, 'polishSegments')).toEqual([]);
     expect(callsOf(run, 'commitTranscript')).toEqual([[expect.anything(), { usePolish: true }]]);
+  });
+
+  it('P7 segment is asked to read the lines for one slice, skipping the lines this attempt failed', async () => {
+    const run = await runJob({}, { input: { recognizeSliceMs: 750 } });
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(callsOf(run, 'segmentPage').map(([, args]) => args)).toEqual([
+      { polish: true, maxMillis: 750, skip: [] },
+    ]);
+  });
+
+  it('P7 lines read and polished by segment in one slice go straight to the commit', async () => {
+    const run = await runJob({
+      segmentPage: async () => ({
+        total: 2,
+        partial: { ...recognized(2), polished: true },
+      }),
+    });
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(callsOf(run, 'recognizeSegments')).toEqual([]);
+    expect(callsOf(run, 'polishSegments')).toEqual([]);
+    expect(callsOf(run, 'commitTranscript')).toEqual([[expect.anything(), { usePolish: true }]]);
+  });
+
+  it('P7 what the slice in segment left is read by recognize, the failed lines skipped', async () => {
+    const run = await runJob({
+      segmentPage: async () => ({
+        total: 3,
+        partial: {
+          total: 3,
+          completed: 1,
+          failures: [{ index: 1, category: 'timeout' }],
+          remaining: 1,
+          pause: null,
+        },
+      }),
+      recognizeSegments: async () => ({ ...recognized(3), completed: 2, failures: [] }),
+    });
+    expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(callsOf(run, 'recognizeSegments').map(([, args]) => args)).toEqual([
+      expect.objectContaining({ skip: [1] }),
+    ]);
+    // The raw text of the lines read is polished after recognize, as before.
+    expect(callsOf(run, 'polishSegments')).toHaveLength(1);
   });
 });
 
