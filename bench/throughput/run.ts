@@ -8,6 +8,7 @@ import { parseConfig } from '../../core/config';
 import { createPage, prepareItem } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
 import { withTransaction } from '../../db/pool';
+import { medianTaskTimes, type TaskTimes, taskTimes, timeline } from '../lib/history';
 import { median, percentile, round, startBenchStack } from '../lib/stack';
 
 /**
@@ -23,6 +24,8 @@ import { median, percentile, round, startBenchStack } from '../lib/stack';
  * as P5 words it), submit to commit, on replicas that have run one batch already, each job
  * submitted once the one before it committed (nothing waits for a slot or for the cores);
  * beside it the same 16 pages at once, which wait for no slot but share the machine's cores.
+ * `historyMs` splits the lone jobs' time by their histories: queue waits and runs of the
+ * workflow tasks and of the activities (medians over the jobs).
  * Env: BENCH_PAGES (200), BENCH_LINES (30), BENCH_LATENCY_MS (200), BENCH_CONCURRENCY
  * (8,32,64; empty for the probe alone), BENCH_RUNS (3), BENCH_PROBE_LATENCY_MS (0), BENCH_READ_PAGES (unset: the engine
  * reads line by line, as remote vision engines do; 1: it reads each page in one pass of LINES
@@ -223,6 +226,10 @@ async function measure(
     ),
     // Submit to commit minus engine time: the orchestration overhead when nothing queues.
     unqueuedOverhead: rows.map((r) => Number(r.queued_to_commit) - engineSecondsOf(r)),
+    // Where a lone job's time went, from its history (the probe's jobs only).
+    tasks: oneAtATime
+      ? await Promise.all(jobs.map(async (j) => taskTimes(await timeline(temporal, j.workflowId))))
+      : [],
   };
 }
 
@@ -261,10 +268,12 @@ async function benchmark() {
   // waits for a slot or for the cores; beside it the same pages at once (fewer than slots).
   const probe: number[] = [];
   const burst: number[] = [];
+  const tasks: TaskTimes[] = [];
   for (let run = 0; run < runs; run++) {
     const sample = await oneRun(32, 100 + run, 16, probeLatencyMs, true);
     probe.push(...sample.unqueuedOverhead);
     burst.push(...sample.burstOverhead);
+    tasks.push(...sample.tasks);
   }
   const overheadWithoutQueueing = {
     concurrency: 32,
@@ -274,6 +283,8 @@ async function benchmark() {
     p50Seconds: round(percentile(probe, 50), 3),
     p95Seconds: round(percentile(probe, 95), 3),
     engineLatencyMs: probeLatencyMs,
+    // Medians over the probe's jobs: queue waits and runs of workflow tasks and activities.
+    historyMs: medianTaskTimes(tasks),
     sixteenAtOnce: {
       p50Seconds: round(percentile(burst, 50), 3),
       p95Seconds: round(percentile(burst, 95), 3),
