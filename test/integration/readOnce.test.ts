@@ -5,13 +5,16 @@ import { getJob, listAttempts } from '../../db/jobs';
 import { getPage } from '../../db/pages';
 import { createProviderRegistry } from '../../providers/registry';
 import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
-import type { QuireWorker } from '../../worker/createWorker';
+import { createQuireClient, type QuireWorker } from '../../worker/createWorker';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, type TestQuire } from '../support/quire';
 
 /**
  * P1: an engine that reads whole pages reads a fresh page once; its lines are saved with the
  * segment checkpoint in one transaction; pages whose boxes exist are read line by line.
+ * P7: an engine that reads line by line reads the lines in the `segment` activity that found
+ * them, for one slice, and polishes there when it can; `recognize` takes what the slice left.
+ * One fenced save per line either way (T2).
  */
 const counting = new CountingProvider(new SimulatedProvider());
 let quire: TestQuire;
@@ -36,10 +39,20 @@ afterAll(async () => {
   await quire?.close();
 });
 
-async function run(pageId: number, simulated: SimulatedOptions) {
-  const job = await quire.client.startJob({ workspaceId: ws, pageId, options: { simulated } });
+async function run(pageId: number, simulated: SimulatedOptions, client = quire.client) {
+  const job = await client.startJob({ workspaceId: ws, pageId, options: { simulated } });
   const outcome = await quire.temporal.workflow.getHandle(job.workflowId).result();
   return { job, outcome };
+}
+
+/** The activity types a job's history scheduled, in order. */
+async function scheduledOf(workflowId: string) {
+  const history = await quire.temporal.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((e) =>
+    e.activityTaskScheduledEventAttributes
+      ? [e.activityTaskScheduledEventAttributes.activityType?.name]
+      : [],
+  );
 }
 
 function callsOf(jobId: string, op: string) {
@@ -90,13 +103,8 @@ describe('read once (P1)', () => {
   it('P1 a fresh page runs one activity task; claim and commit are local activities', async () => {
     const pageId = await quire.page(ws);
     const { job } = await run(pageId, { lines: 4, readPages: true });
+    expect(await scheduledOf(job.workflowId)).toEqual(['segmentPage']);
     const history = await quire.temporal.workflow.getHandle(job.workflowId).fetchHistory();
-    const scheduled = (history.events ?? []).flatMap((e) =>
-      e.activityTaskScheduledEventAttributes
-        ? [e.activityTaskScheduledEventAttributes.activityType?.name]
-        : [],
-    );
-    expect(scheduled).toEqual(['segmentPage']);
     // The claim and the commit, as local activity markers (patch markers aside).
     const localActivities = (history.events ?? []).filter(
       (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
@@ -163,5 +171,72 @@ describe('read once (P1)', () => {
     const page = await getPage(quire.db.pool, ws, pageId);
     expect(page?.revision).toBe(0);
     expect(callsOf(job.jobId, 'read')).toHaveLength(1);
+  });
+});
+
+async function savedLines(jobId: string) {
+  const rows = await checkpointRows(jobId);
+  return rows.filter((r) => r.stage === 'recognize').map((r) => r.seq);
+}
+
+async function chargedLines(jobId: string) {
+  const { rows } = await quire.db.pool.query(
+    `SELECT count(*)::int AS n FROM provider_calls
+      WHERE job_id = $1 AND operation = 'recognize' AND outcome = 'ok'`,
+    [jobId],
+  );
+  return rows[0].n as number;
+}
+
+/** A client whose jobs read for the shortest slice allowed: `segment` leaves lines to `recognize`. */
+function sliced() {
+  const config = { ...quire.config, QUIRE_RECOGNIZE_SLICE_MS: 100 };
+  return createQuireClient(config, quire.temporal, quire.db.pool, quire.providers.names());
+}
+
+describe('lines read where they are found (P7)', () => {
+  it('P7 a fresh page read line by line runs one activity task: segment reads and polishes', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(pageId, { lines: 5 });
+    const scheduled = await scheduledOf(job.workflowId);
+    expect(outcome.status).toBe('completed');
+    expect(scheduled).toEqual(['segmentPage']);
+    expect(callsOf(job.jobId, 'recognize').map((c) => c.segment)).toEqual([0, 1, 2, 3, 4]);
+    // Each line saved on its own, with its charge beside it (T2, B1).
+    expect(await savedLines(job.jobId)).toEqual([0, 1, 2, 3, 4]);
+    expect(await chargedLines(job.jobId)).toBe(5);
+    const texts = await pageTexts(pageId);
+    expect(texts).toHaveLength(5);
+    expect(texts.every((t) => t.length > 0)).toBe(true);
+  });
+
+  it('P7 lines the slice in segment left are read by recognize, each line once', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(pageId, { lines: 8, latencyMs: 40 }, sliced());
+    const scheduled = await scheduledOf(job.workflowId);
+    expect(outcome.status).toBe('completed');
+    expect(scheduled[0]).toBe('segmentPage');
+    expect(scheduled).toContain('recognizeSegments');
+    const read = callsOf(job.jobId, 'recognize').map((c) => c.segment);
+    expect(read).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(await savedLines(job.jobId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(await chargedLines(job.jobId)).toBe(8);
+  });
+
+  it('J2 P7 a line failing in the slice in segment is not tried again in that attempt', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(
+      pageId,
+      {
+        lines: 6,
+        latencyMs: 30,
+        faults: [{ op: 'recognize', category: 'timeout', segments: [1] }],
+      },
+      sliced(),
+    );
+    expect(outcome.status).toBe('completed');
+    expect(callsOf(job.jobId, 'recognize').filter((c) => c.segment === 1)).toHaveLength(1);
+    const row = await getJob(quire.db.pool, ws, job.jobId);
+    expect([row?.completedSegments, row?.failedSegments, row?.totalSegments]).toEqual([5, 1, 6]);
   });
 });
