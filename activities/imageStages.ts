@@ -252,9 +252,9 @@ export function createImageStages(kit: AttemptKit) {
   }
 
   /**
-   * P7: after `segment` found the lines, the same activity reads them (one dispatch, one
-   * workflow task and one load of the page fewer per page), and polishes when it can. What a
-   * slice leaves, or a pause stops, goes to `recognize` as before.
+   * P7: after `segment` found the lines, the same activity reads them, and polishes when it
+   * can: a fresh page's `recognize` and `polish` activities, their workflow tasks and their
+   * loads of the page are saved. What a slice leaves, or a pause stops, goes to `recognize`.
    */
   async function readOn(
     ctx: AttemptContext,
@@ -275,6 +275,7 @@ export function createImageStages(kit: AttemptKit) {
      * P1: an engine that reads whole pages reads a fresh page here in one pass, and its lines
      * are saved with their text in the same transaction as the segment checkpoint; `read`
      * then tells the workflow that nothing is left to recognize but the failed lines.
+     * P7: with `maxMillis`, the lines found are then read here line by line (`readOn`).
      */
     async segmentPage(ref: AttemptRef, args?: SegmentArgs): Promise<Segmented> {
       return kit.withAttempt('engine', ref, async (ctx) => {
