@@ -41,8 +41,14 @@ export interface Segmented {
   /** Every line was tried here (P1 in one pass, P7 line by line): no `recognize` stage. */
   read?: { completed: number; failures: SegmentFailure[]; polished: boolean };
   /** P7: lines were read here, but some are left for `recognize`, or a pause stopped them. */
-  partial?: RecognizeOutcome;
+  partial?: SliceOutcome;
 }
+
+/**
+ * One slice of a page's lines, as `segment` and `recognize` report it; `polished` says the
+ * polish ran in the same activity (absent from results recorded before P7).
+ */
+export type SliceOutcome = RecognizeOutcome & { polished?: boolean };
 
 type PageMedia = Awaited<ReturnType<AttemptKit['pageMedia']>>;
 
@@ -264,9 +270,10 @@ export function createImageStages(kit: AttemptKit) {
   ): Promise<Segmented> {
     if (args?.maxMillis === undefined) return { total };
     const slice = { skip: args.skip ?? [], maxMillis: args.maxMillis, polish: args.polish };
-    const { polished, ...outcome } = await recognizeLines(ctx, slice, loaded);
+    const outcome = await recognizeLines(ctx, slice, loaded);
     if (outcome.pause !== null || outcome.remaining > 0) return { total, partial: outcome };
-    return { total, read: { completed: outcome.completed, failures: outcome.failures, polished } };
+    const { completed, failures, polished } = outcome;
+    return { total, read: { completed, failures, polished } };
   }
 
   return {
@@ -316,8 +323,8 @@ export function createImageStages(kit: AttemptKit) {
      */
     async recognizeSegments(
       ref: AttemptRef,
-      args: { maxSegments: number; skip: number[]; maxMillis?: number; polish?: boolean },
-    ): Promise<RecognizeOutcome & { polished?: boolean }> {
+      args: LineSlice & { maxSegments: number },
+    ): Promise<SliceOutcome> {
       return kit.withAttempt('engine', ref, (ctx) => recognizeLines(ctx, args));
     },
   };

@@ -35,3 +35,4 @@ export type {
   TranscriptionDeps,
 } from './attemptContext';
 export type { ClaimOutcome } from './attempts';
+export type { SliceOutcome } from './imageStages';

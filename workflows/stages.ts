@@ -4,6 +4,7 @@ import type {
   PauseRequest,
   RecognizeOutcome,
   SegmentFailure,
+  SliceOutcome,
 } from '../activities/transcription';
 import { isFailureClass, isPausing, STALE_ATTEMPT } from '../core/failures';
 import type { JobSteps } from './activityProfiles';
@@ -58,7 +59,7 @@ export async function readImage(
     const outcome = { total: segmented.total, completed: read.completed, failures };
     return { outcome: { ...outcome, remaining: 0, pause: null }, polished: read.polished };
   }
-  let chunk: (RecognizeOutcome & { polished?: boolean }) | undefined = segmented.partial;
+  let chunk: SliceOutcome | undefined = segmented.partial;
   for (;;) {
     if (chunk) {
       failures.push(...chunk.failures);
@@ -67,6 +68,7 @@ export async function readImage(
       if (chunk.pause) return { pause: chunk.pause };
       if (chunk.remaining <= 0) {
         const { polished, ...outcome } = chunk;
+        // A slice recorded before P7 carries no `polished`: its polish is still to run.
         return { outcome: { ...outcome, failures }, polished: polished === true };
       }
     }

@@ -114,15 +114,18 @@ describe('polish (J3, M3)', () => {
     ]);
   });
 
-  it('P7 lines read and polished by segment in one slice go straight to the commit', async () => {
+  it('P7 a last recognize slice that polished in place goes straight to the commit', async () => {
     const run = await runJob({
       segmentPage: async () => ({
         total: 2,
-        partial: { ...recognized(2), polished: true },
+        partial: { ...recognized(2), completed: 1, remaining: 1 },
       }),
+      recognizeSegments: async () => ({ ...recognized(2), polished: true }),
     });
     expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
-    expect(callsOf(run, 'recognizeSegments')).toEqual([]);
+    expect(callsOf(run, 'recognizeSegments').map(([, args]) => args)).toEqual([
+      expect.objectContaining({ polish: true }),
+    ]);
     expect(callsOf(run, 'polishSegments')).toEqual([]);
     expect(callsOf(run, 'commitTranscript')).toEqual([[expect.anything(), { usePolish: true }]]);
   });
