@@ -20,7 +20,7 @@ export type ClaimOutcome =
       kind: MediaKind;
       chargedAttempts: number;
     }
-  | { state: 'inactive'; status: string }
+  | { state: 'inactive'; status: string; revision?: number | null }
   | { state: 'paused'; reason: FailureClass; resumeAtMs: number | null }
   | { state: 'exhausted'; category: FailureClass };
 

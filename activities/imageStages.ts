@@ -21,7 +21,13 @@ import {
   type RecognizeOutcome,
   type SegmentFailure,
 } from './attemptContext';
-import { polishCheckpointed, polishProviderOf, protectedLinesOf } from './transcriptStages';
+import {
+  type Committed,
+  commitAttempt,
+  polishCheckpointed,
+  polishProviderOf,
+  protectedLinesOf,
+} from './transcriptStages';
 
 /** What `segment` is asked (the workflow's options for the attempt). */
 export interface SegmentArgs {
@@ -34,12 +40,22 @@ export interface SegmentArgs {
   maxMillis?: number;
   /** Lines this attempt has failed already (J2): not tried again in it. */
   skip?: number[];
+  /**
+   * P6: commit in this activity too when the read leaves nothing else to do (every line
+   * tried, one at least read, the polish done here if asked): no commit step of its own.
+   */
+  commit?: boolean;
 }
 
 export interface Segmented {
   total: number;
   /** Every line was tried here (P1 in one pass, P7 line by line): no `recognize` stage. */
-  read?: { completed: number; failures: SegmentFailure[]; polished: boolean };
+  read?: {
+    completed: number;
+    failures: SegmentFailure[];
+    polished: boolean;
+    committed?: Committed;
+  };
   /** P7: lines were read here, but some are left for `recognize`, or a pause stopped them. */
   partial?: SliceOutcome;
 }
@@ -48,7 +64,7 @@ export interface Segmented {
  * One slice of a page's lines, as `segment` and `recognize` report it; `polished` says the
  * polish ran in the same activity (absent from results recorded before P7).
  */
-export type SliceOutcome = RecognizeOutcome & { polished?: boolean };
+export type SliceOutcome = RecognizeOutcome & { polished?: boolean; committed?: Committed };
 
 type PageMedia = Awaited<ReturnType<AttemptKit['pageMedia']>>;
 
@@ -58,6 +74,7 @@ interface LineSlice {
   skip: number[];
   maxMillis?: number;
   polish?: boolean;
+  commit?: boolean;
 }
 
 /** How often a long recognition refreshes the job's live counters (the console reads them). */
@@ -97,7 +114,7 @@ export function createImageStages(kit: AttemptKit) {
     provider: TranscriptionProvider,
     media: MediaInput,
     call: CallContext,
-    polish: boolean,
+    args: SegmentArgs | undefined,
   ): Promise<{
     total: number;
     read: { completed: number; failures: SegmentFailure[]; polished: boolean };
@@ -132,7 +149,11 @@ export function createImageStages(kit: AttemptKit) {
     }
     return {
       total,
-      read: { completed: saved.size, failures, polished: polish && (await polishInline(ctx)) },
+      read: {
+        completed: saved.size,
+        failures,
+        polished: args?.polish === true && (await polishInline(ctx)),
+      },
     };
   }
 
@@ -258,6 +279,36 @@ export function createImageStages(kit: AttemptKit) {
   }
 
   /**
+   * P6: the commit, in the engine step whose read left nothing else to do, when the workflow
+   * asked for it: the attempt's commit step, its workflow task's round and its loads are
+   * saved. A read the workflow would not commit as it stands (no line read, a polish still to
+   * run) is left to the workflow, as before. Like every save after paid work, it waits out an
+   * outage of Quire's own database (D7); a commit is idempotent, so a retry after a lost reply
+   * finds its own revision.
+   */
+  async function commitWhenDone(
+    ctx: AttemptContext,
+    args: { commit?: boolean; polish?: boolean },
+    read: { total: number; completed: number; polished: boolean },
+  ): Promise<Committed | undefined> {
+    if (!args.commit) return undefined;
+    if (read.completed === 0 && read.total > 0) return undefined;
+    if (args.polish === true && !read.polished) return undefined;
+    return kit.untilSaved('commit', () => commitAttempt(kit, ctx, { usePolish: read.polished }));
+  }
+
+  /** A read of every line, committed here when it can be (`commitWhenDone`). */
+  async function finished(
+    ctx: AttemptContext,
+    args: { commit?: boolean; polish?: boolean },
+    total: number,
+    read: { completed: number; failures: SegmentFailure[]; polished: boolean },
+  ): Promise<Segmented> {
+    const committed = await commitWhenDone(ctx, args, { total, ...read });
+    return { total, read: committed ? { ...read, committed } : read };
+  }
+
+  /**
    * P7: after `segment` found the lines, the same activity reads them, and polishes when it
    * can: a fresh page's `recognize` and `polish` activities, their workflow tasks and their
    * loads of the page are saved. What a slice leaves, or a pause stops, goes to `recognize`.
@@ -273,7 +324,7 @@ export function createImageStages(kit: AttemptKit) {
     const outcome = await recognizeLines(ctx, slice, loaded);
     if (outcome.pause !== null || outcome.remaining > 0) return { total, partial: outcome };
     const { completed, failures, polished } = outcome;
-    return { total, read: { completed, failures, polished } };
+    return finished(ctx, args, total, { completed, failures, polished });
   }
 
   return {
@@ -300,7 +351,10 @@ export function createImageStages(kit: AttemptKit) {
             // can outlast a heartbeat interval (T3).
             return kit.withHeartbeat(
               () => ({ stage: 'segment', read: 'page' }),
-              () => readWholePage(ctx, provider, media, call, args?.polish === true),
+              async () => {
+                const { total, read } = await readWholePage(ctx, provider, media, call, args);
+                return finished(ctx, args ?? {}, total, read);
+              },
             );
           }
           await kit.guardBudget(ctx, { units: 1, unit: 'page' });
@@ -325,7 +379,12 @@ export function createImageStages(kit: AttemptKit) {
       ref: AttemptRef,
       args: LineSlice & { maxSegments: number },
     ): Promise<SliceOutcome> {
-      return kit.withAttempt('engine', ref, (ctx) => recognizeLines(ctx, args));
+      return kit.withAttempt('engine', ref, async (ctx) => {
+        const outcome = await recognizeLines(ctx, args);
+        if (outcome.pause !== null || outcome.remaining > 0) return outcome;
+        const committed = await commitWhenDone(ctx, args, outcome);
+        return committed ? { ...outcome, committed } : outcome;
+      });
     },
   };
 }

@@ -68,6 +68,57 @@ export async function polishCheckpointed(kit: AttemptKit, ctx: AttemptContext): 
   return true;
 }
 
+/** How a commit ended: the page revision written, or a CAS miss that failed the job. */
+export type Committed = { state: 'committed'; revision: number } | { state: 'conflict' };
+
+/**
+ * J1 + J2: builds the transcript from the checkpoints (failed segments keep their previous
+ * text) and commits it in one fenced transaction; a CAS miss fails the job `conflict`. Run by
+ * the `commit` step, or (P6) by the engine step whose read left nothing else to do.
+ */
+export async function commitAttempt(
+  kit: AttemptKit,
+  ctx: AttemptContext,
+  args: { usePolish: boolean },
+): Promise<Committed> {
+  const { deps, pool } = kit;
+  const { jobId, attemptNumber } = ctx.fence;
+  const saved = await loadCheckpoints(pool, jobId);
+  const page = await readAttemptPage(pool, ctx.pageId);
+  const previous = segmentsOf(page.annotationPage);
+  const { segments, completed, total, kept } = assembleTranscript(saved, previous, {
+    ...args,
+    protectedLines: protectedLinesOf(ctx, previous),
+  });
+  // Provenance: the engine that read the page in one pass (P1), as saved with its lines;
+  // otherwise this worker's engine for the job's provider.
+  const engine =
+    payloadsOf(saved, 'segment').get(0)?.engine ??
+    deps.providers
+      .get(ctx.snapshot.provider)
+      .identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
+  const result = await commitPageRevision(pool, ctx.fence, {
+    segments,
+    completed,
+    failed: total - completed,
+    total,
+    kept,
+    engine,
+  });
+  // M5: committed or failed on a conflict, the attempt has ended.
+  kit.hand.release(jobId);
+  if (result.state === 'conflict') {
+    await failOnConflict(pool, ctx.fence, result.currentRevision);
+    deps.logger.warn({ jobId, attempt: attemptNumber, errorClass: 'conflict' }, 'page changed');
+    return { state: 'conflict' };
+  }
+  deps.logger.info(
+    { jobId, attempt: attemptNumber, revision: result.revision, completed, total, kept },
+    'transcript committed',
+  );
+  return { state: 'committed', revision: result.revision };
+}
+
 /** The stages every page ends with: `polish` the recognized text, `commit` the transcript. */
 export function createTranscriptStages(kit: AttemptKit) {
   const { deps, pool } = kit;
@@ -84,56 +135,8 @@ export function createTranscriptStages(kit: AttemptKit) {
      * J1 + J2: builds the transcript from the checkpoints (failed segments keep their
      * previous text) and commits it in one transaction. A CAS miss fails the job `conflict`.
      */
-    async commitTranscript(
-      ref: AttemptRef,
-      args: { usePolish: boolean },
-    ): Promise<{ state: 'committed'; revision: number } | { state: 'conflict' }> {
-      return kit.withAttempt('db', ref, async (ctx) => {
-        const saved = await loadCheckpoints(pool, ref.jobId);
-        const page = await readAttemptPage(pool, ctx.pageId);
-        const previous = segmentsOf(page.annotationPage);
-        const { segments, completed, total, kept } = assembleTranscript(saved, previous, {
-          ...args,
-          protectedLines: protectedLinesOf(ctx, previous),
-        });
-        // Provenance: the engine that read the page in one pass (P1), as saved with its lines;
-        // otherwise this worker's engine for the job's provider.
-        const engine =
-          payloadsOf(saved, 'segment').get(0)?.engine ??
-          deps.providers
-            .get(ctx.snapshot.provider)
-            .identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
-        const result = await commitPageRevision(pool, ctx.fence, {
-          segments,
-          completed,
-          failed: total - completed,
-          total,
-          kept,
-          engine,
-        });
-        // M5: committed or failed on a conflict, the attempt has ended.
-        kit.hand.release(ref.jobId);
-        if (result.state === 'conflict') {
-          await failOnConflict(pool, ctx.fence, result.currentRevision);
-          deps.logger.warn(
-            { jobId: ref.jobId, attempt: ref.attemptNumber, errorClass: 'conflict' },
-            'page changed',
-          );
-          return { state: 'conflict' };
-        }
-        deps.logger.info(
-          {
-            jobId: ref.jobId,
-            attempt: ref.attemptNumber,
-            revision: result.revision,
-            completed,
-            total,
-            kept,
-          },
-          'transcript committed',
-        );
-        return { state: 'committed', revision: result.revision };
-      });
+    async commitTranscript(ref: AttemptRef, args: { usePolish: boolean }): Promise<Committed> {
+      return kit.withAttempt('db', ref, (ctx) => commitAttempt(kit, ctx, args));
     },
   };
 }

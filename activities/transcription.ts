@@ -36,3 +36,4 @@ export type {
 } from './attemptContext';
 export type { ClaimOutcome } from './attempts';
 export type { SliceOutcome } from './imageStages';
+export type { Committed } from './transcriptStages';

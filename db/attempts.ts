@@ -31,7 +31,12 @@ export type ClaimResult =
       /** Charged attempts so far, this one included. */
       chargedAttempts: number;
     }
-  | { state: 'inactive'; status: string }
+  | {
+      state: 'inactive';
+      status: string;
+      /** The revision a completed job committed (a claim after a commit whose report was lost). */
+      revision?: number | null;
+    }
   | { state: 'paused'; reason: FailureClass; resumeAt: Date | null }
   | { state: 'exhausted'; category: FailureClass };
 
@@ -62,13 +67,15 @@ export async function claimAttempt(
   return withTransaction(pool, async (client) => {
     const jobs = await client.query(
       `SELECT j.id, j.status, j.workspace_id, j.page_id, j.provider, j.snapshot, j.input_revision, j.last_attempt_number,
+              j.result_revision,
               p.kind
          FROM transcription_jobs j JOIN pages p ON p.id = j.page_id WHERE j.id = $1 FOR UPDATE OF j`,
       [args.jobId],
     );
     const job = jobs.rows[0];
     if (!job) return { state: 'inactive', status: 'missing' };
-    if (!isActiveStatus(job.status)) return { state: 'inactive', status: job.status };
+    if (!isActiveStatus(job.status))
+      return { state: 'inactive', status: job.status, revision: job.result_revision };
 
     // M3: a job waits while any provider it calls is paused for it: its own, and the provider
     // its options name for polish.

@@ -1,6 +1,7 @@
 import { log } from '@temporalio/workflow';
 import type {
   AttemptRef,
+  Committed,
   PauseRequest,
   RecognizeOutcome,
   SegmentFailure,
@@ -24,7 +25,10 @@ export interface AttemptRun {
   failures: SegmentFailure[];
 }
 
-export type Reading = { outcome: RecognizeOutcome; polished: boolean } | { pause: PauseRequest };
+/** What a read came to; `committed` when its engine step committed it too (P6). */
+export type Reading =
+  | { outcome: RecognizeOutcome; polished: boolean; committed?: Committed }
+  | { pause: PauseRequest };
 
 // One recognize activity takes up to this many lines, for about `sliceMs`: few activities per
 // page (each costs the Temporal server a round of history writes), yet fresh progress and a
@@ -41,11 +45,14 @@ export async function readImage(
   const { state } = progress;
   const { ref, failures } = run;
   progress.setStage('segment');
-  // P7: `segment` reads the lines too, for one slice, and polishes when it can.
+  // P7: `segment` reads the lines too, for one slice, and polishes when it can; P6: and
+  // commits, when nothing is left to do. A worker from before either ignores what it does not
+  // know, and its result says what it did.
   const segmented = await steps.segmentPage(ref, {
     polish: options.polish,
     maxMillis: options.sliceMs,
     skip: failures.map((f) => f.index),
+    commit: true,
   });
   state.totalSegments = segmented.total;
   const read = segmented.read;
@@ -57,7 +64,11 @@ export async function readImage(
     state.completedSegments = read.completed;
     state.failedSegments = failures.length;
     const outcome = { total: segmented.total, completed: read.completed, failures };
-    return { outcome: { ...outcome, remaining: 0, pause: null }, polished: read.polished };
+    return {
+      outcome: { ...outcome, remaining: 0, pause: null },
+      polished: read.polished,
+      ...(read.committed ? { committed: read.committed } : {}),
+    };
   }
   let chunk: SliceOutcome | undefined = segmented.partial;
   for (;;) {
@@ -67,9 +78,13 @@ export async function readImage(
       state.failedSegments = failures.length;
       if (chunk.pause) return { pause: chunk.pause };
       if (chunk.remaining <= 0) {
-        const { polished, ...outcome } = chunk;
+        const { polished, committed, ...outcome } = chunk;
         // A slice recorded before P7 carries no `polished`: its polish is still to run.
-        return { outcome: { ...outcome, failures }, polished: polished === true };
+        return {
+          outcome: { ...outcome, failures },
+          polished: polished === true,
+          ...(committed ? { committed } : {}),
+        };
       }
     }
     chunk = await steps.recognizeSegments(ref, {
@@ -77,6 +92,7 @@ export async function readImage(
       maxMillis: options.sliceMs,
       skip: failures.map((f) => f.index),
       polish: options.polish,
+      commit: true,
     });
   }
 }

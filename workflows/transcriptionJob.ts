@@ -5,7 +5,12 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AttemptRef, ClaimOutcome, PauseRequest } from '../activities/transcription';
+import type {
+  AttemptRef,
+  ClaimOutcome,
+  Committed,
+  PauseRequest,
+} from '../activities/transcription';
 import { cappedBackoffMs } from '../core/backoff';
 import {
   type FailureClass,
@@ -132,7 +137,9 @@ export async function transcriptionJob(
         // cancel cleanup: the engine's copy of a recording is deleted.
         if (status === 'canceled' && has(CLEANUP_WHEN_FOUND_CANCELED_PATCH))
           await steps.cancelCleanup({ jobId: input.jobId, attemptNumber: null });
-        return progress.finish(status ?? 'failed', null, null);
+        // A commit whose report was lost (its worker died, or an outage hid it) is found here.
+        const revision = status === 'completed' ? (claimed.revision ?? null) : null;
+        return progress.finish(status ?? 'failed', revision, null);
       }
       if (claimed.state === 'exhausted') return progress.finish('failed', null, claimed.category);
       if (claimed.state === 'paused') {
@@ -186,6 +193,8 @@ export async function transcriptionJob(
         const category = attemptCategory(outcome.failures);
         return await noneSucceeded(run, category, `no segment succeeded (${category})`);
       }
+      // P6: committed by the engine step that read the page.
+      if (read.committed) return committedEnd(read.committed);
       if (usePolish && !read.polished) {
         const polished = await polish(steps, progress, run);
         if ('pause' in polished) return await pause(run.ref, polished.pause);
@@ -193,9 +202,7 @@ export async function transcriptionJob(
       }
       // A local activity: it ends within the workflow task that reports the job's end.
       progress.setStage('commit', false);
-      const committed = await steps.commitTranscript(run.ref, { usePolish });
-      if (committed.state === 'conflict') return final('failed', null, 'conflict');
-      return final('completed', committed.revision, null);
+      return committedEnd(await steps.commitTranscript(run.ref, { usePolish }));
     } catch (error) {
       if (CancellationScope.current().consideredCancelled) throw error;
       if (isKeyFault(error)) return KEY_FAULT;
@@ -335,6 +342,11 @@ export async function transcriptionJob(
       },
     );
     await sleep(keyFaultPauseMs(keyFaults++));
+  }
+
+  function committedEnd(committed: Committed): AttemptEnd {
+    if (committed.state === 'conflict') return final('failed', null, 'conflict');
+    return final('completed', committed.revision, null);
   }
 
   function final(status: JobStatus, revision: number | null, category: FailureClass | null) {

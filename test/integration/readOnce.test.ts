@@ -55,6 +55,14 @@ async function scheduledOf(workflowId: string) {
   );
 }
 
+/** Local activities a job's history recorded, as markers (patch markers aside). */
+async function localActivitiesOf(workflowId: string) {
+  const history = await quire.temporal.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).filter(
+    (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+  ).length;
+}
+
 function callsOf(jobId: string, op: string) {
   return counting.calls.filter((c) => c.jobId === jobId && c.op === op);
 }
@@ -100,16 +108,16 @@ describe('read once (P1)', () => {
     expect([row?.completedSegments, row?.failedSegments, row?.totalSegments]).toEqual([6, 0, 6]);
   });
 
-  it('P1 a fresh page runs one activity task; claim and commit are local activities', async () => {
+  it('P6 a fresh page is read and committed in its one activity task: the claim is the only local activity', async () => {
     const pageId = await quire.page(ws);
-    const { job } = await run(pageId, { lines: 4, readPages: true });
+    const { job, outcome } = await run(pageId, { lines: 4, readPages: true });
+    expect(outcome).toMatchObject({ status: 'completed', resultRevision: 1 });
     expect(await scheduledOf(job.workflowId)).toEqual(['segmentPage']);
-    const history = await quire.temporal.workflow.getHandle(job.workflowId).fetchHistory();
-    // The claim and the commit, as local activity markers (patch markers aside).
-    const localActivities = (history.events ?? []).filter(
-      (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
-    );
-    expect(localActivities.length).toBe(2);
+    expect(await localActivitiesOf(job.workflowId)).toBe(1);
+    const attempts = await listAttempts(quire.db.pool, job.jobId);
+    expect(attempts.map((a) => [a.outcome, a.resultRevision])).toEqual([['completed', 1]]);
+    const page = await getPage(quire.db.pool, ws, pageId);
+    expect(page?.revision).toBe(1);
   });
 
   it('P1 a re-run on the existing boxes reads line by line, no page call', async () => {
@@ -199,8 +207,10 @@ describe('lines read where they are found (P7)', () => {
     const pageId = await quire.page(ws);
     const { job, outcome } = await run(pageId, { lines: 5 });
     const scheduled = await scheduledOf(job.workflowId);
-    expect(outcome.status).toBe('completed');
+    expect(outcome).toMatchObject({ status: 'completed', resultRevision: 1 });
     expect(scheduled).toEqual(['segmentPage']);
+    // P6: committed there too; the claim is the one local activity.
+    expect(await localActivitiesOf(job.workflowId)).toBe(1);
     expect(callsOf(job.jobId, 'recognize').map((c) => c.segment)).toEqual([0, 1, 2, 3, 4]);
     // Each line saved on its own, with its charge beside it (T2, B1).
     expect(await savedLines(job.jobId)).toEqual([0, 1, 2, 3, 4]);
@@ -221,6 +231,9 @@ describe('lines read where they are found (P7)', () => {
     expect(read).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(await savedLines(job.jobId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(await chargedLines(job.jobId)).toBe(8);
+    // P6: the last slice committed in its own activity.
+    expect(outcome.resultRevision).toBe(1);
+    expect(await localActivitiesOf(job.workflowId)).toBe(1);
   });
 
   it('J2 P7 a line failing in the slice in segment is not tried again in that attempt', async () => {

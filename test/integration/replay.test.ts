@@ -184,12 +184,12 @@ describe('replay (determinism)', () => {
     // One marker and one version upsert, where the six patches cost a fresh page ten events.
     expect(byLine!.patches).toEqual([RELEASE_2026_12_PATCH]);
     expect(byLine!.versionUpserts).toBe(1);
-    // The local commit passes within the task that ends the job; a page read in its segment
-    // activity, in one pass (P1) or line by line (P7), has no recognize or polish stage.
+    // A page read in its segment activity, in one pass (P1) or line by line (P7), has no
+    // recognize or polish stage, and is committed there (P6): no commit marker either.
     expect(byLine!.memo).toEqual(['segment', 'done']);
     expect(readOnce!.memo).toEqual(['segment', 'done']);
-    expect(readOnce!.events).toBeLessThanOrEqual(19);
-    expect(byLine!.events).toBeLessThanOrEqual(19);
+    expect(readOnce!.events).toBeLessThanOrEqual(18);
+    expect(byLine!.events).toBeLessThanOrEqual(18);
   });
 
   it('D1 D5 kept key-fault histories replay: runs begun before the key-fault patch retry the step in place, runs since run the attempt again', async () => {

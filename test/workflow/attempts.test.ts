@@ -3,7 +3,7 @@ import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RecognizeOutcome } from '../../activities/transcription';
 import { backoffCeilingMs } from '../../core/backoff';
-import type { FailureClass } from '../../core/failures';
+import { type FailureClass, STALE_ATTEMPT } from '../../core/failures';
 import { waitUntil } from '../support/wait';
 import { callsOf, classified, closeConnections, recognized, runJob, timersMs } from './harness';
 
@@ -110,7 +110,7 @@ describe('polish (J3, M3)', () => {
     const run = await runJob({}, { input: { recognizeSliceMs: 750 } });
     expect(run.outcome).toMatchObject({ status: 'completed', attempts: 1 });
     expect(callsOf(run, 'segmentPage').map(([, args]) => args)).toEqual([
-      { polish: true, maxMillis: 750, skip: [] },
+      { polish: true, maxMillis: 750, skip: [], commit: true },
     ]);
   });
 
@@ -150,6 +150,74 @@ describe('polish (J3, M3)', () => {
     ]);
     // The raw text of the lines read is polished after recognize, as before.
     expect(callsOf(run, 'polishSegments')).toHaveLength(1);
+  });
+});
+
+describe('the commit in the read (P6)', () => {
+  it('P6 a read its engine step committed ends the job with that revision: no commit step', async () => {
+    const run = await runJob({
+      segmentPage: async () => ({
+        total: 2,
+        read: {
+          completed: 2,
+          failures: [],
+          polished: true,
+          committed: { state: 'committed', revision: 7 },
+        },
+      }),
+    });
+    expect(run.outcome).toMatchObject({ status: 'completed', resultRevision: 7, attempts: 1 });
+    expect(callsOf(run, 'commitTranscript')).toEqual([]);
+    expect(callsOf(run, 'polishSegments')).toEqual([]);
+  });
+
+  it('P6 J1 a commit in the read that met a changed page fails the job conflict', async () => {
+    const run = await runJob({
+      segmentPage: async () => ({
+        total: 2,
+        partial: { ...recognized(2), completed: 1, remaining: 1 },
+      }),
+      recognizeSegments: async () => ({
+        ...recognized(2),
+        polished: true,
+        committed: { state: 'conflict' },
+      }),
+    });
+    expect(run.outcome).toMatchObject({ status: 'failed', errorCategory: 'conflict' });
+    expect(callsOf(run, 'recognizeSegments').map(([, args]) => args)).toEqual([
+      expect.objectContaining({ commit: true }),
+    ]);
+    expect(callsOf(run, 'commitTranscript')).toEqual([]);
+  });
+
+  it('P6 a read that left its polish to the polish stage is committed by the commit step', async () => {
+    const run = await runJob({
+      segmentPage: async () => ({
+        total: 2,
+        read: { completed: 2, failures: [], polished: false },
+      }),
+    });
+    expect(run.outcome).toMatchObject({ status: 'completed', resultRevision: 1 });
+    expect(callsOf(run, 'polishSegments')).toHaveLength(1);
+    expect(callsOf(run, 'commitTranscript')).toEqual([[expect.anything(), { usePolish: true }]]);
+  });
+
+  it('P6 a commit whose report was lost is found by the next claim, with its revision', async () => {
+    let claims = 0;
+    const run = await runJob({
+      async claimAttempt(input) {
+        claims += 1;
+        if (claims > 1) return { state: 'inactive', status: 'completed', revision: 4 };
+        const ref = { jobId: input.jobId, attemptNumber: 1, sealedToken: 'token-1' };
+        return { state: 'claimed', ref, kind: 'image', chargedAttempts: 1 };
+      },
+      // The step committed, then its worker died before reporting: it reads as a stale token.
+      segmentPage: async () => {
+        throw classified(STALE_ATTEMPT);
+      },
+    });
+    expect(run.outcome).toMatchObject({ status: 'completed', resultRevision: 4 });
+    expect(callsOf(run, 'commitTranscript')).toEqual([]);
   });
 });
 
