@@ -99,6 +99,46 @@ describe('A1 fenced attempts', () => {
     ]);
   });
 
+  it('P6 A1 an engine step that committed runs again (its report lost): nothing more is written, the next claim finds the revision', async () => {
+    const { jobId, pageId, fence, token } = await claimed();
+    const activities = createTranscriptionActivities({
+      pool: quire.db.pool,
+      providers: createProviderRegistry([new SimulatedProvider()]),
+      secretKey: quire.config.QUIRE_SECRET_KEY,
+      owner: 'w1',
+      resolveMedia: async (k) => k,
+      logger: silentLogger,
+      heartbeatEveryMs: 1_000,
+    });
+    const ref = {
+      jobId,
+      attemptNumber: fence.attemptNumber,
+      sealedToken: sealToken(token, quire.config.QUIRE_SECRET_KEY),
+    };
+    const env = new MockActivityEnvironment();
+    const slice = { maxSegments: 500, skip: [], commit: true };
+    const first = await env.run(activities.recognizeSegments, ref, slice);
+    expect(first).toMatchObject({ remaining: 0, committed: { state: 'committed', revision: 1 } });
+    const again = await env.run(activities.recognizeSegments, ref, slice).catch((e: unknown) => e);
+    expect((again as ApplicationFailure).type).toBe('StaleAttempt');
+    const next = await claimAttempt(quire.db.pool, {
+      jobId,
+      owner: 'w2',
+      tokenHash: hashToken(newAttemptToken()),
+      maxAttempts: 5,
+    });
+    expect(next).toEqual({ state: 'inactive', status: 'completed', revision: 1 });
+    const revisions = await quire.db.pool.query(
+      'SELECT revision, source FROM page_revisions WHERE page_id = $1 ORDER BY revision',
+      [pageId],
+    );
+    expect(revisions.rows).toEqual([
+      { revision: 0, source: 'initial' },
+      { revision: 1, source: 'engine' },
+    ]);
+    expect((await listAttempts(quire.db.pool, jobId)).map((a) => a.outcome)).toEqual(['completed']);
+  });
+
   it('A1 activities turn a stale token into a non-retryable StaleAttempt failure', async () => {
     const { jobId, fence, token } = await claimed();
     await claimAttempt(quire.db.pool, {
