@@ -60,6 +60,25 @@ async function claimed(
   return { jobId: job.id, pageId, fence, token };
 }
 
+/** The activities of a worker `w1` and the sealed ref of the attempt it claimed. */
+function workerW1(claim: { jobId: string; fence: AttemptFence; token: Buffer }) {
+  const activities = createTranscriptionActivities({
+    pool: quire.db.pool,
+    providers: createProviderRegistry([new SimulatedProvider()]),
+    secretKey: quire.config.QUIRE_SECRET_KEY,
+    owner: 'w1',
+    resolveMedia: async (k) => k,
+    logger: silentLogger,
+    heartbeatEveryMs: 1_000,
+  });
+  const ref = {
+    jobId: claim.jobId,
+    attemptNumber: claim.fence.attemptNumber,
+    sealedToken: sealToken(claim.token, quire.config.QUIRE_SECRET_KEY),
+  };
+  return { activities, ref };
+}
+
 describe('A1 fenced attempts', () => {
   it('A1 a stale token can no longer record progress, checkpoint, fail, pause or commit', async () => {
     const { jobId, fence } = await claimed();
@@ -101,20 +120,7 @@ describe('A1 fenced attempts', () => {
 
   it('P6 A1 an engine step that committed runs again (its report lost): nothing more is written, the next claim finds the revision', async () => {
     const { jobId, pageId, fence, token } = await claimed();
-    const activities = createTranscriptionActivities({
-      pool: quire.db.pool,
-      providers: createProviderRegistry([new SimulatedProvider()]),
-      secretKey: quire.config.QUIRE_SECRET_KEY,
-      owner: 'w1',
-      resolveMedia: async (k) => k,
-      logger: silentLogger,
-      heartbeatEveryMs: 1_000,
-    });
-    const ref = {
-      jobId,
-      attemptNumber: fence.attemptNumber,
-      sealedToken: sealToken(token, quire.config.QUIRE_SECRET_KEY),
-    };
+    const { activities, ref } = workerW1({ jobId, fence, token });
     const env = new MockActivityEnvironment();
     const slice = { maxSegments: 500, skip: [], commit: true };
     const first = await env.run(activities.recognizeSegments, ref, slice);
@@ -147,20 +153,7 @@ describe('A1 fenced attempts', () => {
       tokenHash: hashToken(newAttemptToken()),
       maxAttempts: 5,
     });
-    const activities = createTranscriptionActivities({
-      pool: quire.db.pool,
-      providers: createProviderRegistry([new SimulatedProvider()]),
-      secretKey: quire.config.QUIRE_SECRET_KEY,
-      owner: 'w1',
-      resolveMedia: async (k) => k,
-      logger: silentLogger,
-      heartbeatEveryMs: 1_000,
-    });
-    const ref = {
-      jobId,
-      attemptNumber: fence.attemptNumber,
-      sealedToken: sealToken(token, quire.config.QUIRE_SECRET_KEY),
-    };
+    const { activities, ref } = workerW1({ jobId, fence, token });
     const env = new MockActivityEnvironment();
     const error = await env
       .run(activities.commitTranscript, ref, { usePolish: false })
