@@ -26,6 +26,7 @@ import type { TemporalToken } from '../net/temporalToken';
 import { createEngines } from '../providers/catalogue';
 import { createProviderRegistry, type ProviderRegistry } from '../providers/registry';
 import { maintenanceSchedules } from './schedules';
+import { quireSinks } from './sinks';
 import { WorkflowTaskSlots } from './workflowTaskSlots';
 
 /**
@@ -108,6 +109,8 @@ export class QuireWorker {
   constructor(
     readonly bulk: Worker,
     readonly interactive: Worker,
+    /** M5: the pages this process holds an attempt for (what the tests read). */
+    readonly pagesInHand: PagesInHand = new PagesInHand(),
   ) {
     this.workers = [bulk, interactive];
   }
@@ -197,6 +200,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
       identity,
       workflowBundle,
       activities: transcription,
+      sinks: quireSinks(pagesInHand),
       tuner: {
         workflowTaskSlotSupplier,
         activityTaskSlotSupplier: { type: 'fixed-size', numSlots: activitySlots },
@@ -225,7 +229,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
     type: 'fixed-size',
     numSlots: workflowSlots,
   });
-  worker = new QuireWorker(bulk, interactive);
+  worker = new QuireWorker(bulk, interactive, pagesInHand);
   return worker;
 }
 

@@ -47,6 +47,7 @@ import {
   patchesOfThisRun,
   READ_ONCE_PATCH,
 } from './patches';
+import { sinks } from './sinks';
 import { type AttemptRun, polish, readAudio, readImage } from './stages';
 
 export { progressQuery, providerResumedSignal } from './jobProgress';
@@ -176,6 +177,9 @@ export async function transcriptionJob(
     throw error instanceof CancelledFailure
       ? error
       : new CancelledFailure('transcription job canceled');
+  } finally {
+    // M5: the run is over; its page leaves this worker's hand, wherever its last step ran.
+    sinks.pagesInHand.release(input.jobId);
   }
 
   /** One run of a claimed attempt: read, polish, commit; or why it stopped. */

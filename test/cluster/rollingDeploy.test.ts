@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quireSinks } from '../../worker/sinks';
 import { STAGE_MEMO_PATCH } from '../../workflows/transcriptionJob';
 import { startTestCluster, type TestCluster } from '../support/cluster';
 import { eventually } from '../support/wait';
@@ -118,7 +119,7 @@ describe('rolling deploy (D5)', () => {
     ];
     const current = process.env.QUIRE_TEST_WORKFLOW_BUNDLE as string;
     for await (const result of Worker.runReplayHistories(
-      { workflowBundle: { codePath: current } },
+      { workflowBundle: { codePath: current }, sinks: quireSinks() },
       histories,
     )) {
       expect(result.error).toBeUndefined();
@@ -157,7 +158,11 @@ describe('rolling deploy (D5)', () => {
       const history = JSON.parse(readFileSync(join(FIXTURES, `${name}.json`), 'utf8'));
       expect(patchMarkers(history)).toBe(name === 'deploy-v1-complete' ? 0 : 1);
       await expect(
-        Worker.runReplayHistory({ workflowBundle: { codePath: current } }, history, name),
+        Worker.runReplayHistory(
+          { workflowBundle: { codePath: current }, sinks: quireSinks() },
+          history,
+          name,
+        ),
       ).resolves.toBeUndefined();
     }
   });

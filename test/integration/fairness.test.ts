@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { pageBound, type QuireWorker } from '../../worker/createWorker';
 import { createTestQuire, type TestQuire } from '../support/quire';
+import { eventually } from '../support/wait';
+import { spawnWorker, waitHealthy } from '../support/workerProcess';
 
 /**
  * M5 through the real Temporal server (fairness keys on, as Quire runs it): a workspace that
@@ -101,6 +103,33 @@ describe('fair share (M5)', () => {
     expect(mostInHand).toBeGreaterThan(0);
     expect(mostInHand).toBeLessThanOrEqual(pageBound(SLOTS) + 1);
     expect(waitingOfA).toBeGreaterThanOrEqual(FLOOD / 2);
+    expect(await auditInvariants(quire.db.pool)).toEqual([]);
+  });
+
+  it('M5 P6 a page committed by an engine step on another worker process leaves the hand of the process that claimed it', async () => {
+    const C = await quire.workspace('Two workers');
+    // Activity tasks go to either process; each page's workflow stays with the one that claimed it.
+    const other = spawnWorker(quire, 'm5-other', { WORKER_CONCURRENCY: '4', LOG_LEVEL: 'warn' });
+    try {
+      await waitHealthy(other);
+      const ids = await startPages(C, 20);
+      await allCompleted(ids);
+      const { rows } = await quire.db.pool.query(
+        `SELECT count(*)::int AS n FROM attempt_steps s
+           JOIN transcription_job_attempts a USING (job_id, attempt_number)
+           JOIN transcription_jobs j ON j.id = a.job_id
+          WHERE j.workspace_id = $1 AND s.worker <> a.owner`,
+        [C],
+      );
+      // Some pages were claimed by one process and read and committed by the other.
+      expect(rows[0].n).toBeGreaterThan(0);
+      // Their last workflow task releases them where they were claimed; a lost release would
+      // count for a minute, holding back this worker's next pages.
+      await eventually(async () => (worker.pagesInHand.size === 0 ? true : undefined), 5_000);
+    } finally {
+      other.child.kill('SIGTERM');
+      await other.exited;
+    }
     expect(await auditInvariants(quire.db.pool)).toEqual([]);
   });
 });

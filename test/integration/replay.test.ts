@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getJob } from '../../db/jobs';
+import { quireSinks } from '../../worker/sinks';
 import { KEY_FAULT_PATCH, RELEASE_2026_12_PATCH } from '../../workflows/patches';
 import {
   HISTORY_FIXTURES,
@@ -40,7 +41,7 @@ type KeptHistory = {
 function replayOptions() {
   const codePath = process.env.QUIRE_TEST_WORKFLOW_BUNDLE;
   if (!codePath) throw new Error('no workflow bundle');
-  return { workflowBundle: { codePath } };
+  return { workflowBundle: { codePath }, sinks: quireSinks() };
 }
 
 describe('replay (determinism)', () => {

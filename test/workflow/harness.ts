@@ -39,6 +39,8 @@ export interface JobRun {
   outcome: TranscriptionJobResult | Error;
   calls: StepCall[];
   history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+  /** M5: the job ids the run told its worker to release from its hand (a sink). */
+  released: string[];
 }
 
 let connection: NativeConnection | undefined;
@@ -150,6 +152,7 @@ export async function runJob(
     ...options.input,
   };
   const calls: StepCall[] = [];
+  const released: string[] = [];
   const all = { ...succeedingSteps(input.kind), ...steps };
   const activities = Object.fromEntries(
     Object.entries(all).map(([step, run]) => [
@@ -167,6 +170,11 @@ export async function runJob(
     taskQueue: `wf-test-${id}`,
     workflowBundle: { codePath },
     activities,
+    sinks: {
+      pagesInHand: {
+        release: { fn: (_info: unknown, jobId: string) => void released.push(jobId) },
+      },
+    },
     // A cancel reaches a heartbeating mock at once; a stuck one is stopped at shutdown.
     maxHeartbeatThrottleInterval: '100ms',
     shutdownGraceTime: '1s',
@@ -182,7 +190,7 @@ export async function runJob(
     await beside;
     return { handle, outcome };
   });
-  return { handle, outcome, calls, history: await handle.fetchHistory() };
+  return { handle, outcome, calls, released, history: await handle.fetchHistory() };
 }
 
 /** The calls of one step, in order, by their arguments. */
