@@ -178,7 +178,14 @@ export async function transcriptionJob(
       ? error
       : new CancelledFailure('transcription job canceled');
   } finally {
-    // M5: the run is over; its page leaves this worker's hand, wherever its last step ran.
+    releasePage();
+  }
+
+  /**
+   * M5: the attempt ended (a close, a pause, the run's end): its page leaves this worker's
+   * hand, wherever the step that ended it ran.
+   */
+  function releasePage() {
     sinks.pagesInHand.release(input.jobId);
   }
 
@@ -238,6 +245,7 @@ export async function transcriptionJob(
       total: state.totalSegments,
     };
     const paused = await steps.pauseProvider(ref, { ...request, counts });
+    releasePage();
     await progress.waitForResume(seen, paused.resumeAtMs);
     return AGAIN;
   }
@@ -257,6 +265,7 @@ export async function transcriptionJob(
       counts,
       maxAttempts: input.maxAttempts,
     });
+    releasePage();
     if (outcome === 'failed' || closed.jobStatus === 'failed')
       return final('failed', null, category);
     progress.setStage('backoff');

@@ -42,6 +42,8 @@ describe('retries between attempts (J3)', () => {
       expect(wait).toBeLessThanOrEqual(ceiling);
     });
     expect(backoffCeilingMs(2, retryInitialMs, retryMaxMs)).toBe(retryMaxMs);
+    // M5: each closed attempt, and the run's end, releases the page from its worker's hand.
+    expect(run.released).toHaveLength(4);
   });
 
   it('J3 when the close says the attempts are spent the job fails with the category, without a backoff', async () => {
