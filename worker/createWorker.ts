@@ -110,7 +110,7 @@ export class QuireWorker {
     readonly bulk: Worker,
     readonly interactive: Worker,
     /** M5: the pages this process holds an attempt for (what the tests read). */
-    readonly pagesInHand: PagesInHand = new PagesInHand(),
+    readonly pagesInHand: PagesInHand,
   ) {
     this.workers = [bulk, interactive];
   }
