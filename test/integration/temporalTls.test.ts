@@ -64,8 +64,10 @@ describe('Temporal over TLS with a client certificate and an API key (D2)', () =
         options: { simulated: { lines: 3 } },
       });
       await untilStatus(quire, ws, job.jobId, 'completed', 60_000);
-      const started = await temporal.workflow.getHandle(job.workflowId).describe();
-      expect(started.status.name).toBe('COMPLETED');
+      // The engine step commits (P6); the run ends in the workflow task after it, over TLS too.
+      const handle = temporal.workflow.getHandle(job.workflowId);
+      expect(await handle.result()).toMatchObject({ status: 'completed', resultRevision: 1 });
+      expect((await handle.describe()).status.name).toBe('COMPLETED');
     } finally {
       await connection.close();
     }
