@@ -114,7 +114,7 @@ export function createImageStages(kit: AttemptKit) {
     provider: TranscriptionProvider,
     media: MediaInput,
     call: CallContext,
-    args: SegmentArgs | undefined,
+    polish: boolean,
   ): Promise<{
     total: number;
     read: { completed: number; failures: SegmentFailure[]; polished: boolean };
@@ -149,11 +149,7 @@ export function createImageStages(kit: AttemptKit) {
     }
     return {
       total,
-      read: {
-        completed: saved.size,
-        failures,
-        polished: args?.polish === true && (await polishInline(ctx)),
-      },
+      read: { completed: saved.size, failures, polished: polish && (await polishInline(ctx)) },
     };
   }
 
@@ -289,9 +285,16 @@ export function createImageStages(kit: AttemptKit) {
   async function commitWhenDone(
     ctx: AttemptContext,
     args: { commit?: boolean; polish?: boolean },
-    read: { total: number; completed: number; polished: boolean },
+    read: {
+      total: number;
+      completed: number;
+      polished: boolean;
+      remaining?: number;
+      pause?: unknown;
+    },
   ): Promise<Committed | undefined> {
-    if (!args.commit) return undefined;
+    if (!args.commit || (read.remaining ?? 0) > 0 || (read.pause ?? null) !== null)
+      return undefined;
     if (read.completed === 0 && read.total > 0) return undefined;
     if (args.polish === true && !read.polished) return undefined;
     return kit.untilSaved('commit', () => commitAttempt(kit, ctx, { usePolish: read.polished }));
@@ -305,7 +308,7 @@ export function createImageStages(kit: AttemptKit) {
     read: { completed: number; failures: SegmentFailure[]; polished: boolean },
   ): Promise<Segmented> {
     const committed = await commitWhenDone(ctx, args, { total, ...read });
-    return { total, read: committed ? { ...read, committed } : read };
+    return { total, read: { ...read, committed } };
   }
 
   /**
@@ -352,7 +355,8 @@ export function createImageStages(kit: AttemptKit) {
             return kit.withHeartbeat(
               () => ({ stage: 'segment', read: 'page' }),
               async () => {
-                const { total, read } = await readWholePage(ctx, provider, media, call, args);
+                const polish = args?.polish === true;
+                const { total, read } = await readWholePage(ctx, provider, media, call, polish);
                 return finished(ctx, args ?? {}, total, read);
               },
             );
@@ -381,9 +385,7 @@ export function createImageStages(kit: AttemptKit) {
     ): Promise<SliceOutcome> {
       return kit.withAttempt('engine', ref, async (ctx) => {
         const outcome = await recognizeLines(ctx, args);
-        if (outcome.pause !== null || outcome.remaining > 0) return outcome;
-        const committed = await commitWhenDone(ctx, args, outcome);
-        return committed ? { ...outcome, committed } : outcome;
+        return { ...outcome, committed: await commitWhenDone(ctx, args, outcome) };
       });
     },
   };

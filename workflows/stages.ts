@@ -67,7 +67,7 @@ export async function readImage(
     return {
       outcome: { ...outcome, remaining: 0, pause: null },
       polished: read.polished,
-      ...(read.committed ? { committed: read.committed } : {}),
+      committed: read.committed,
     };
   }
   let chunk: SliceOutcome | undefined = segmented.partial;
@@ -83,7 +83,7 @@ export async function readImage(
         return {
           outcome: { ...outcome, failures },
           polished: polished === true,
-          ...(committed ? { committed } : {}),
+          committed,
         };
       }
     }
