@@ -38,6 +38,10 @@ export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'matching.useNewMatcher': true,
   'matching.numTaskqueueWritePartitions': 1,
   'matching.numTaskqueueReadPartitions': 1,
+  // P6: the dev server reads the namespace and the cluster's search attributes from its
+  // database on every search-attribute lookup unless this is off (the CLI turns it on for
+  // attributes created while it runs); Quire's are registered at start (`--search-attribute`).
+  'system.forceSearchAttributesCacheRefreshOnRead': false,
 };
 
 export function temporalCacheDir(): string {

@@ -73,6 +73,9 @@ export const TEMPORAL_SERVICES = [
 ] as const;
 
 /** Where the server's own services, and the cluster's bootstrap, reach the server. */
+/** Two refreshes of the server's namespace cache (`system.namespaceCacheRefreshInterval`, 2 s). */
+const SEARCH_ATTRIBUTES_SETTLE_MS = 4_500;
+
 export const internalFrontendAddress = (portBase: number) => `127.0.0.1:${portBase + 17}`;
 
 export function temporalServerEnv(
@@ -181,6 +184,7 @@ async function registerNamespace(
       60_000,
       500,
     );
+    let added = false;
     await pollReady(
       'search attributes',
       async () => {
@@ -193,12 +197,17 @@ async function registerNamespace(
           namespace,
           searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, types[type]])),
         });
+        added = true;
         return false;
       },
       exited,
       60_000,
       500,
     );
+    // P6: the server's services read a namespace's search attributes from their namespace
+    // cache (deploy/temporal/dynamicconfig.yaml), refreshed every 2 s: attributes just added
+    // are used once every service has refreshed.
+    if (added) await new Promise((resolve) => setTimeout(resolve, SEARCH_ATTRIBUTES_SETTLE_MS));
   } finally {
     await conn.close();
   }

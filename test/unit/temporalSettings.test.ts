@@ -19,7 +19,7 @@ function dynamicConfigFile(): Record<string, unknown> {
   return settings;
 }
 
-describe('Temporal server settings (P8, M5)', () => {
+describe('Temporal server settings (P6, P8, M5)', () => {
   it('P8 M5 the dev server runs with the matching settings that cluster mode and compose load', () => {
     const file = dynamicConfigFile();
     for (const [key, value] of Object.entries(TEMPORAL_DYNAMIC_CONFIG))
@@ -30,6 +30,13 @@ describe('Temporal server settings (P8, M5)', () => {
       'matching.numTaskqueueReadPartitions': 1,
       'matching.numTaskqueueWritePartitions': 1,
     });
+  });
+
+  it("P6 search attributes come from the server's caches, not its database, in every mode", () => {
+    // On, every search-attribute lookup (a start, an upsert, a visibility write) reads the
+    // namespace and the cluster metadata from the database under one lock.
+    expect(TEMPORAL_DYNAMIC_CONFIG['system.forceSearchAttributesCacheRefreshOnRead']).toBe(false);
+    expect(dynamicConfigFile()['system.forceSearchAttributesCacheRefreshOnRead']).toBe(false);
   });
 
   it('P8 a worker holds workflow tasks for half its activity slots, at least 4', () => {
