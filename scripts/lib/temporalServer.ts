@@ -72,10 +72,10 @@ export const TEMPORAL_SERVICES = [
   'worker',
 ] as const;
 
-/** Where the server's own services, and the cluster's bootstrap, reach the server. */
 /** Two refreshes of the server's namespace cache (`system.namespaceCacheRefreshInterval`, 2 s). */
 const SEARCH_ATTRIBUTES_SETTLE_MS = 4_500;
 
+/** Where the server's own services, and the cluster's bootstrap, reach the server. */
 export const internalFrontendAddress = (portBase: number) => `127.0.0.1:${portBase + 17}`;
 
 export function temporalServerEnv(
