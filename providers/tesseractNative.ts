@@ -78,6 +78,8 @@ export class NativeTesseractProvider implements TranscriptionProvider {
   private readonly running = new Set<ChildProcess>();
   private bundledDir: Promise<string> | undefined;
   private version: string | undefined;
+  /** Where the binary was found: looked up again only once it fails to start (P6). */
+  private program: string | undefined;
 
   constructor(options: NativeTesseractOptions = {}) {
     const dir = options.tessdataDir?.trim();
@@ -166,15 +168,7 @@ export class NativeTesseractProvider implements TranscriptionProvider {
 
   private async recognizePage(image: MediaInput, ctx: CallContext): Promise<string> {
     throwIfAborted(ctx.signal);
-    const program = await findProgram(TESSERACT_PROGRAM, this.searchPath);
-    if (!program) {
-      // The engine is missing on this machine until an operator installs it: `outage` pauses
-      // the queue instead of failing jobs, as for the speech engine's programs.
-      throw new ProviderError(
-        'outage',
-        `missing ${TESSERACT_PROGRAM} (Debian package ${TESSERACT_PACKAGE}): install with apt-get install ${TESSERACT_PACKAGE}`,
-      );
-    }
+    await this.tesseractProgram();
     const languages = tesseractLanguages(ctx.language);
     if (!languages) throw new ProviderError('invalid', 'unsupported language code for tesseract');
     const source = await resolveTessdata(languages, this.tessdataDir);
@@ -204,7 +198,19 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     ];
     const result = await this.pool.run(
       ctx.signal,
-      () => this.runTesseract(program, args, bytes, ctx.signal),
+      async () => {
+        try {
+          return await this.runTesseract(await this.tesseractProgram(), args, bytes, ctx.signal);
+        } catch (error) {
+          if (!(error instanceof ProgramGone)) throw error;
+          // Moved or removed since it was found (a package upgrade): look again, once.
+          this.program = undefined;
+          const again = await this.tesseractProgram();
+          return this.runTesseract(again, args, bytes, ctx.signal).catch((retried) => {
+            throw retried instanceof ProgramGone ? retried.failure : retried;
+          });
+        }
+      },
       { first: ctx.interactive },
     );
     if (result.code !== 0) {
@@ -223,6 +229,21 @@ export class NativeTesseractProvider implements TranscriptionProvider {
       throw new ProviderError('internal', `tesseract exited with ${result.code ?? result.signal}`);
     }
     return result.stdout;
+  }
+
+  /**
+   * The binary's path. P6: the search path is walked (an access call per directory) until the
+   * binary is found, then not again for every page; while it is missing, on every page.
+   */
+  private async tesseractProgram(): Promise<string> {
+    this.program ??= await findProgram(TESSERACT_PROGRAM, this.searchPath);
+    if (this.program) return this.program;
+    // The engine is missing on this machine until an operator installs it: `outage` pauses
+    // the queue instead of failing jobs, as for the speech engine's programs.
+    throw new ProviderError(
+      'outage',
+      `missing ${TESSERACT_PROGRAM} (Debian package ${TESSERACT_PACKAGE}): install with apt-get install ${TESSERACT_PACKAGE}`,
+    );
   }
 
   /** Runs one tesseract process on one core, the image on stdin; killed when the call aborts. */
@@ -267,7 +288,10 @@ export class NativeTesseractProvider implements TranscriptionProvider {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         this.running.delete(child);
-        reject(new ProviderError('internal', `tesseract could not start (${error.name})`));
+        const failure = new ProviderError('internal', `tesseract could not start (${error.name})`);
+        reject(
+          (error as NodeJS.ErrnoException).code === 'ENOENT' ? new ProgramGone(failure) : failure,
+        );
       });
       child.on('close', (code, killedBy) => {
         clearTimeout(timer);
@@ -343,6 +367,13 @@ export function parseTsvLines(tsv: string): ReadLine[] {
     out.push({ box: line.box, text: words.join(' '), confidence: clamp01(mean / 100) });
   }
   return out;
+}
+
+/** The binary found before is no longer where it was; `failure` is what the call fails with. */
+class ProgramGone extends Error {
+  constructor(readonly failure: ProviderError) {
+    super(failure.message);
+  }
 }
 
 function findProgramSync(name: string, searchPath = DEFAULT_PROGRAM_PATH): string | undefined {

@@ -67,6 +67,14 @@ const ENGINE_SETTINGS = [
   'QUIRE_DEFAULT_PROVIDER',
 ];
 
+/**
+ * BENCH_WORKER_NODE_FLAGS: Node flags for dev mode's worker alone, space-separated (a profile of a
+ * run: `--cpu-prof --cpu-prof-dir=/tmp/prof`; Node refuses `--cpu-prof` in NODE_OPTIONS).
+ */
+function workerNodeFlags(): string[] {
+  return (process.env.BENCH_WORKER_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+}
+
 async function untilFile(file: string, what: string): Promise<void> {
   for (let waited = 0; ; waited += 200) {
     if (await readFile(file).catch(() => null)) return;
@@ -116,7 +124,10 @@ export async function startDevTopology(dir: string): Promise<Topology> {
   const workerMode = process.env.BENCH_WORKER === 'tsx' ? 'tsx' : 'compiled';
   const worker = spawn(
     process.execPath,
-    workerMode === 'tsx' ? ['--import', 'tsx', 'worker/main.ts'] : workerArgs(REPO_ROOT),
+    [
+      ...workerNodeFlags(),
+      ...(workerMode === 'tsx' ? ['--import', 'tsx', 'worker/main.ts'] : workerArgs(REPO_ROOT)),
+    ],
     { cwd: REPO_ROOT, env, stdio: 'ignore' },
   );
   const upload = await startProcess(['bench/ocr/ingestServer.ts'], /LISTENING (\d+)/);

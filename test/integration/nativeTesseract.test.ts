@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
@@ -112,6 +112,38 @@ describe('native tesseract (P3)', () => {
       NativeTesseractProvider,
     );
     expect(createTesseractEngine({ engine: 'js', threads: 1 })).toBeInstanceOf(TesseractProvider);
+  });
+
+  it('P6 finds the binary once, not for every page; one moved away is looked for again', async () => {
+    const { stdout } = await run('sh', ['-c', 'command -v tesseract']);
+    const real = stdout.trim();
+    const [first, second, third] = ['bin-a', 'bin-b', 'bin-c'].map((d) => path.join(dir, d));
+    for (const d of [first!, second!, third!]) await mkdir(d, { recursive: true });
+    const place = async (at: string, script: string) => {
+      await writeFile(path.join(at, 'tesseract'), `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+    };
+    const provider = new NativeTesseractProvider({
+      searchPath: [first, second, third].join(path.delimiter),
+      dataCacheDir: path.join(dir, 'cache'),
+    });
+    const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
+    try {
+      await place(second!, `exec ${real} "$@"`);
+      expect((await provider.readPage(page, ctx())).lines.length).toBeGreaterThan(5);
+      // A lookup for this page would find the broken one first on the path: none is made.
+      await place(first!, 'exit 3');
+      expect((await provider.readPage(page, ctx())).lines.length).toBeGreaterThan(5);
+      // The binary found is gone: the page looks again, and finds where it went.
+      await rm(path.join(first!, 'tesseract'));
+      await rm(path.join(second!, 'tesseract'));
+      await place(third!, `exec ${real} "$@"`);
+      expect((await provider.readPage(page, ctx())).lines.length).toBeGreaterThan(5);
+      // Gone everywhere: the engine is missing, as at a start without it.
+      await rm(path.join(third!, 'tesseract'));
+      await expect(provider.readPage(page, ctx())).rejects.toMatchObject({ category: 'outage' });
+    } finally {
+      await provider.close();
+    }
   });
 
   it('P3 Q3 an unreadable image fails image, a missing language invalid, a missing file internal', async () => {
