@@ -15,7 +15,7 @@
  * load the model once per line.
  */
 
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
@@ -78,6 +78,7 @@ export class NativeTesseractProvider implements TranscriptionProvider {
   private readonly running = new Set<ChildProcess>();
   private bundledDir: Promise<string> | undefined;
   private version: string | undefined;
+  private readingVersion = false;
   /** Where the binary was found: looked up again only once it fails to start (P6). */
   private program: string | undefined;
 
@@ -151,6 +152,19 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     await Promise.all(exits);
     await this.lines.close();
     this.pool.reopen();
+  }
+
+  /**
+   * P6: the binary's version, read once while the first page is read, so that the page's
+   * identity does not wait for a synchronous `--version` (60 ms of a blocked event loop).
+   */
+  private readVersion(program: string): void {
+    if (this.version || this.readingVersion) return;
+    this.readingVersion = true;
+    execFile(program, ['--version'], { encoding: 'utf8', timeout: 10_000 }, (error, out) => {
+      if (!error) this.version ??= /tesseract\s+(\S+)/.exec(out)?.[1];
+      this.readingVersion = false;
+    });
   }
 
   private binaryVersion(): string {
@@ -237,7 +251,10 @@ export class NativeTesseractProvider implements TranscriptionProvider {
    */
   private async tesseractProgram(): Promise<string> {
     this.program ??= await findProgram(TESSERACT_PROGRAM, this.searchPath);
-    if (this.program) return this.program;
+    if (this.program) {
+      this.readVersion(this.program);
+      return this.program;
+    }
     // The engine is missing on this machine until an operator installs it: `outage` pauses
     // the queue instead of failing jobs, as for the speech engine's programs.
     throw new ProviderError(

@@ -146,6 +146,31 @@ describe('native tesseract (P3)', () => {
     }
   });
 
+  it("P6 reads the binary's version while the first page is read, not when the page's identity is asked for", async () => {
+    const { stdout } = await run('sh', ['-c', 'command -v tesseract']);
+    const bin = path.join(dir, 'bin-logged');
+    const calls = path.join(dir, 'calls.log');
+    await mkdir(bin, { recursive: true });
+    await writeFile(
+      path.join(bin, 'tesseract'),
+      `#!/bin/sh\necho "$1" >> ${calls}\nexec ${stdout.trim()} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const provider = new NativeTesseractProvider({
+      searchPath: bin,
+      dataCacheDir: path.join(dir, 'cache'),
+    });
+    try {
+      await provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx());
+      expect((await readFile(calls, 'utf8')).split('\n')).toContain('--version');
+      const { stdout: version } = await run(stdout.trim(), ['--version']);
+      expect(version).toContain(provider.identity().version);
+      expect(provider.identity().version).toMatch(/^\d+\.\d+/);
+    } finally {
+      await provider.close();
+    }
+  });
+
   it('P3 Q3 an unreadable image fails image, a missing language invalid, a missing file internal', async () => {
     const provider = new NativeTesseractProvider({ dataCacheDir: path.join(dir, 'cache') });
     const junk = path.join(dir, 'junk.png');
