@@ -148,22 +148,29 @@ const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
  */
 async function untilBatchEnds(pool: Pool, batchId: string): Promise<void> {
   const client = await pool.connect();
-  let wake = () => {};
+  // A notification that arrives while a count runs is kept for the wait that follows it.
+  let notified = false;
+  let wake = () => {
+    notified = true;
+  };
   const onNotification = () => wake();
   client.on('notification', onNotification);
   try {
     await client.query('LISTEN quire_events');
     for (;;) {
+      notified = false;
       const { rows } = await client.query(
         `SELECT count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS active FROM transcription_jobs WHERE batch_id = $1`,
         [batchId],
       );
       if (rows[0].active === 0) return;
       await new Promise<void>((resolve) => {
-        const fallback = setTimeout(resolve, 2_000);
+        const fallback = setTimeout(resolve, notified ? 100 : 2_000);
         wake = () => {
           clearTimeout(fallback);
-          wake = () => {};
+          wake = () => {
+            notified = true;
+          };
           setTimeout(resolve, 100);
         };
       });
