@@ -162,7 +162,7 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     if (this.version || this.readingVersion) return;
     this.readingVersion = true;
     execFile(program, ['--version'], { encoding: 'utf8', timeout: 10_000 }, (error, out) => {
-      if (!error) this.version ??= /tesseract\s+(\S+)/.exec(out)?.[1];
+      if (!error) this.version ??= versionIn(out);
       this.readingVersion = false;
     });
   }
@@ -170,10 +170,10 @@ export class NativeTesseractProvider implements TranscriptionProvider {
   private binaryVersion(): string {
     if (this.version) return this.version;
     try {
-      const program = findProgramSync(TESSERACT_PROGRAM, this.searchPath);
+      const program = this.program ?? findProgramSync(TESSERACT_PROGRAM, this.searchPath);
       if (!program) return 'unknown';
       const out = execFileSync(program, ['--version'], { encoding: 'utf8', timeout: 10_000 });
-      this.version = /tesseract\s+(\S+)/.exec(out)?.[1] ?? 'unknown';
+      this.version = versionIn(out) ?? 'unknown';
       return this.version;
     } catch {
       return 'unknown';
@@ -384,6 +384,11 @@ export function parseTsvLines(tsv: string): ReadLine[] {
     out.push({ box: line.box, text: words.join(' '), confidence: clamp01(mean / 100) });
   }
   return out;
+}
+
+/** The version in what `tesseract --version` prints. */
+function versionIn(out: string): string | undefined {
+  return /tesseract\s+(\S+)/.exec(out)?.[1];
 }
 
 /** The binary found before is no longer where it was; `failure` is what the call fails with. */

@@ -148,32 +148,35 @@ const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
  */
 async function untilBatchEnds(pool: Pool, batchId: string): Promise<void> {
   const client = await pool.connect();
-  // A notification that arrives while a count runs is kept for the wait that follows it.
-  let notified = false;
-  let wake = () => {
-    notified = true;
+  let notifications = 0;
+  let onNext: (() => void) | undefined;
+  const onNotification = () => {
+    notifications++;
+    onNext?.();
   };
-  const onNotification = () => wake();
   client.on('notification', onNotification);
   try {
     await client.query('LISTEN quire_events');
     for (;;) {
-      notified = false;
+      const seen = notifications;
       const { rows } = await client.query(
         `SELECT count(*) FILTER (WHERE status IN ('pending', 'running'))::int AS active FROM transcription_jobs WHERE batch_id = $1`,
         [batchId],
       );
       if (rows[0].active === 0) return;
-      await new Promise<void>((resolve) => {
-        const fallback = setTimeout(resolve, notified ? 100 : 2_000);
-        wake = () => {
-          clearTimeout(fallback);
-          wake = () => {
-            notified = true;
+      // None came while the count ran: wait for one, or for the fallback.
+      if (notifications === seen) {
+        await new Promise<void>((resolve) => {
+          const fallback = setTimeout(resolve, 2_000);
+          onNext = () => {
+            clearTimeout(fallback);
+            resolve();
           };
-          setTimeout(resolve, 100);
-        };
-      });
+        });
+        onNext = undefined;
+      }
+      // The rest of a commit's notifications arrive within this.
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
   } finally {
     client.off('notification', onNotification);

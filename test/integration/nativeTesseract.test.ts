@@ -49,6 +49,17 @@ afterAll(async () => {
   await removeDir(dir);
 });
 
+/** The path of the machine's tesseract binary. */
+async function realTesseract(): Promise<string> {
+  return (await run('sh', ['-c', 'command -v tesseract'])).stdout.trim();
+}
+
+/** A `tesseract` shell script in `at` (created if missing) that runs `script`. */
+async function placeTesseract(at: string, script: string): Promise<void> {
+  await mkdir(at, { recursive: true });
+  await writeFile(path.join(at, 'tesseract'), `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+}
+
 /** What the bare CLI prints for the page, line by line, blank lines dropped. */
 async function bareCliLines(image: string): Promise<string[]> {
   const { stdout } = await run(
@@ -115,28 +126,23 @@ describe('native tesseract (P3)', () => {
   });
 
   it('P6 finds the binary once, not for every page; one moved away is looked for again', async () => {
-    const { stdout } = await run('sh', ['-c', 'command -v tesseract']);
-    const real = stdout.trim();
+    const real = await realTesseract();
     const [first, second, third] = ['bin-a', 'bin-b', 'bin-c'].map((d) => path.join(dir, d));
-    for (const d of [first!, second!, third!]) await mkdir(d, { recursive: true });
-    const place = async (at: string, script: string) => {
-      await writeFile(path.join(at, 'tesseract'), `#!/bin/sh\n${script}\n`, { mode: 0o755 });
-    };
     const provider = new NativeTesseractProvider({
       searchPath: [first, second, third].join(path.delimiter),
       dataCacheDir: path.join(dir, 'cache'),
     });
     const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
     try {
-      await place(second!, `exec ${real} "$@"`);
+      await placeTesseract(second!, `exec ${real} "$@"`);
       expect((await provider.readPage(page, ctx())).lines.length).toBeGreaterThan(5);
       // A lookup for this page would find the broken one first on the path: none is made.
-      await place(first!, 'exit 3');
+      await placeTesseract(first!, 'exit 3');
       expect((await provider.readPage(page, ctx())).lines.length).toBeGreaterThan(5);
       // The binary found is gone: the page looks again, and finds where it went.
       await rm(path.join(first!, 'tesseract'));
       await rm(path.join(second!, 'tesseract'));
-      await place(third!, `exec ${real} "$@"`);
+      await placeTesseract(third!, `exec ${real} "$@"`);
       expect((await provider.readPage(page, ctx())).lines.length).toBeGreaterThan(5);
       // Gone everywhere: the engine is missing, as at a start without it.
       await rm(path.join(third!, 'tesseract'));
@@ -147,15 +153,10 @@ describe('native tesseract (P3)', () => {
   });
 
   it("P6 reads the binary's version while the first page is read, not when the page's identity is asked for", async () => {
-    const { stdout } = await run('sh', ['-c', 'command -v tesseract']);
+    const real = await realTesseract();
     const bin = path.join(dir, 'bin-logged');
     const calls = path.join(dir, 'calls.log');
-    await mkdir(bin, { recursive: true });
-    await writeFile(
-      path.join(bin, 'tesseract'),
-      `#!/bin/sh\necho "$1" >> ${calls}\nexec ${stdout.trim()} "$@"\n`,
-      { mode: 0o755 },
-    );
+    await placeTesseract(bin, `echo "$1" >> ${calls}\nexec ${real} "$@"`);
     const provider = new NativeTesseractProvider({
       searchPath: bin,
       dataCacheDir: path.join(dir, 'cache'),
@@ -163,7 +164,7 @@ describe('native tesseract (P3)', () => {
     try {
       await provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx());
       expect((await readFile(calls, 'utf8')).split('\n')).toContain('--version');
-      const { stdout: version } = await run(stdout.trim(), ['--version']);
+      const { stdout: version } = await run(real, ['--version']);
       expect(version).toContain(provider.identity().version);
       expect(provider.identity().version).toMatch(/^\d+\.\d+/);
     } finally {
