@@ -4,7 +4,7 @@ import { createBlobStore, fleetSettings } from '../blobs/fromConfig';
 import { loadConfig, requireSecretKeys } from '../core/config';
 import { redactError } from '../core/redact';
 import { interactiveTaskQueue } from '../core/temporal';
-import { temporalConnectionOptions } from '../core/temporalConnection';
+import { workerConnectionOptions } from '../core/temporalConnection';
 import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
 import { checkInstallationSettings } from '../db/installationSettings';
 import { migrate } from '../db/migrate';
@@ -76,10 +76,9 @@ async function main(): Promise<number> {
   // R4: where the frontend checks callers, both connections send the token of Quire's client
   // and take each refreshed one; a client the provider refuses stops the worker here.
   const token = await startTemporalToken(config, { logger });
-  const connection = await NativeConnection.connect({
-    ...temporalConnectionOptions(config),
-    ...(token ? { apiKey: token.current() } : {}),
-  });
+  const connection = await NativeConnection.connect(
+    workerConnectionOptions(config, token?.current()),
+  );
   token?.onRefresh((fresh) => {
     connection.setApiKey(fresh).catch(() => {
       logger.warn({}, 'could not hand the refreshed Temporal token to the worker connection');

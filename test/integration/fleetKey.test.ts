@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WORKER_GRPC_COMPRESSION } from '../../core/temporalConnection';
 import { auditInvariants } from '../../db/audit';
 import { checkInstallationKey, installationKeyHeld } from '../../db/installationKey';
 import { listAttempts } from '../../db/jobs';
@@ -122,7 +123,10 @@ describe('one fleet configuration (D1)', () => {
     await checkInstallationKey(quire.db.pool, quire.config.QUIRE_SECRET_KEYS);
     const otherKey = key();
     // Another process: its own connection to Temporal.
-    const otherConnection = await NativeConnection.connect({ address: temporalAddress() });
+    const otherConnection = await NativeConnection.connect({
+      address: temporalAddress(),
+      grpcCompression: WORKER_GRPC_COMPRESSION,
+    });
     let stoppedItself = 0;
     const other: QuireWorker = await createQuireWorker({
       config: { ...quire.config, QUIRE_SECRET_KEY: otherKey, QUIRE_SECRET_KEYS: [otherKey] },

@@ -7,6 +7,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { type BlobStore, createLocalBlobStore } from '../../blobs';
 import type { QuireClient } from '../../client';
 import { parseConfig, type QuireConfig } from '../../core/config';
+import { WORKER_GRPC_COMPRESSION } from '../../core/temporalConnection';
 import { createProviderRegistry, type ProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import {
@@ -78,7 +79,10 @@ export async function createTestQuire(
 ): Promise<TestQuire> {
   const db = await createTestDatabase();
   const config = { ...testConfig(overrides), DATABASE_URL: db.url };
-  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const connection = await NativeConnection.connect({
+    address: temporalAddress(),
+    grpcCompression: WORKER_GRPC_COMPRESSION,
+  });
   const clientConnection = await Connection.connect({ address: temporalAddress() });
   const temporal = new Client({
     connection: clientConnection,

@@ -1,6 +1,9 @@
+import { createServer, type IncomingHttpHeaders } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { type ConfigFiles, parseConfig } from '../../core/config';
-import { temporalConnectionOptions } from '../../core/temporalConnection';
+import { temporalConnectionOptions, workerConnectionOptions } from '../../core/temporalConnection';
 
 const KEY = 'k'.repeat(64);
 const files: ConfigFiles = {
@@ -71,5 +74,61 @@ describe('how Quire connects to Temporal (D2)', () => {
     expect(() => options({ ...OAUTH, TEMPORAL_API_KEY: 'tk_abc' })).toThrow(
       /TEMPORAL_API_KEY and TEMPORAL_OAUTH_\* both/,
     );
+  });
+});
+
+/**
+ * What the worker's native connection sends a gRPC server: the headers and the first
+ * message's compressed flag of the connection's first call, read by a plain HTTP/2 server
+ * that answers every call UNIMPLEMENTED.
+ */
+async function firstCallOf(
+  options: (address: string) => NativeConnectionOptions,
+): Promise<{ headers: IncomingHttpHeaders; compressedFlag: number }> {
+  const calls: Array<{ headers: IncomingHttpHeaders; compressedFlag: number }> = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      calls.push({ headers: request.headers, compressedFlag: Buffer.concat(chunks)[0] ?? -1 });
+      response.writeHead(200, { 'content-type': 'application/grpc', 'grpc-status': '12' });
+      response.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  try {
+    const connection = await NativeConnection.connect(options(`127.0.0.1:${port}`)).catch(
+      () => undefined,
+    );
+    await connection?.close();
+    expect(calls.length).toBeGreaterThan(0);
+    return calls[0]!;
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+describe("the worker's connection to Temporal (P6)", () => {
+  it("P6 the worker's native connection sends its requests uncompressed; the SDK's default would gzip them", async () => {
+    const worker = await firstCallOf((address) =>
+      workerConnectionOptions(parseConfig({ QUIRE_SECRET_KEY: KEY, TEMPORAL_ADDRESS: address })),
+    );
+    expect(worker.headers['content-type']).toMatch(/^application\/grpc/);
+    expect(worker.headers['grpc-encoding'] ?? 'identity').toBe('identity');
+    expect(worker.compressedFlag).toBe(0);
+    // The same call with the SDK's defaults: what the worker no longer pays for.
+    const sdkDefault = await firstCallOf((address) => ({ address }));
+    expect(sdkDefault.headers['grpc-encoding']).toBe('gzip');
+    expect(sdkDefault.compressedFlag).toBe(1);
+  });
+
+  it('P6 the worker keeps the settings every process shares, and its token when it has one', () => {
+    const config = parseConfig({ QUIRE_SECRET_KEY: KEY, TEMPORAL_API_KEY: 'tk_abc' });
+    expect(workerConnectionOptions(config)).toEqual({
+      ...temporalConnectionOptions(config),
+      grpcCompression: { codec: 'none' },
+    });
+    expect(workerConnectionOptions(config, 'fresh-token').apiKey).toBe('fresh-token');
   });
 });

@@ -15,6 +15,7 @@ import {
   type TranscriptionJobInput,
   type TranscriptionJobResult,
 } from '../../core/temporal';
+import { WORKER_GRPC_COMPRESSION } from '../../core/temporalConnection';
 import type { JobSteps } from '../../workflows/activityProfiles';
 import { patchIdsOf, recordedHistoryFile } from '../support/histories';
 
@@ -54,7 +55,10 @@ function address(): string {
 }
 
 async function connect(): Promise<{ connection: NativeConnection; client: Client }> {
-  connection ??= await NativeConnection.connect({ address: address() });
+  connection ??= await NativeConnection.connect({
+    address: address(),
+    grpcCompression: WORKER_GRPC_COMPRESSION,
+  });
   clientConnection ??= await Connection.connect({ address: address() });
   client ??= new Client({ connection: clientConnection });
   return { connection, client };
