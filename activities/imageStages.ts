@@ -1,17 +1,22 @@
 import { Context } from '@temporalio/activity';
 import { segmentsOf } from '../core/annotation';
-import { payloadsOf } from '../core/checkpoints';
+import { type Checkpoint, payloadsOf, readingCheckpoints } from '../core/checkpoints';
 import { isPausing, ProviderError } from '../core/failures';
-import type { CallContext, MediaInput, TranscriptionProvider } from '../core/provider';
+import type { CallContext, TranscriptionProvider } from '../core/provider';
 import { describeProvider } from '../core/providerCatalogue';
-import { linesFromAnnotation } from '../core/transcript';
+import { redactError } from '../core/redact';
+import { linesFromAnnotation, recognizedSegments } from '../core/transcript';
 import { appendTaskEvent } from '../db/attempts';
 import {
+  insertCheckpoint,
   loadCheckpoints,
   refreshRecognizeProgress,
   saveSegmentCheckpoint,
   saveSegmentedLines,
 } from '../db/checkpoints';
+import type { RunningAttempt } from '../db/fence';
+import { recordProviderCall } from '../db/ledger';
+import { type PoolClient, underSavepoint } from '../db/pool';
 import { saveReadPage } from '../db/readPage';
 import {
   type AttemptContext,
@@ -24,9 +29,13 @@ import {
 import {
   type Committed,
   commitAttempt,
+  commitAttemptIn,
+  type PolishPass,
   polishCheckpointed,
+  polishPass,
   polishProviderOf,
   protectedLinesOf,
+  settleCommit,
 } from './transcriptStages';
 
 /** What `segment` is asked (the workflow's options for the attempt). */
@@ -68,6 +77,14 @@ export type SliceOutcome = RecognizeOutcome & { polished?: boolean; committed?: 
 
 type PageMedia = Awaited<ReturnType<AttemptKit['pageMedia']>>;
 
+/** P6: what a fresh read's save wrote after its lines: the polish, and the commit when made. */
+interface SavedInRead {
+  completed: number;
+  failures: SegmentFailure[];
+  polished: boolean;
+  commit?: Awaited<ReturnType<typeof commitAttemptIn>>;
+}
+
 /** A slice of a page's lines for one activity. */
 interface LineSlice {
   maxSegments?: number;
@@ -75,6 +92,20 @@ interface LineSlice {
   maxMillis?: number;
   polish?: boolean;
   commit?: boolean;
+}
+
+/** J2: the lines of a page read in one pass that came back with text, and those that did not. */
+function readOutcome(
+  total: number,
+  saved: readonly Checkpoint[],
+): { completed: number; failures: SegmentFailure[] } {
+  const read = payloadsOf(saved, 'recognize');
+  const failures: SegmentFailure[] = [];
+  for (let index = 0; index < total; index++) {
+    // A line found but read empty is a failed line of this attempt.
+    if (!read.has(index)) failures.push({ index, category: 'content' });
+  }
+  return { completed: read.size, failures };
 }
 
 /** How often a long recognition refreshes the job's live counters (the console reads them). */
@@ -95,9 +126,7 @@ export function createImageStages(kit: AttemptKit) {
    * (M3), not tried here first and recorded twice.
    */
   async function polishInline(ctx: AttemptContext): Promise<boolean> {
-    const polisher = polishProviderOf(ctx);
-    if (polisher !== ctx.snapshot.provider) return false;
-    if (describeProvider(polisher)?.location !== 'local') return false;
+    if (!polishesInline(ctx)) return false;
     try {
       return await polishCheckpointed(kit, ctx);
     } catch (error) {
@@ -108,49 +137,127 @@ export function createImageStages(kit: AttemptKit) {
     }
   }
 
-  /** P1: one engine pass over a fresh page, saved as the segment and line checkpoints at once. */
+  /** Whether the job's polisher is its own offline engine, whose pass runs in the read's step. */
+  function polishesInline(ctx: AttemptContext): boolean {
+    const polisher = polishProviderOf(ctx);
+    return polisher === ctx.snapshot.provider && describeProvider(polisher)?.location === 'local';
+  }
+
+  /**
+   * P1: one engine pass over a fresh page, saved as the segment and line checkpoints at once.
+   * P6: when the workflow asks for the commit and the read leaves nothing else to run, the
+   * polish (the engine's own, offline) runs on the lines in memory, and the save writes the
+   * polish and commits the page in its one transaction (`readAndCommit`).
+   */
   async function readWholePage(
     ctx: AttemptContext,
     provider: TranscriptionProvider,
-    media: MediaInput,
+    loaded: PageMedia,
     call: CallContext,
-    polish: boolean,
-  ): Promise<{
-    total: number;
-    read: { completed: number; failures: SegmentFailure[]; polished: boolean };
-  }> {
+    args: SegmentArgs,
+  ): Promise<Segmented> {
     await kit.guardBudget(ctx, { units: 1, unit: 'page' });
-    const reading = await provider.readPage!(media, call);
+    const reading = await provider.readPage!(loaded.media, call);
     const engine =
       reading.engine ??
       provider.identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
+    const read = { ...reading, engine };
+    const saveCall = {
+      workspaceId: ctx.workspaceId,
+      provider: ctx.snapshot.provider,
+      costMicros: Math.round(reading.cost.units * (ctx.snapshot.price[reading.cost.unit] ?? 0)),
+      occurredAt: deps.now?.(),
+    };
+    const total = reading.lines.length;
+    const inOne = args.commit ? await readAndCommit(ctx, loaded.page, read, args) : {};
     // D7: the page is read; an outage of our own database now waits instead of losing it.
-    await kit.untilSaved('save read page', () =>
-      saveReadPage(
-        pool,
-        ctx.fence,
-        { ...reading, engine },
-        {
-          workspaceId: ctx.workspaceId,
-          provider: ctx.snapshot.provider,
-          costMicros: Math.round(reading.cost.units * (ctx.snapshot.price[reading.cost.unit] ?? 0)),
-          occurredAt: deps.now?.(),
-        },
-      ),
+    const saved = await kit.untilSaved('save read page', () =>
+      saveReadPage(pool, ctx.fence, read, saveCall, inOne.write),
     );
+    if (inOne.error !== undefined) throw inOne.error;
+    if (saved.written) {
+      const { commit, ...outcome } = saved.written;
+      if (commit) {
+        const committed = settleCommit(kit, ctx, commit.input, commit.result);
+        return { total, read: { ...outcome, committed } };
+      }
+      // A polish still to run, or a commit refused in the save (its writes undone, the read
+      // and the polish kept): the commit is left to its own step or run here, as before.
+      return finished(ctx, args, total, outcome);
+    }
     // Read back rather than trusted: a replayed save keeps what the first one wrote.
     const rows = await kit.untilSaved('read back', () => loadCheckpoints(pool, ctx.fence.jobId));
-    const total = payloadsOf(rows, 'segment').get(0)?.lines.length ?? reading.lines.length;
-    const saved = payloadsOf(rows, 'recognize');
-    const failures: SegmentFailure[] = [];
-    for (let index = 0; index < total; index++) {
-      // J2: a line found but read empty is a failed line of this attempt.
-      if (!saved.has(index)) failures.push({ index, category: 'content' });
+    const kept = payloadsOf(rows, 'segment').get(0)?.lines.length ?? total;
+    const polished = args.polish === true && (await polishInline(ctx));
+    return finished(ctx, args, kept, { ...readOutcome(kept, rows), polished });
+  }
+
+  /**
+   * P6: what `saveReadPage` also writes after a fresh read when the workflow asked for the
+   * commit: the polish pass's ledger row and checkpoint, then the commit, under a savepoint so
+   * that a commit that fails keeps the read and the polish (paid work) and leaves the commit
+   * to its own step, as before. No writer where the read cannot commit as it stands (no line
+   * read; a polish that is not the engine's own offline pass): the save is the read alone. An
+   * error of the polish (a cancel, a bug) is returned, to be thrown once the read is saved.
+   */
+  async function readAndCommit(
+    ctx: AttemptContext,
+    page: PageMedia['page'],
+    read: Parameters<typeof saveReadPage>[2],
+    args: SegmentArgs,
+  ): Promise<{
+    write?: (client: PoolClient, attempt: RunningAttempt) => Promise<SavedInRead>;
+    error?: unknown;
+  }> {
+    const { segment, recognized } = readingCheckpoints(ctx.fence.attemptNumber, read);
+    if (recognized.length === 0 && read.lines.length > 0) return {};
+    const polish = args.polish === true;
+    if (polish && !polishesInline(ctx)) return {};
+    const checkpoints: Checkpoint[] = [segment, ...recognized];
+    const outcome = readOutcome(read.lines.length, checkpoints);
+    let pass: PolishPass | undefined;
+    if (polish) {
+      try {
+        pass = await polishPass(kit, ctx, recognizedSegments(checkpoints), page.kind);
+      } catch (error) {
+        if (!(error instanceof ProviderError) || Context.current().cancellationSignal.aborted)
+          return { error };
+        // Refused before any call (the budget, B1): the `polish` stage decides, as before.
+        return { write: async () => ({ ...outcome, polished: false }) };
+      }
     }
-    return {
-      total,
-      read: { completed: saved.size, failures, polished: polish && (await polishInline(ctx)) },
+    const texts = pass?.outcome === 'ok' ? pass.texts : null;
+    const attemptNumber = ctx.fence.attemptNumber;
+    if (texts) checkpoints.push({ stage: 'polish', seq: 0, attemptNumber, payload: { texts } });
+    const write = async (client: PoolClient, attempt: RunningAttempt): Promise<SavedInRead> => {
+      if (pass) {
+        await recordProviderCall(client, {
+          by: pass.by,
+          workspaceId: ctx.workspaceId,
+          jobId: ctx.fence.jobId,
+          attemptNumber,
+          snapshot: ctx.snapshot,
+          operation: 'polish',
+          cost: pass.cost,
+          outcome: pass.outcome,
+          occurredAt: deps.now?.(),
+        });
+      }
+      if (texts) await insertCheckpoint(client, ctx.fence, 'polish', 0, { texts });
+      // A polish asked for and not saved is left to the `polish` stage, as before.
+      if (polish && !texts) return { ...outcome, polished: false };
+      const usePolish = texts !== null;
+      const commit = await underSavepoint(client, () =>
+        commitAttemptIn(kit, ctx, client, attempt, checkpoints, page, { usePolish }),
+      );
+      if (commit.ok) return { ...outcome, polished: usePolish, commit: commit.value };
+      deps.logger.warn(
+        { jobId: ctx.fence.jobId, attempt: attemptNumber, error: redactError(commit.error) },
+        'commit in the read refused; the read is saved and the commit step runs',
+      );
+      return { ...outcome, polished: usePolish };
     };
+    return { write };
   }
 
   /**
@@ -354,11 +461,7 @@ export function createImageStages(kit: AttemptKit) {
             // can outlast a heartbeat interval (T3).
             return kit.withHeartbeat(
               () => ({ stage: 'segment', read: 'page' }),
-              async () => {
-                const polish = args?.polish === true;
-                const { total, read } = await readWholePage(ctx, provider, media, call, polish);
-                return finished(ctx, args ?? {}, total, read);
-              },
+              () => readWholePage(ctx, provider, loaded, call, args ?? {}),
             );
           }
           await kit.guardBudget(ctx, { units: 1, unit: 'page' });

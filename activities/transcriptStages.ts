@@ -1,10 +1,11 @@
 import { Context } from '@temporalio/activity';
 import { type Segment, segmentsOf } from '../core/annotation';
-import { payloadsOf } from '../core/checkpoints';
-import { ProviderError } from '../core/failures';
+import { type Checkpoint, payloadsOf } from '../core/checkpoints';
+import { type FailureClass, ProviderError } from '../core/failures';
 import { overwritesHumanLines } from '../core/jobOptions';
 import { humanLineIndexes } from '../core/lineStates';
-import { billedProvider } from '../core/pricing';
+import { type BilledProvider, billedProvider } from '../core/pricing';
+import type { CallCost } from '../core/provider';
 import {
   assembleTranscript,
   polishedTexts,
@@ -13,8 +14,17 @@ import {
 } from '../core/transcript';
 import { recordProgress } from '../db/attempts';
 import { loadCheckpoints, saveCheckpoint } from '../db/checkpoints';
-import { commitPageRevision, failOnConflict } from '../db/commit';
-import { readAttemptPage } from '../db/pages';
+import {
+  type CommitInput,
+  type CommitResult,
+  commitPageRevision,
+  commitPageRevisionIn,
+  failOnConflict,
+  failOnConflictIn,
+} from '../db/commit';
+import type { RunningAttempt } from '../db/fence';
+import { type PageRow, readAttemptPage } from '../db/pages';
+import type { PoolClient } from '../db/pool';
 import type { AttemptContext, AttemptKit, AttemptRef } from './attemptContext';
 
 /** The provider that polishes a job's text: the one named in its options, or its engine. */
@@ -35,37 +45,59 @@ export function protectedLinesOf(ctx: AttemptContext, segments: readonly Segment
  * commit reads it. Returns whether polished text is saved.
  */
 export async function polishCheckpointed(kit: AttemptKit, ctx: AttemptContext): Promise<boolean> {
-  const { deps, pool } = kit;
+  const { pool } = kit;
   const saved = await loadCheckpoints(pool, ctx.fence.jobId);
   if (payloadsOf(saved, 'polish').has(0)) return true;
   const recognized = recognizedSegments(saved);
   if (recognized.length === 0) return false;
   const page = await readAttemptPage(pool, ctx.pageId);
-  // The engine's own (offline, deterministic) polish, or a model pass through another
-  // provider named in the job's options, e.g. `{ polishProvider: "openai-chat" }`:
-  // then priced, recorded and, on a pausing failure, paused under that one (M3).
-  const by = billedProvider(ctx.snapshot, 'polish');
-  const provider = deps.providers.get(by.provider);
   await recordProgress(pool, ctx.fence, { stage: 'polish' });
-  await kit.guardBudget(ctx, { units: 1, unit: 'call' }, by);
-  const result = await kit
-    .withHeartbeat(
-      () => ({ stage: 'polish' }),
-      () => provider.polish(polishInput(recognized), page.kind, kit.callContext(ctx, 'polish')),
-    )
-    .catch(async (error: unknown) => {
-      // A refused call is recorded under the provider that refused it, like a paid one.
-      if (error instanceof ProviderError && !Context.current().cancellationSignal.aborted)
-        await kit.ledger(ctx, 'polish', null, error.category, by);
-      throw error;
-    });
-  await kit.ledger(ctx, 'polish', result.cost, 'ok', by);
-  const texts = polishedTexts(recognized, result.text);
-  if (!texts) return false;
+  const pass = await polishPass(kit, ctx, recognized, page.kind);
+  // A refused call is recorded under the provider that refused it, like a paid one.
+  await kit.ledger(ctx, 'polish', pass.cost, pass.outcome, pass.by);
+  if (pass.outcome !== 'ok') throw pass.error;
+  if (!pass.texts) return false;
+  const texts = pass.texts;
   await kit.untilSaved('save polish', () =>
     saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts }),
   );
   return true;
+}
+
+/** One polish call, and what its ledger row records; a refusal is returned, not thrown. */
+export type PolishPass = { by: BilledProvider } & (
+  | { outcome: 'ok'; cost: CallCost; texts: Record<string, string> | null }
+  | { outcome: FailureClass; cost: null; error: ProviderError }
+);
+
+/**
+ * The polish call itself, within the budget (B1), heartbeating: the engine's own (offline,
+ * deterministic) polish, or a model pass through another provider named in the job's
+ * options, e.g. `{ polishProvider: "openai-chat" }`: then priced, recorded and, on a pausing
+ * failure, paused under that one (M3). `texts` is null when the pass changed the number of
+ * lines, which cannot be mapped back. Any error but the provider's refusal of the call is
+ * thrown, a refusal by the budget (no call made) too.
+ */
+export async function polishPass(
+  kit: AttemptKit,
+  ctx: AttemptContext,
+  recognized: readonly Segment[],
+  kind: 'image' | 'audio',
+): Promise<PolishPass> {
+  const by = billedProvider(ctx.snapshot, 'polish');
+  const provider = kit.deps.providers.get(by.provider);
+  await kit.guardBudget(ctx, { units: 1, unit: 'call' }, by);
+  try {
+    const result = await kit.withHeartbeat(
+      () => ({ stage: 'polish' }),
+      () => provider.polish(polishInput(recognized), kind, kit.callContext(ctx, 'polish')),
+    );
+    return { by, outcome: 'ok', cost: result.cost, texts: polishedTexts(recognized, result.text) };
+  } catch (error) {
+    if (!(error instanceof ProviderError) || Context.current().cancellationSignal.aborted)
+      throw error;
+    return { by, outcome: error.category, cost: null, error };
+  }
 }
 
 /** How a commit ended: the page revision written, or a CAS miss that failed the job. */
@@ -81,11 +113,50 @@ export async function commitAttempt(
   ctx: AttemptContext,
   args: { usePolish: boolean },
 ): Promise<Committed> {
-  const { deps, pool } = kit;
-  const { jobId, attemptNumber } = ctx.fence;
-  const saved = await loadCheckpoints(pool, jobId);
+  const { pool } = kit;
+  const saved = await loadCheckpoints(pool, ctx.fence.jobId);
   const page = await readAttemptPage(pool, ctx.pageId);
-  const previous = segmentsOf(page.annotationPage);
+  const input = commitInputOf(kit, ctx, saved, segmentsOf(page.annotationPage), args);
+  const result = await commitPageRevision(pool, ctx.fence, input);
+  if (result.state === 'conflict') await failOnConflict(pool, ctx.fence, result.currentRevision);
+  return settleCommit(kit, ctx, input, result);
+}
+
+/**
+ * P6: `commitAttempt` in the caller's transaction, which holds the page, the job and the
+ * attempt locked (`saveReadPage`'s `alsoWrite`): `saved` are the attempt's checkpoints as that
+ * transaction wrote them, `page` the page as the step read it. The page may be read before
+ * the lock: the commit is a compare-and-set from the attempt's input revision, so a page
+ * that moved on since fails the job `conflict` whichever of its versions was read. The
+ * caller settles the result once its transaction has committed (`settleCommit`).
+ */
+export async function commitAttemptIn(
+  kit: AttemptKit,
+  ctx: AttemptContext,
+  client: PoolClient,
+  attempt: RunningAttempt,
+  saved: readonly Checkpoint[],
+  page: PageRow,
+  args: { usePolish: boolean },
+): Promise<{ input: CommitInput; result: CommitResult }> {
+  const input = commitInputOf(kit, ctx, saved, segmentsOf(page.annotationPage), args);
+  const result = await commitPageRevisionIn(client, ctx.fence, attempt, {
+    ...input,
+    canvasUri: page.canvasUri,
+  });
+  if (result.state === 'conflict')
+    await failOnConflictIn(client, ctx.fence, result.currentRevision);
+  return { input, result };
+}
+
+/** The transcript a commit writes, from the attempt's checkpoints over the page's lines. */
+function commitInputOf(
+  kit: AttemptKit,
+  ctx: AttemptContext,
+  saved: readonly Checkpoint[],
+  previous: readonly Segment[],
+  args: { usePolish: boolean },
+): CommitInput {
   const { segments, completed, total, kept } = assembleTranscript(saved, previous, {
     ...args,
     protectedLines: protectedLinesOf(ctx, previous),
@@ -94,25 +165,28 @@ export async function commitAttempt(
   // otherwise this worker's engine for the job's provider.
   const engine =
     payloadsOf(saved, 'segment').get(0)?.engine ??
-    deps.providers
+    kit.deps.providers
       .get(ctx.snapshot.provider)
       .identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
-  const result = await commitPageRevision(pool, ctx.fence, {
-    segments,
-    completed,
-    failed: total - completed,
-    total,
-    kept,
-    engine,
-  });
-  // M5: committed or failed on a conflict, the attempt has ended.
+  return { segments, completed, failed: total - completed, total, kept, engine };
+}
+
+/** After a commit has landed, committed or failed on a conflict: the attempt has ended. */
+export function settleCommit(
+  kit: AttemptKit,
+  ctx: AttemptContext,
+  input: CommitInput,
+  result: CommitResult,
+): Committed {
+  const { jobId, attemptNumber } = ctx.fence;
+  // M5: the page leaves this process's hand.
   kit.hand.release(jobId);
   if (result.state === 'conflict') {
-    await failOnConflict(pool, ctx.fence, result.currentRevision);
-    deps.logger.warn({ jobId, attempt: attemptNumber, errorClass: 'conflict' }, 'page changed');
+    kit.deps.logger.warn({ jobId, attempt: attemptNumber, errorClass: 'conflict' }, 'page changed');
     return { state: 'conflict' };
   }
-  deps.logger.info(
+  const { completed, total, kept } = input;
+  kit.deps.logger.info(
     { jobId, attempt: attemptNumber, revision: result.revision, completed, total, kept },
     'transcript committed',
   );
@@ -121,8 +195,6 @@ export async function commitAttempt(
 
 /** The stages every page ends with: `polish` the recognized text, `commit` the transcript. */
 export function createTranscriptStages(kit: AttemptKit) {
-  const { deps, pool } = kit;
-
   return {
     /** T2 `polish`: one pass over the recognized text; saved before the commit reads it. */
     async polishSegments(ref: AttemptRef): Promise<{ polished: boolean }> {

@@ -1,5 +1,5 @@
 import type { Segment } from './annotation';
-import type { EngineIdentity, LineBox } from './provider';
+import type { EngineIdentity, LineBox, PageReading } from './provider';
 
 /**
  * T2: what each stage saves before the next one starts, one payload type per stage. A new
@@ -48,4 +48,44 @@ export function payloadsOf<S extends CheckpointStage>(
     if (row.stage === stage) out.set(row.seq, row.payload as CheckpointPayloads[S]);
   }
   return out;
+}
+
+/**
+ * P1: the checkpoints a page read in one pass is saved as: the segment row (every line's box,
+ * with the engine that read them) and one recognize row per line read with text. A line read
+ * empty keeps its box and has no recognize row: a failed line of this attempt (J2).
+ */
+export function readingCheckpoints(
+  attemptNumber: number,
+  reading: PageReading & { engine: EngineIdentity },
+): {
+  segment: Checkpoint & { stage: 'segment' };
+  recognized: Array<Checkpoint & { stage: 'recognize' }>;
+} {
+  const lines = reading.lines.map((line) =>
+    line.confidence === undefined
+      ? { box: line.box }
+      : { box: line.box, confidence: line.confidence },
+  );
+  const recognized = reading.lines.flatMap((line, seq) =>
+    line.text.trim() === ''
+      ? []
+      : [
+          {
+            stage: 'recognize' as const,
+            seq,
+            attemptNumber,
+            payload: { text: line.text, confidence: line.confidence ?? null },
+          },
+        ],
+  );
+  return {
+    segment: {
+      stage: 'segment',
+      seq: 0,
+      attemptNumber,
+      payload: { lines, engine: reading.engine },
+    },
+    recognized,
+  };
 }

@@ -33,13 +33,28 @@ export async function saveCheckpoint<S extends CheckpointStage>(
 ): Promise<void> {
   await withTransaction(pool, async (client) => {
     await lockRunningAttempt(client, fence, 'SHARE');
-    const inserted = await client.query(
-      `INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (job_id, stage, seq) DO NOTHING`,
-      [fence.jobId, stage, seq, fence.attemptNumber, JSON.stringify(payload)],
-    );
-    await alsoWrite?.(client, inserted.rowCount === 1);
+    const inserted = await insertCheckpoint(client, fence, stage, seq, payload);
+    await alsoWrite?.(client, inserted);
   });
+}
+
+/**
+ * `saveCheckpoint`'s row in the caller's transaction, which holds the running attempt locked;
+ * returns whether the row is new.
+ */
+export async function insertCheckpoint<S extends CheckpointStage>(
+  client: PoolClient,
+  fence: AttemptFence,
+  stage: S,
+  seq: number,
+  payload: CheckpointPayloads[S],
+): Promise<boolean> {
+  const inserted = await client.query(
+    `INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (job_id, stage, seq) DO NOTHING`,
+    [fence.jobId, stage, seq, fence.attemptNumber, JSON.stringify(payload)],
+  );
+  return inserted.rowCount === 1;
 }
 
 /** A job's checkpoints, of one stage or all, ordered by stage then seq. */

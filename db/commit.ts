@@ -6,10 +6,11 @@ import {
   type AttemptFence,
   fencedAttemptOutcome,
   lockRunningAttempt,
+  type RunningAttempt,
   updateRunningAttempt,
 } from './fence';
 import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
-import { type Pool, withTransaction } from './pool';
+import { type Pool, type PoolClient, withTransaction } from './pool';
 import { resetOutageBackoff } from './providerState';
 import { commitRevision, type RevisionConflict } from './revisions';
 
@@ -56,50 +57,66 @@ export async function commitPageRevision(
       };
     }
     const attempt = await lockRunningAttempt(client, fence, 'UPDATE', { lockPage: true });
-    const written = await commitRevision(client, {
-      pageId: attempt.page_id,
-      expectedRevision: attempt.input_revision,
-      segments: input.segments,
-      language: attempt.snapshot.language,
-      provenance: {
-        source: 'engine',
-        engine: input.engine,
-        jobId: fence.jobId,
-        attemptNumber: fence.attemptNumber,
-      },
-    });
-    if (written.state === 'conflict') return written;
-    const { revision } = written;
-    await updateRunningAttempt(
-      client,
-      fence,
-      `outcome = 'completed', result_revision = $4, ended_at = now(),
-       completed_segments = $5, failed_segments = $6, total_segments = $7`,
-      [revision, input.completed, input.failed, input.total],
-    );
-    await client.query(
-      `UPDATE transcription_jobs
-          SET status = 'completed', result_revision = $2, completed_segments = $3, failed_segments = $4,
-              total_segments = $5, kept_segments = $6, stage = 'done', ended_at = now(), updated_at = now(),
-              error_category = NULL, error_detail = NULL
-        WHERE id = $1`,
-      [fence.jobId, revision, input.completed, input.failed, input.total, input.kept ?? 0],
-    );
-    await resetOutageBackoff(client, attempt.snapshot.provider, attempt.workspace_id);
-    const { workspaceId, data } = await jobEventData(client, fence.jobId, {
-      attemptNumber: fence.attemptNumber,
-      completedSegments: input.completed,
-      failedSegments: input.failed,
-      totalSegments: input.total,
-    });
-    const eventId = await appendEvent(client, {
-      workspaceId,
-      type: EVENT_TYPES.completed,
-      subject: `transcription-jobs/${fence.jobId}`,
-      data,
-    });
-    return { state: 'committed', revision, eventId };
+    return commitPageRevisionIn(client, fence, attempt, input);
   });
+}
+
+/**
+ * The writes of `commitPageRevision` in the caller's transaction, which holds the page, the
+ * job and the running attempt locked for update (`lockRunningAttempt` with `lockPage`), as
+ * the read of a fresh page does when it commits in its own save (P6). `canvasUri`: the page's,
+ * when the caller has read it.
+ */
+export async function commitPageRevisionIn(
+  client: PoolClient,
+  fence: AttemptFence,
+  attempt: RunningAttempt,
+  input: CommitInput & { canvasUri?: string },
+): Promise<CommitResult> {
+  const written = await commitRevision(client, {
+    pageId: attempt.page_id,
+    canvasUri: input.canvasUri,
+    expectedRevision: attempt.input_revision,
+    segments: input.segments,
+    language: attempt.snapshot.language,
+    provenance: {
+      source: 'engine',
+      engine: input.engine,
+      jobId: fence.jobId,
+      attemptNumber: fence.attemptNumber,
+    },
+  });
+  if (written.state === 'conflict') return written;
+  const { revision } = written;
+  await updateRunningAttempt(
+    client,
+    fence,
+    `outcome = 'completed', result_revision = $4, ended_at = now(),
+     completed_segments = $5, failed_segments = $6, total_segments = $7`,
+    [revision, input.completed, input.failed, input.total],
+  );
+  await client.query(
+    `UPDATE transcription_jobs
+        SET status = 'completed', result_revision = $2, completed_segments = $3, failed_segments = $4,
+            total_segments = $5, kept_segments = $6, stage = 'done', ended_at = now(), updated_at = now(),
+            error_category = NULL, error_detail = NULL
+      WHERE id = $1`,
+    [fence.jobId, revision, input.completed, input.failed, input.total, input.kept ?? 0],
+  );
+  await resetOutageBackoff(client, attempt.snapshot.provider, attempt.workspace_id);
+  const { workspaceId, data } = await jobEventData(client, fence.jobId, {
+    attemptNumber: fence.attemptNumber,
+    completedSegments: input.completed,
+    failedSegments: input.failed,
+    totalSegments: input.total,
+  });
+  const eventId = await appendEvent(client, {
+    workspaceId,
+    type: EVENT_TYPES.completed,
+    subject: `transcription-jobs/${fence.jobId}`,
+    data,
+  });
+  return { state: 'committed', revision, eventId };
 }
 
 /** J1: a CAS miss fails the job with `conflict`; nothing of the attempt's work is written. */
@@ -110,8 +127,17 @@ export async function failOnConflict(
 ): Promise<void> {
   await withTransaction(pool, async (client) => {
     await lockRunningAttempt(client, fence, 'UPDATE');
-    const detail = `page changed since the input revision (now at ${currentRevision})`;
-    await closeAttemptIn(client, fence, { outcome: 'failed', category: 'conflict', detail });
-    await failJobIn(client, fence.jobId, 'conflict', detail, fence.attemptNumber);
+    await failOnConflictIn(client, fence, currentRevision);
   });
+}
+
+/** `failOnConflict` in the caller's transaction, which holds the running attempt locked. */
+export async function failOnConflictIn(
+  client: PoolClient,
+  fence: AttemptFence,
+  currentRevision: number,
+): Promise<void> {
+  const detail = `page changed since the input revision (now at ${currentRevision})`;
+  await closeAttemptIn(client, fence, { outcome: 'failed', category: 'conflict', detail });
+  await failJobIn(client, fence.jobId, 'conflict', detail, fence.attemptNumber);
 }

@@ -47,6 +47,28 @@ export async function withTransaction<T>(
   }
 }
 
+/**
+ * Runs `work` inside the caller's transaction under a savepoint: when it throws, its writes
+ * alone are undone and the error is returned, so the transaction keeps what came before
+ * (paid work is not lost with a later step). A connection lost meanwhile cannot roll back to
+ * the savepoint: that error is thrown, and the whole transaction with it.
+ */
+export async function underSavepoint<T>(
+  client: PoolClient,
+  work: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  await client.query('SAVEPOINT quire_step');
+  try {
+    // Not released: the transaction's commit ends it, one round trip fewer.
+    return { ok: true, value: await work() };
+  } catch (error) {
+    await client.query('ROLLBACK TO SAVEPOINT quire_step').catch(() => {
+      throw error;
+    });
+    return { ok: false, error };
+  }
+}
+
 /** One round trip: the database answers (readiness and worker health). */
 export async function pingDatabase(db: Queryable): Promise<void> {
   await db.query('SELECT 1');

@@ -120,6 +120,107 @@ describe('read once (P1)', () => {
     expect(page?.revision).toBe(1);
   });
 
+  it('P6 a fresh page is read, polished and committed in one transaction', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(pageId, { lines: 5, readPages: true });
+    expect(outcome).toMatchObject({ status: 'completed', resultRevision: 1 });
+    expect(callsOf(job.jobId, 'polish')).toHaveLength(1);
+    // now() is the transaction's start: every row one transaction writes carries the same.
+    const { rows } = await quire.db.pool.query(
+      `SELECT 'checkpoint ' || stage AS row, created_at AS at FROM job_checkpoints WHERE job_id = $1
+       UNION ALL SELECT 'call ' || operation, occurred_at FROM provider_calls WHERE job_id = $1
+       UNION ALL SELECT 'revision', created_at FROM page_revisions WHERE job_id = $1
+       UNION ALL SELECT 'attempt', ended_at FROM transcription_job_attempts WHERE job_id = $1
+       UNION ALL SELECT 'job', ended_at FROM transcription_jobs WHERE id = $1`,
+      [job.jobId],
+    );
+    expect(new Set(rows.map((r) => r.row))).toEqual(
+      new Set([
+        'checkpoint segment',
+        'checkpoint recognize',
+        'checkpoint polish',
+        'call read',
+        'call polish',
+        'revision',
+        'attempt',
+        'job',
+      ]),
+    );
+    const at = rows[0].at.getTime();
+    expect(rows.filter((r) => r.at.getTime() !== at)).toEqual([]);
+    const texts = await pageTexts(pageId);
+    // J3: the polished text is what was committed (the simulated polish capitalises it).
+    expect(texts[0]).toMatch(/^Line 1 .*\.$/);
+  });
+
+  it("P6 a commit refused in the read's transaction keeps the read and the polish; the commit step then commits", async () => {
+    const pageId = await quire.page(ws);
+    const db = quire.db.pool;
+    await db.query('CREATE SEQUENCE p6_refusals');
+    await db.query(
+      `CREATE FUNCTION p6_refuse_once() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.page_id = ${Number(pageId)} AND nextval('p6_refusals') = 1 THEN
+           RAISE EXCEPTION 'page revision refused once';
+         END IF;
+         RETURN NEW;
+       END $$`,
+    );
+    await db.query(
+      'CREATE TRIGGER p6_refuse_once BEFORE INSERT ON page_revisions FOR EACH ROW EXECUTE FUNCTION p6_refuse_once()',
+    );
+    try {
+      const { job, outcome } = await run(pageId, { lines: 4, readPages: true });
+      expect(outcome).toMatchObject({ status: 'completed', resultRevision: 1 });
+      // Read and polished once, in the one attempt: nothing paid for was undone.
+      expect(callsOf(job.jobId, 'read')).toHaveLength(1);
+      expect(callsOf(job.jobId, 'polish')).toHaveLength(1);
+      const attempts = await listAttempts(db, job.jobId);
+      expect(attempts.map((a) => [a.outcome, a.resultRevision])).toEqual([['completed', 1]]);
+      // The read and its polish in one transaction, the revision in the commit step's own.
+      const { rows } = await db.query(
+        `SELECT (SELECT created_at FROM job_checkpoints WHERE job_id = $1 AND stage = 'polish') AS polish,
+                (SELECT created_at FROM job_checkpoints WHERE job_id = $1 AND stage = 'segment') AS segment,
+                (SELECT created_at FROM page_revisions WHERE job_id = $1) AS revision`,
+        [job.jobId],
+      );
+      expect(rows[0].polish.getTime()).toBe(rows[0].segment.getTime());
+      expect(rows[0].revision.getTime()).toBeGreaterThan(rows[0].segment.getTime());
+      expect((await pageTexts(pageId))[0]).toMatch(/^Line 1 .*\.$/);
+      const { rows: refused } = await db.query('SELECT last_value::int AS n FROM p6_refusals');
+      expect(refused[0].n).toBe(2);
+    } finally {
+      await db.query('DROP TRIGGER p6_refuse_once ON page_revisions');
+      await db.query('DROP FUNCTION p6_refuse_once()');
+      await db.query('DROP SEQUENCE p6_refusals');
+    }
+  });
+
+  it('P6 J3 a polish refused in the read is recorded with the read; the polish stage degrades and commits', async () => {
+    const pageId = await quire.page(ws);
+    const { job, outcome } = await run(pageId, {
+      lines: 3,
+      readPages: true,
+      faults: [{ op: 'polish', category: 'timeout' }],
+    });
+    expect(outcome.status).toBe('completed');
+    expect(await scheduledOf(job.workflowId)).toEqual(['segmentPage', 'polishSegments']);
+    const { rows } = await quire.db.pool.query(
+      `SELECT operation, outcome, occurred_at FROM provider_calls WHERE job_id = $1 ORDER BY id`,
+      [job.jobId],
+    );
+    expect(rows.map((r) => `${r.operation} ${r.outcome}`)).toEqual([
+      'read ok',
+      'polish timeout',
+      'polish timeout',
+    ]);
+    // The first refusal was recorded in the read's own transaction.
+    expect(rows[1].occurred_at.getTime()).toBe(rows[0].occurred_at.getTime());
+    // The raw text is committed (J3), the page read once.
+    expect((await pageTexts(pageId))[0]).toMatch(/^line 1 [a-z ]+$/);
+    expect(callsOf(job.jobId, 'read')).toHaveLength(1);
+  });
+
   it('P1 a re-run on the existing boxes reads line by line, no page call', async () => {
     const pageId = await quire.page(ws);
     await run(pageId, { lines: 5, readPages: true });
