@@ -9,7 +9,7 @@ import {
 } from '@quire/web/app/pages/actions';
 import { loadReviewPageAction } from '@quire/web/app/review/actions';
 import Link from 'next/link';
-import { useCallback, useEffect, useRef, useState, useTransition } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState, useTransition } from 'react';
 import { formatSeconds } from './format';
 import { STATE_LABEL } from './PageWorkspace';
 
@@ -223,8 +223,12 @@ export function ReviewQueue({ itemId, initial }: Props) {
   }, [editing]);
 
   // The keyboard is the main way through the queue; keys typed into the line's input are its own.
-  useEffect(() => {
-    const onKey = (event: KeyboardEvent) => {
+  // The handler of the latest render is installed as that render commits (a layout effect), so a
+  // key pressed the moment the view shows "not busy" is read against that same state: a passive
+  // effect can run after the browser has already dispatched the key to the previous handler.
+  const onKey = useRef<(event: KeyboardEvent) => void>(() => {});
+  useLayoutEffect(() => {
+    onKey.current = (event: KeyboardEvent) => {
       if (editing || event.altKey || event.ctrlKey || event.metaKey) return;
       const target = event.target as HTMLElement | null;
       if (target && ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName)) return;
@@ -245,9 +249,12 @@ export function ReviewQueue({ itemId, initial }: Props) {
       event.preventDefault();
       action();
     };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
   });
+  useEffect(() => {
+    const listener = (event: KeyboardEvent) => onKey.current(event);
+    window.addEventListener('keydown', listener);
+    return () => window.removeEventListener('keydown', listener);
+  }, []);
 
   if (lines.length === 0) {
     return (
