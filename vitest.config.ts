@@ -85,6 +85,9 @@ export default defineConfig({
           globalSetup: ['test/support/globalSetup.ts'],
           testTimeout: 180_000,
           hookTimeout: 300_000,
+          // A browser waits on server actions and workflows; on a loaded machine they take
+          // longer than expect.poll's 1 s default.
+          expect: { poll: { timeout: 15_000 } },
           fileParallelism: false,
         },
       },
