@@ -4,7 +4,12 @@ import pg from 'pg';
 import { migrate } from '../../db/migrate';
 import { createPool, type Pool } from '../../db/pool';
 import { ensurePostgres } from '../../scripts/lib/postgres';
-import { type DevServer, findOrBuildTemporal, startDevServer } from '../../scripts/lib/temporal';
+import {
+  type DevServer,
+  findOrBuildTemporal,
+  freePort,
+  startDevServer,
+} from '../../scripts/lib/temporal';
 import { WORKFLOWS_PATH } from '../../worker/createWorker';
 
 /**
@@ -18,6 +23,8 @@ export interface BenchStack {
   workflowBundle: string;
   /** The Temporal dev server's process, for benchmarks that count its CPU. */
   temporalPid: number | undefined;
+  /** The dev server's Prometheus endpoint, for benchmarks that count its requests. */
+  temporalMetricsUrl: string;
   close(): Promise<void>;
 }
 
@@ -34,10 +41,12 @@ export async function startBenchStack(poolSize = 20): Promise<BenchStack> {
   url.pathname = `/${name}`;
   const databaseUrl = url.toString();
   await migrate(databaseUrl);
+  const metricsPort = await freePort();
   const server: DevServer = await startDevServer(
     findOrBuildTemporal(() => {}),
     {
       headless: true,
+      metricsPort,
       // The server's own log, when a run needs looking into.
       logFile: process.env.QUIRE_BENCH_TEMPORAL_LOG,
     },
@@ -53,6 +62,7 @@ export async function startBenchStack(poolSize = 20): Promise<BenchStack> {
     temporalAddress: server.address,
     workflowBundle,
     temporalPid: server.process.pid,
+    temporalMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     async close() {
       await pool.end();
       await server.stop();

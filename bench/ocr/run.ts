@@ -53,6 +53,7 @@ import {
   removeDir,
 } from '../../test/support/fixtures';
 import { median, round } from '../lib/stack';
+import { requestsPerPage, temporalRequests } from '../lib/temporalRequests';
 import { cpuOf } from './cpu';
 import { cpuDelta, startClusterTopology, startDevTopology } from './topologies';
 
@@ -196,6 +197,7 @@ async function quireRun(bare: string[]) {
     );
   }
   const before = await topology.sample();
+  const requestsBefore = await temporalRequests(topology.temporalMetricsUrl);
   const started = Date.now();
   const response = await topology.upload(form);
   if (response.status !== 201)
@@ -207,6 +209,11 @@ async function quireRun(bare: string[]) {
   const uploadedMs = Date.now() - started;
   await untilBatchEnds(pool, batchId);
   const after = await topology.sample();
+  const requests = requestsPerPage(
+    requestsBefore,
+    await temporalRequests(topology.temporalMetricsUrl),
+    PAGES,
+  );
   const { rows: jobs } = await pool.query(
     `SELECT j.id, j.status, j.page_id, extract(epoch FROM j.created_at) * 1000 AS created,
             extract(epoch FROM j.ended_at) * 1000 AS ended,
@@ -282,6 +289,7 @@ async function quireRun(bare: string[]) {
     orchestrationBeyondIdleCpuSecondsPerPage: Math.max(0, orchestration - idle) / PAGES,
     engineCpuSecondsPerPage: engine / PAGES,
     derivativeCpuSecondsPerPage: derivativeCpu / PAGES,
+    temporalRequestsPerPage: requests,
     stagesMedianSeconds: {
       uploadToClaim: stage((j) => Number(j.claimed) - started),
       claimToRead: stage((j) => Number(j.read) - Number(j.claimed)),
@@ -387,6 +395,15 @@ const report = {
       median(quireRuns.map((r) => r.derivativeCpuSecondsPerPage)),
       3,
     ),
+    // Requests the Temporal frontend answered during a run, per page (idle polls included).
+    temporalRequestsPerPageMedian: Object.fromEntries(
+      [...new Set(quireRuns.flatMap((r) => Object.keys(r.temporalRequestsPerPage)))]
+        .sort()
+        .map((op) => [
+          op,
+          round(median(quireRuns.map((r) => r.temporalRequestsPerPage[op] ?? 0)), 2),
+        ]),
+    ),
     runs: quireRuns.map((r) => ({
       seconds: round(r.seconds, 2),
       completed: r.completed,
@@ -398,6 +415,7 @@ const report = {
       ),
       imageDerivativesCpuSecondsPerPage: round(r.derivativeCpuSecondsPerPage, 3),
       stagesMedianSeconds: r.stagesMedianSeconds,
+      temporalRequestsPerPage: r.temporalRequestsPerPage,
     })),
   },
   frakturFrk: {

@@ -27,6 +27,8 @@ export interface Topology {
   pool: Pool;
   workspaceId: number;
   temporalAddress: string;
+  /** The Temporal server's Prometheus endpoint: its request counts per page. */
+  temporalMetricsUrl: string;
   namespace: string;
   /** Sends the batch's multipart form to the upload route. */
   upload(form: FormData): Promise<Response>;
@@ -73,6 +75,12 @@ const ENGINE_SETTINGS = [
  */
 function workerNodeFlags(): string[] {
   return (process.env.BENCH_WORKER_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+}
+
+/** The cluster's Temporal metrics address: its frontend's host, the frontend's port + 9. */
+function metricsHost(frontend: string): string {
+  const at = frontend.lastIndexOf(':');
+  return `${frontend.slice(0, at)}:${Number(frontend.slice(at + 1)) + 9}`;
 }
 
 async function untilFile(file: string, what: string): Promise<void> {
@@ -145,6 +153,7 @@ export async function startDevTopology(dir: string): Promise<Topology> {
     pool: stack.pool,
     workspaceId,
     temporalAddress: stack.temporalAddress,
+    temporalMetricsUrl: stack.temporalMetricsUrl,
     namespace: 'default',
     upload: (form) =>
       fetch(`http://127.0.0.1:${port}/ws/${workspaceId}/batches`, { method: 'POST', body: form }),
@@ -244,6 +253,8 @@ export async function startClusterTopology(): Promise<Topology> {
       pool,
       workspaceId: workspace.id,
       temporalAddress: cluster.temporalAddress,
+      // deploy/temporal/server.yaml: Prometheus listens on the frontend's port + 9.
+      temporalMetricsUrl: `http://${metricsHost(cluster.temporalAddress)}/metrics`,
       namespace: cluster.quireEnv.TEMPORAL_NAMESPACE || 'default',
       upload,
       async sample() {

@@ -98,6 +98,8 @@ export interface DevServerOptions {
   uiPort?: number;
   /** SQLite file; omitted means in memory. */
   dbFile?: string;
+  /** The server's Prometheus endpoint (`/metrics`); omitted, the CLI picks a free port. */
+  metricsPort?: number;
   logFile?: string;
   headless?: boolean;
 }
@@ -158,6 +160,7 @@ async function startDevServerOn(
     mkdirSync(dirname(options.dbFile), { recursive: true });
     args.push('--db-filename', options.dbFile);
   }
+  if (options.metricsPort) args.push('--metrics-port', String(options.metricsPort));
   if (options.headless) args.push('--headless');
   else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
