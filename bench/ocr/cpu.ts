@@ -1,10 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Pool } from '../../db/pool';
 
-/** CPU seconds of a process from /proc: its own, and that of its waited-for children. */
+/**
+ * CPU seconds of a process from /proc: its own, and that of its waited-for children; and its
+ * minor page faults so far.
+ */
 export interface CpuSample {
   self: number;
   children: number;
+  minorFaults: number;
 }
 
 const TICKS_PER_SECOND = 100;
@@ -14,14 +18,62 @@ export function cpuOf(pid: number): CpuSample {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces): state is field 3.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
+    const [minflt, utime, stime, cutime, cstime] = [7, 11, 12, 13, 14].map((i) =>
+      Number(fields[i]),
+    );
     return {
       self: (utime! + stime!) / TICKS_PER_SECOND,
       children: (cutime! + cstime!) / TICKS_PER_SECOND,
+      minorFaults: minflt!,
     };
   } catch {
-    return { self: 0, children: 0 };
+    return { self: 0, children: 0, minorFaults: 0 };
   }
+}
+
+/**
+ * The worker's CPU (P6): its own and that of its live helper processes (the engine launcher),
+ * and apart, the engine processes either has reaped. An engine process still running is in
+ * neither until it is reaped, as before the launcher.
+ */
+export function workerCpu(pid: number): CpuSample {
+  const total = cpuOf(pid);
+  for (const child of childrenByParent().get(pid) ?? []) {
+    if (commandOf(child) === ENGINE_COMMAND) continue;
+    const helper = cpuOf(child);
+    total.self += helper.self;
+    total.children += helper.children;
+    total.minorFaults += helper.minorFaults;
+  }
+  return total;
+}
+
+const ENGINE_COMMAND = 'tesseract';
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Live processes by their parent's pid. */
+function childrenByParent(): Map<number, number[]> {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {
+      // Gone while listed.
+    }
+  }
+  return children;
 }
 
 /**
@@ -42,19 +94,7 @@ export async function postgresBackendCpu(pool: Pool): Promise<Map<number, number
  * the difference of two samples is the tree's use between them.
  */
 export function treeCpu(root: number): number {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const list = children.get(ppid) ?? [];
-      list.push(Number(entry));
-      children.set(ppid, list);
-    } catch {
-      // Gone while listed.
-    }
-  }
+  const children = childrenByParent();
   let total = 0;
   const pending = [root];
   while (pending.length > 0) {

@@ -288,6 +288,7 @@ async function quireRun(bare: string[]) {
     orchestrationCpuSecondsPerPage: orchestration / PAGES,
     orchestrationBeyondIdleCpuSecondsPerPage: Math.max(0, orchestration - idle) / PAGES,
     engineCpuSecondsPerPage: engine / PAGES,
+    workerMinorFaultsPerPage: (after.workerMinorFaults - before.workerMinorFaults) / PAGES,
     derivativeCpuSecondsPerPage: derivativeCpu / PAGES,
     temporalRequestsPerPage: requests,
     stagesMedianSeconds: {
@@ -391,6 +392,10 @@ const report = {
       median(quireRuns.map((r) => r.engineCpuSecondsPerPage)),
       3,
     ),
+    // P6: a count, like the requests below, that does not move with the machine's speed.
+    workerMinorFaultsPerPageMedian: Math.round(
+      median(quireRuns.map((r) => r.workerMinorFaultsPerPage)),
+    ),
     imageDerivativesCpuSecondsPerPageMedian: round(
       median(quireRuns.map((r) => r.derivativeCpuSecondsPerPage)),
       3,
@@ -414,6 +419,7 @@ const report = {
         Object.entries(r.perProcessCpuSeconds).map(([k, v]) => [k, round(v / PAGES, 3)]),
       ),
       imageDerivativesCpuSecondsPerPage: round(r.derivativeCpuSecondsPerPage, 3),
+      workerMinorFaultsPerPage: Math.round(r.workerMinorFaultsPerPage),
       stagesMedianSeconds: r.stagesMedianSeconds,
       temporalRequestsPerPage: r.temporalRequestsPerPage,
     })),

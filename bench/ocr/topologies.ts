@@ -9,7 +9,7 @@ import { startCluster } from '../../scripts/lib/cluster';
 import { workerArgs } from '../../scripts/lib/workerBuild';
 import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
 import { startBenchStack } from '../lib/stack';
-import { cpuOf, postgresBackendCpu, treeCpu } from './cpu';
+import { cpuOf, postgresBackendCpu, treeCpu, workerCpu } from './cpu';
 
 /**
  * Where bench/ocr runs Quire (P6): the dev stack or cluster mode. Each gives the run its
@@ -44,6 +44,8 @@ export interface Topology {
  */
 export interface CpuSnapshot {
   engine: number;
+  /** Minor page faults of the worker and its engine launcher (P6). */
+  workerMinorFaults: number;
   processes: Record<string, number | Map<number, number>>;
 }
 
@@ -158,11 +160,12 @@ export async function startDevTopology(dir: string): Promise<Topology> {
     upload: (form) =>
       fetch(`http://127.0.0.1:${port}/ws/${workspaceId}/batches`, { method: 'POST', body: form }),
     async sample() {
-      const workerCpu = cpuOf(worker.pid!);
+      const workerSample = workerCpu(worker.pid!);
       return {
-        engine: workerCpu.children,
+        engine: workerSample.children,
+        workerMinorFaults: workerSample.minorFaults,
         processes: {
-          worker: workerCpu.self,
+          worker: workerSample.self,
           upload: cpuOf(upload.child.pid!).self,
           temporal: cpuOf(stack.temporalPid!).self,
           postgresBackends: await postgresBackendCpu(stack.pool),
@@ -258,11 +261,12 @@ export async function startClusterTopology(): Promise<Topology> {
       namespace: cluster.quireEnv.TEMPORAL_NAMESPACE || 'default',
       upload,
       async sample() {
-        const workerCpu = cpuOf(worker);
+        const workerSample = workerCpu(worker);
         return {
-          engine: workerCpu.children,
+          engine: workerSample.children,
+          workerMinorFaults: workerSample.minorFaults,
           processes: {
-            worker: workerCpu.self,
+            worker: workerSample.self,
             web: treeCpu(webPid),
             temporal: treeCpu(temporal),
             objectStore: treeCpu(objectStore),
