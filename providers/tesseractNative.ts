@@ -8,14 +8,16 @@
  * npm package `@tesseract.js-data/eng`, decompressed once into a cache directory (the binary
  * reads only uncompressed traineddata); other languages come from `QUIRE_TESSDATA_DIR`, e.g.
  * Debian's `tesseract-ocr-frk` in `/usr/share/tesseract-ocr/5/tessdata`. The image goes in on
- * stdin, so a file is never taken for the list of images tesseract also accepts.
+ * stdin, so a file is never taken for the list of images tesseract also accepts. The processes
+ * are started by the engine launcher (P6, `engineLauncher.ts`), a small process of the
+ * worker's, so the worker itself is never forked.
  *
  * Lines of a page whose boxes already exist (a re-run on corrected boxes) are read one by one
  * through tesseract.js with the same model data and the same slots: one process per line would
  * load the model once per line.
  */
 
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
@@ -34,8 +36,14 @@ import type {
   ReadLine,
   TranscriptionProvider,
 } from '../core/provider';
+import { EngineLauncher, LaunchError, LaunchInputError } from './engineLauncher';
 import { EnginePool, type EnginePoolStats } from './enginePool';
-import { findProgram, tesseractLanguages, throwIfAborted } from './engineSupport';
+import {
+  findProgram,
+  type ProcessResult,
+  tesseractLanguages,
+  throwIfAborted,
+} from './engineSupport';
 import {
   BUNDLED_MODEL,
   bundledLanguageDir,
@@ -75,7 +83,7 @@ export class NativeTesseractProvider implements TranscriptionProvider {
   private readonly pageTimeoutMs: number;
   private readonly pool: EnginePool;
   private readonly lines: TesseractProvider;
-  private readonly running = new Set<ChildProcess>();
+  private readonly launcher = new EngineLauncher();
   private bundledDir: Promise<string> | undefined;
   private version: string | undefined;
   private readingVersion = false;
@@ -141,15 +149,7 @@ export class NativeTesseractProvider implements TranscriptionProvider {
    */
   async close(): Promise<void> {
     this.pool.close(new ProviderError('internal', 'tesseract engine closed'));
-    const exits = [...this.running].map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) resolve();
-          else child.once('close', () => resolve());
-          child.kill('SIGKILL');
-        }),
-    );
-    await Promise.all(exits);
+    await this.launcher.close();
     await this.lines.close();
     this.pool.reopen();
   }
@@ -187,13 +187,6 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     if (!languages) throw new ProviderError('invalid', 'unsupported language code for tesseract');
     const source = await resolveTessdata(languages, this.tessdataDir);
     const dataDir = source.gzip ? await this.bundledData() : source.langPath;
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(image.path);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? 'EIO';
-      throw new ProviderError('internal', `image file could not be read (${code})`);
-    }
     const args = [
       'stdin',
       'stdout',
@@ -214,13 +207,18 @@ export class NativeTesseractProvider implements TranscriptionProvider {
       ctx.signal,
       async () => {
         try {
-          return await this.runTesseract(await this.tesseractProgram(), args, bytes, ctx.signal);
+          return await this.runTesseract(
+            await this.tesseractProgram(),
+            args,
+            image.path,
+            ctx.signal,
+          );
         } catch (error) {
           if (!(error instanceof ProgramGone)) throw error;
           // Moved or removed since it was found (a package upgrade): look again, once.
           this.program = undefined;
           const again = await this.tesseractProgram();
-          return this.runTesseract(again, args, bytes, ctx.signal).catch((retried) => {
+          return this.runTesseract(again, args, image.path, ctx.signal).catch((retried) => {
             throw retried instanceof ProgramGone ? retried.failure : retried;
           });
         }
@@ -263,68 +261,51 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     );
   }
 
-  /** Runs one tesseract process on one core, the image on stdin; killed when the call aborts. */
-  private runTesseract(
+  /**
+   * Runs one tesseract process on one core through the launcher, the image file as its stdin;
+   * killed when the call aborts or the page takes too long.
+   */
+  private async runTesseract(
     program: string,
     args: string[],
-    input: Buffer,
+    image: string,
     signal: AbortSignal,
-  ): Promise<{
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    stdout: string;
-    stderr: string;
-  }> {
+  ): Promise<ProcessResult> {
     throwIfAborted(signal);
-    return new Promise((resolve, reject) => {
-      const child = spawn(program, args, {
-        stdio: ['pipe', 'pipe', 'pipe'],
+    const kill = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill.abort();
+    }, this.pageTimeoutMs);
+    timer.unref?.();
+    const onAbort = () => kill.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await this.launcher.run({
+        program,
+        args,
+        input: image,
         // One core per process: the pool gives each page its own, which beats threads within
         // a page on a busy machine. No OMP or locale surprises from the caller's environment.
-        env: { OMP_THREAD_LIMIT: '1', LC_ALL: 'C' } as unknown as NodeJS.ProcessEnv,
+        env: { OMP_THREAD_LIMIT: '1', LC_ALL: 'C' },
+        signal: kill.signal,
       });
-      this.running.add(child);
-      const stdout: Buffer[] = [];
-      let stderr = '';
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        child.kill('SIGKILL');
-      }, this.pageTimeoutMs);
-      timer.unref?.();
-      const onAbort = () => child.kill('SIGKILL');
-      signal.addEventListener('abort', onAbort, { once: true });
-      child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-      child.stderr.on('data', (chunk: Buffer) => {
-        if (stderr.length < 10_000) stderr += chunk.toString('utf8');
-      });
-      // A process that died early closes stdin under us: its exit status tells what happened.
-      child.stdin.on('error', () => {});
-      child.stdin.end(input);
-      child.on('error', (error) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        this.running.delete(child);
-        const failure = new ProviderError('internal', `tesseract could not start (${error.name})`);
-        reject(
-          (error as NodeJS.ErrnoException).code === 'ENOENT' ? new ProgramGone(failure) : failure,
-        );
-      });
-      child.on('close', (code, killedBy) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        this.running.delete(child);
-        if (signal.aborted) {
-          reject(signal.reason ?? new Error('aborted'));
-          return;
-        }
-        if (timedOut) {
-          reject(new ProviderError('timeout', 'tesseract took too long on the page'));
-          return;
-        }
-        resolve({ code, signal: killedBy, stdout: Buffer.concat(stdout).toString('utf8'), stderr });
-      });
-    });
+    } catch (error) {
+      if (signal.aborted) throw signal.reason ?? error;
+      if (timedOut) throw new ProviderError('timeout', 'tesseract took too long on the page');
+      if (error instanceof LaunchInputError) {
+        throw new ProviderError('internal', `image file could not be read (${error.code})`);
+      }
+      if (error instanceof LaunchError) {
+        const failure = new ProviderError('internal', `tesseract could not start (${error.code})`);
+        throw error.code === 'ENOENT' ? new ProgramGone(failure) : failure;
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    }
   }
 
   /** The bundled English model, decompressed once (written under a temporary name, then renamed). */

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +18,7 @@ import {
   MANIFESTO_PAGE,
   makeTempDir,
   PAGE_LINES,
+  REPO_ROOT,
   removeDir,
   renderPage,
 } from '../support/fixtures';
@@ -287,5 +288,131 @@ describe('engine slots (P2)', () => {
         tesseracts.push(pid);
     }
     expect(tesseracts).toEqual([]);
+  });
+});
+
+/** Live processes whose command line has every one of `parts`, with their parent's pid. */
+async function processesWith(...parts: string[]): Promise<Array<{ pid: number; ppid: number }>> {
+  const found = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmd = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmd === '' || !parts.every((part) => cmd.includes(part))) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (stat === '') continue;
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    found.push({ pid: Number(entry), ppid });
+  }
+  return found;
+}
+
+/** Waits until `find` returns something, for up to `ms`. */
+async function until<T>(find: () => Promise<T[]>, ms = 10_000): Promise<T[]> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = await find();
+    if (found.length > 0 || Date.now() > deadline) return found;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('the engine launcher (P6)', () => {
+  it('P6 the engine processes are started by the launcher, never forked from the worker', async () => {
+    const cache = path.join(dir, 'cache-launcher');
+    const provider = new NativeTesseractProvider({ threads: 2, dataCacheDir: cache });
+    const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
+    try {
+      const reading = Promise.all([provider.readPage(page, ctx()), provider.readPage(page, ctx())]);
+      const engines = await until(async () => {
+        const found = await processesWith('tesseract\0stdin', cache);
+        return found.length === 2 ? found : [];
+      });
+      expect(engines).toHaveLength(2);
+      // One launcher, a child of this process, started both.
+      const [launcher, ...others] = new Set(engines.map((e) => e.ppid));
+      expect(others).toEqual([]);
+      expect(launcher).not.toBe(process.pid);
+      expect(await readFile(`/proc/${launcher}/cmdline`, 'utf8')).toContain(
+        'engineLauncherProcess.mjs',
+      );
+      const launcherStat = await readFile(`/proc/${launcher}/stat`, 'utf8');
+      expect(Number(launcherStat.slice(launcherStat.lastIndexOf(')') + 2).split(' ')[1])).toBe(
+        process.pid,
+      );
+      const [a, b] = await reading;
+      // The image reaches the engine as its stdin: the page reads as it did from the worker.
+      expect(a.lines.length).toBeGreaterThan(5);
+      expect(b.lines.map((l) => l.text)).toEqual(a.lines.map((l) => l.text));
+      // The next page goes to the same launcher.
+      const next = provider.readPage(page, ctx());
+      const [third] = await until(() => processesWith('tesseract\0stdin', cache));
+      expect(third?.ppid).toBe(launcher);
+      await next;
+      await provider.close();
+      // close() ends the launcher too.
+      expect(await readFile(`/proc/${launcher}/cmdline`, 'utf8').catch(() => '')).toBe('');
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('P6 a launcher killed during a page: its engine process is ended and the page is read on a new launcher', async () => {
+    const cache = path.join(dir, 'cache-killed');
+    const provider = new NativeTesseractProvider({ dataCacheDir: cache });
+    try {
+      const reading = provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx());
+      const [engine] = await until(() => processesWith('tesseract\0stdin', cache));
+      expect(engine).toBeDefined();
+      process.kill(engine!.ppid, 'SIGKILL');
+      const read = await reading;
+      expect(read.lines.length).toBeGreaterThan(5);
+      // The first engine did not read on as an orphan.
+      const orphan = await readFile(`/proc/${engine!.pid}/cmdline`, 'utf8').catch(() => '');
+      expect(orphan).toBe('');
+      // The page was read again, by an engine of a new launcher.
+      const next = provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx());
+      const [again] = await until(() => processesWith('tesseract\0stdin', cache));
+      expect(again?.ppid).toBeDefined();
+      expect(again!.ppid).not.toBe(engine!.ppid);
+      expect(again!.ppid).not.toBe(process.pid);
+      await next;
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it('P6 a worker killed with -9: its launcher ends the engine processes and exits', async () => {
+    const cache = path.join(dir, 'cache-worker-killed');
+    const script = path.join(dir, 'reader.mts');
+    await writeFile(
+      script,
+      [
+        `import { NativeTesseractProvider } from ${JSON.stringify(path.join(REPO_ROOT, 'providers/tesseractNative.ts'))};`,
+        `const provider = new NativeTesseractProvider({ threads: 2, dataCacheDir: ${JSON.stringify(cache)} });`,
+        `const ctx = { signal: new AbortController().signal, language: 'en', options: {}, callKey: 'k' };`,
+        `const page = { path: ${JSON.stringify(MANIFESTO_PAGE)}, mediaType: 'image/png' };`,
+        'await Promise.all([provider.readPage(page, ctx), provider.readPage(page, ctx)]);',
+      ].join('\n'),
+    );
+    const reader = spawn(process.execPath, ['--import', 'tsx', script], {
+      cwd: REPO_ROOT,
+      stdio: 'ignore',
+    });
+    try {
+      const engines = await until(
+        async () => (await processesWith('tesseract\0stdin', cache)).slice(0, 2),
+        30_000,
+      );
+      expect(engines.length).toBeGreaterThan(0);
+      const launcher = engines[0]!.ppid;
+      reader.kill('SIGKILL');
+      const gone = async (pid: number) =>
+        (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')) === '' ? [pid] : [];
+      expect(await until(() => gone(launcher))).toEqual([launcher]);
+      for (const engine of engines)
+        expect(await until(() => gone(engine.pid))).toEqual([engine.pid]);
+    } finally {
+      reader.kill('SIGKILL');
+    }
   });
 });
