@@ -115,7 +115,9 @@ export class EngineLauncher {
       if (child.exitCode !== null || child.signalCode !== null) resolve();
       else child.once('exit', () => resolve());
     });
-    // Closing the channel is the launcher's signal to kill what it started and exit.
+    // Closing the channel is the launcher's signal to kill what it started and exit; until it
+    // has, this process waits for it.
+    child.ref();
     if (child.connected) child.disconnect();
     await exited;
   }

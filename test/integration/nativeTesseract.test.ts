@@ -381,6 +381,24 @@ describe('the engine launcher (P6)', () => {
     }
   });
 
+  it('P6 a page read and the engine closed: the process exits on its own, the launcher with it', async () => {
+    const script = path.join(dir, 'read-and-close.mts');
+    await writeFile(
+      script,
+      [
+        `import { NativeTesseractProvider } from ${JSON.stringify(path.join(REPO_ROOT, 'providers/tesseractNative.ts'))};`,
+        `const provider = new NativeTesseractProvider({ dataCacheDir: ${JSON.stringify(path.join(dir, 'cache'))} });`,
+        `const ctx = { signal: new AbortController().signal, language: 'en', options: {}, callKey: 'k' };`,
+        `const read = await provider.readPage({ path: ${JSON.stringify(MANIFESTO_PAGE)}, mediaType: 'image/png' }, ctx);`,
+        'await provider.close();',
+        "console.log('read', read.lines.length, 'lines, closed');",
+      ].join('\n'),
+    );
+    // Exit 13 would be a top-level await left unsettled: close() waiting on nothing.
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT });
+    expect(stdout).toMatch(/^read \d+ lines, closed$/m);
+  });
+
   it('P6 a worker killed with -9: its launcher ends the engine processes and exits', async () => {
     const cache = path.join(dir, 'cache-worker-killed');
     const script = path.join(dir, 'reader.mts');
