@@ -98,6 +98,11 @@ export interface TranscriptionProvider {
     kind: MediaKind,
     ctx: CallContext,
   ): Promise<{ text: string; cost: CallCost }>;
+  /**
+   * Starts, when the worker starts, what the engine's first call would otherwise wait for
+   * (a helper process), so a person's first page on a fresh worker does not. Never throws.
+   */
+  warm?(): void;
   /** Releases what the engine holds (worker threads) when the worker stops. */
   close?(): Promise<void>;
 }

@@ -87,6 +87,11 @@ export class EngineLauncher {
     return this.current?.child.pid;
   }
 
+  /** Starts the launcher now rather than on the first call (a worker's start). */
+  start(): void {
+    this.launcher();
+  }
+
   /** Runs one process to completion through the launcher. */
   async run(request: LaunchRequest): Promise<ProcessResult> {
     try {

@@ -8,6 +8,8 @@ import type { TranscriptionProvider } from '../core/provider';
 export interface ProviderRegistry {
   get(name: string): TranscriptionProvider;
   names(): string[];
+  /** Starts what each engine's first call would wait for, at worker start. */
+  warm(): void;
   /** Releases every engine's resources, at worker shutdown. */
   close(): Promise<void>;
 }
@@ -21,6 +23,9 @@ export function createProviderRegistry(providers: TranscriptionProvider[]): Prov
       return provider;
     },
     names: () => [...byName.keys()],
+    warm() {
+      for (const provider of byName.values()) provider.warm?.();
+    },
     async close() {
       await Promise.allSettled([...byName.values()].map((p) => p.close?.()));
     },

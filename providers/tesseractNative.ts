@@ -137,6 +137,18 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     return this.lines.recognizeLine(image, line, ctx);
   }
 
+  /**
+   * P6: the launcher is started with the worker, while the worker is small and idle, so the
+   * first page (perhaps a person's) does not wait for a `node` to start; the binary is found
+   * and its version read then too.
+   */
+  warm(): void {
+    this.launcher.start();
+    this.tesseractProgram().catch(() => {
+      // Missing for now: the first page says so (`outage`), as it would have.
+    });
+  }
+
   // Images only; the offline polish (shared by both tesseract engines).
   submitAudio = tesseractImageOnly.submitAudio;
   pollAudio = tesseractImageOnly.pollAudio;

@@ -88,6 +88,7 @@ async function main(): Promise<number> {
   // The offline engines are the defaults (Q2); the simulated one serves fault injection;
   // remote engines are registered when configured (QUIRE_OPENAI_BASE_URL, ...).
   const providers = createWorkerProviders(config);
+  providers.warm();
   const client = createQuireClient(config, temporal, pool, providers.names());
   const identity = workerIdentity();
   const blobStore = createBlobStore(config);

@@ -356,6 +356,25 @@ describe('the engine launcher (P6)', () => {
     }
   });
 
+  it('P6 warm() starts the launcher with the worker: the first page goes to the one already running', async () => {
+    const cache = path.join(dir, 'cache-warm');
+    const provider = new NativeTesseractProvider({ dataCacheDir: cache });
+    const ours = async () =>
+      (await processesWith('engineLauncherProcess.mjs')).filter((l) => l.ppid === process.pid);
+    const before = new Set((await ours()).map((l) => l.pid));
+    try {
+      provider.warm();
+      const started = await until(async () => (await ours()).filter((l) => !before.has(l.pid)));
+      expect(started).toHaveLength(1);
+      const reading = provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx());
+      const [engine] = await until(() => processesWith('tesseract\0stdin', cache));
+      expect(engine?.ppid).toBe(started[0]!.pid);
+      expect((await reading).lines.length).toBeGreaterThan(5);
+    } finally {
+      await provider.close();
+    }
+  });
+
   it('P6 a launcher killed during a page: its engine process is ended and the page is read on a new launcher', async () => {
     const cache = path.join(dir, 'cache-killed');
     const provider = new NativeTesseractProvider({ dataCacheDir: cache });
