@@ -41,17 +41,16 @@ export interface LaunchRequest {
   signal: AbortSignal;
 }
 
-/** The program could not be started (`code` is the errno code: ENOENT, EACCES, ...). */
+/**
+ * The input file could not be opened, or the program could not be started; `code` is the
+ * errno code (ENOENT, EACCES, ...).
+ */
 export class LaunchError extends Error {
-  constructor(readonly code: string) {
-    super(`the program could not start (${code})`);
-  }
-}
-
-/** The input file could not be opened (`code` is the errno code). */
-export class LaunchInputError extends Error {
-  constructor(readonly code: string) {
-    super(`the input could not be read (${code})`);
+  constructor(
+    readonly failed: 'input' | 'program',
+    readonly code: string,
+  ) {
+    super(`the ${failed} could not be ${failed === 'input' ? 'read' : 'started'} (${code})`);
   }
 }
 
@@ -63,7 +62,7 @@ type Reply =
       stdout: string;
       stderr: string;
     }
-  | { id: number; error: string };
+  | { id: number; error: string; failed: 'input' | 'program' };
 
 interface Pending {
   resolve(result: ProcessResult): void;
@@ -187,11 +186,7 @@ export class EngineLauncher {
       const call = launcher.pending.get(reply.id);
       if (!call) return;
       if ('error' in reply) {
-        call.reject(
-          reply.error.startsWith('input:')
-            ? new LaunchInputError(reply.error.slice('input:'.length))
-            : new LaunchError(reply.error),
-        );
+        call.reject(new LaunchError(reply.failed, reply.error));
       } else {
         call.resolve(reply);
       }

@@ -14,7 +14,8 @@
 //                                                          file given to it as stdin
 //                       { kill: id }                        SIGKILL that call's process
 //   launcher -> worker  { id, code, signal, stdout, stderr }   the process closed
-//                       { id, error }                       it could not start (an errno code)
+//                       { id, error, failed }               `input` could not be opened or
+//                                                          `program` started (`error`: errno code)
 // Nothing here logs: the arguments, the input and the output are the worker's business.
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
@@ -58,7 +59,7 @@ function start({ id, program, args, env, input }) {
   try {
     fd = openSync(input, 'r');
   } catch (error) {
-    reply({ id, error: `input:${error.code ?? 'EIO'}` });
+    reply({ id, error: error.code ?? 'EIO', failed: 'input' });
     return;
   }
   let child;
@@ -67,7 +68,7 @@ function start({ id, program, args, env, input }) {
     // copy of it passes through this process or the worker.
     child = spawn(program, args, { stdio: [fd, 'pipe', 'pipe'], env });
   } catch (error) {
-    reply({ id, error: error.code ?? 'EINVAL' });
+    reply({ id, error: error.code ?? 'EINVAL', failed: 'program' });
     return;
   } finally {
     // The child holds its own descriptor from here on (or never started).
@@ -85,7 +86,7 @@ function start({ id, program, args, env, input }) {
     if (failed) return;
     failed = true;
     running.delete(id);
-    reply({ id, error: error.code ?? 'EIO' });
+    reply({ id, error: error.code ?? 'EIO', failed: 'program' });
   });
   child.on('close', (code, signal) => {
     if (failed) return;

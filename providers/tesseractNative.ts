@@ -36,7 +36,7 @@ import type {
   ReadLine,
   TranscriptionProvider,
 } from '../core/provider';
-import { EngineLauncher, LaunchError, LaunchInputError } from './engineLauncher';
+import { EngineLauncher, LaunchError } from './engineLauncher';
 import { EnginePool, type EnginePoolStats } from './enginePool';
 import {
   findProgram,
@@ -284,6 +284,8 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     signal: AbortSignal,
   ): Promise<ProcessResult> {
     throwIfAborted(signal);
+    // A timer of our own: an `AbortSignal.timeout` held only by `AbortSignal.any` did not fire
+    // here (a page given 0.5 s ran its 30 s), nothing else keeping that signal alive.
     const kill = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -306,7 +308,7 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     } catch (error) {
       if (signal.aborted) throw signal.reason ?? error;
       if (timedOut) throw new ProviderError('timeout', 'tesseract took too long on the page');
-      if (error instanceof LaunchInputError) {
+      if (error instanceof LaunchError && error.failed === 'input') {
         throw new ProviderError('internal', `image file could not be read (${error.code})`);
       }
       if (error instanceof LaunchError) {
