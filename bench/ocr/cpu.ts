@@ -48,6 +48,37 @@ export function workerCpu(pid: number): CpuSample {
   return total;
 }
 
+/**
+ * CPU seconds of a process's live threads by thread name, the main thread as `main` (P6):
+ * where a worker's own CPU goes (its main thread, V8's helpers and libuv's pool, the SDK
+ * core's runtime). Threads that exit
+ * take their CPU out of this view; the process's own figure keeps it, so the difference of
+ * two samples' totals and this view's is the exited threads' share.
+ */
+export function threadsOf(pid: number): Record<string, number> {
+  const byName: Record<string, number> = {};
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const task of tasks) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      // Node names every thread of its own (V8's helpers, libuv's pool) after the process.
+      const name =
+        task === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const seconds = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+      byName[name] = (byName[name] ?? 0) + seconds;
+    } catch {
+      // Exited while listed.
+    }
+  }
+  return byName;
+}
+
 const ENGINE_COMMAND = 'tesseract';
 
 function commandOf(pid: number): string {

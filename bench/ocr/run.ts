@@ -55,7 +55,7 @@ import {
 import { median, round } from '../lib/stack';
 import { requestsPerPage, temporalRequests } from '../lib/temporalRequests';
 import { cpuOf } from './cpu';
-import { cpuDelta, startClusterTopology, startDevTopology } from './topologies';
+import { cpuDelta, startClusterTopology, startDevTopology, workerThreadDelta } from './topologies';
 
 const PAGES = Math.max(1, Number(process.env.BENCH_PAGES ?? 40));
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
@@ -270,6 +270,7 @@ async function quireRun(bare: string[]) {
   const engine = after.engine - before.engine;
   const orchestrationByProcess = cpuDelta(before, after);
   const perProcess = { workerEngineChildren: engine, ...orchestrationByProcess };
+  const workerThreads = workerThreadDelta(before, after, orchestrationByProcess.worker!);
   const orchestration = sum(Object.values(orchestrationByProcess));
   // What the pages cost beyond what the same processes burn idle for as long (pollers,
   // relays): on a loaded machine a run lasts long and the idle share grows with it.
@@ -289,6 +290,7 @@ async function quireRun(bare: string[]) {
     orchestrationBeyondIdleCpuSecondsPerPage: Math.max(0, orchestration - idle) / PAGES,
     engineCpuSecondsPerPage: engine / PAGES,
     workerMinorFaultsPerPage: (after.workerMinorFaults - before.workerMinorFaults) / PAGES,
+    workerThreads,
     derivativeCpuSecondsPerPage: derivativeCpu / PAGES,
     temporalRequestsPerPage: requests,
     stagesMedianSeconds: {
@@ -420,6 +422,13 @@ const report = {
       ),
       imageDerivativesCpuSecondsPerPage: round(r.derivativeCpuSecondsPerPage, 3),
       workerMinorFaultsPerPage: Math.round(r.workerMinorFaultsPerPage),
+      // Where the worker's line ran: its threads by name, the exited ones, its launcher.
+      workerCpuSecondsPerPageByThread: Object.fromEntries(
+        Object.entries(r.workerThreads)
+          .filter(([, seconds]) => seconds / PAGES >= 0.0005)
+          .sort(([, a], [, b]) => b - a)
+          .map(([name, seconds]) => [name, round(seconds / PAGES, 4)]),
+      ),
       stagesMedianSeconds: r.stagesMedianSeconds,
       temporalRequestsPerPage: r.temporalRequestsPerPage,
     })),

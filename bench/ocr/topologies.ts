@@ -9,7 +9,7 @@ import { startCluster } from '../../scripts/lib/cluster';
 import { workerArgs } from '../../scripts/lib/workerBuild';
 import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
 import { startBenchStack } from '../lib/stack';
-import { cpuOf, postgresBackendCpu, treeCpu, workerCpu } from './cpu';
+import { cpuOf, postgresBackendCpu, threadsOf, treeCpu, workerCpu } from './cpu';
 
 /**
  * Where bench/ocr runs Quire (P6): the dev stack or cluster mode. Each gives the run its
@@ -46,7 +46,31 @@ export interface CpuSnapshot {
   engine: number;
   /** Minor page faults of the worker and its engine launcher (P6). */
   workerMinorFaults: number;
+  /** The worker process's own CPU seconds (its launcher apart) and its live threads' by name. */
+  workerOwn: number;
+  workerThreads: Record<string, number>;
   processes: Record<string, number | Map<number, number>>;
+}
+
+/**
+ * The worker's CPU between two snapshots by where it ran (P6): each thread name of the worker
+ * process, `exited threads` (the process's own figure less its live threads'), and `launcher`
+ * (its engine launcher, the rest of the worker's line).
+ */
+export function workerThreadDelta(
+  before: CpuSnapshot,
+  after: CpuSnapshot,
+  worker: number,
+): Record<string, number> {
+  const delta: Record<string, number> = {};
+  for (const [name, seconds] of Object.entries(after.workerThreads)) {
+    delta[name] = seconds - (before.workerThreads[name] ?? 0);
+  }
+  const live = Object.values(delta).reduce((a, b) => a + b, 0);
+  const own = after.workerOwn - before.workerOwn;
+  delta['exited threads'] = own - live;
+  delta.launcher = worker - own;
+  return delta;
 }
 
 /** CPU seconds of each process between two snapshots. */
@@ -164,6 +188,8 @@ export async function startDevTopology(dir: string): Promise<Topology> {
       return {
         engine: workerSample.children,
         workerMinorFaults: workerSample.minorFaults,
+        workerOwn: cpuOf(worker.pid!).self,
+        workerThreads: threadsOf(worker.pid!),
         processes: {
           worker: workerSample.self,
           upload: cpuOf(upload.child.pid!).self,
@@ -265,6 +291,8 @@ export async function startClusterTopology(): Promise<Topology> {
         return {
           engine: workerSample.children,
           workerMinorFaults: workerSample.minorFaults,
+          workerOwn: cpuOf(worker).self,
+          workerThreads: threadsOf(worker),
           processes: {
             worker: workerSample.self,
             web: treeCpu(webPid),
