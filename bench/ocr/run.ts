@@ -10,7 +10,8 @@
  * Prints pages/s of both and their ratio, the CER between Quire's committed text (and its raw
  * recognized lines) and the bare CLI's text of the same page, and the CPU seconds per page of
  * every process (worker, its engine children, upload server, Temporal, the PostgreSQL
- * backends of this database), orchestration being all of it minus the engine's. The image
+ * backends of this database), orchestration being all of it minus the engine's, and the
+ * worker's by thread (its main thread, V8's and libuv's, the SDK core's, its launcher). The image
  * derivatives (I4) are built by a schedule of the worker's; it is paused during each run and
  * triggered after it, so their CPU is a line of its own (P6), not orchestration. Then the
  * real Fraktur lines with `frk`: tesseract.js line by line (before) and the native engine

@@ -10,6 +10,7 @@ import { createJobStore } from '../../db/jobStore';
 import { withTransaction } from '../../db/pool';
 import { medianTaskTimes, type TaskTimes, taskTimes, timeline } from '../lib/history';
 import { median, percentile, round, startBenchStack } from '../lib/stack';
+import { cpuOf } from '../ocr/cpu';
 
 /**
  * bench/throughput (T2, O1): PAGES pages of LINES lines through the real workflow with the
@@ -25,7 +26,8 @@ import { median, percentile, round, startBenchStack } from '../lib/stack';
  * submitted once the one before it committed (nothing waits for a slot or for the cores);
  * beside it the same 16 pages at once, which wait for no slot but share the machine's cores.
  * `historyMs` splits the jobs' time by their histories: queue waits and runs of the workflow
- * tasks and of the activities (medians over the jobs).
+ * tasks and of the activities (medians over the jobs). Each measure also gives the Temporal
+ * server's CPU seconds a page (P6), read before the histories are.
  * Env: BENCH_PAGES (200), BENCH_LINES (30), BENCH_LATENCY_MS (200), BENCH_CONCURRENCY
  * (8,32,64; empty for the probe alone), BENCH_RUNS (3), BENCH_PROBE_LATENCY_MS (0), BENCH_READ_PAGES (unset: the engine
  * reads line by line, as remote vision engines do; 1: it reads each page in one pass of LINES
@@ -168,6 +170,7 @@ async function measure(
       pageIds.push(page.pageId);
     }
   });
+  const temporalCpuBefore = cpuOf(stack.temporalPid!).self;
   const started = Date.now();
   const start = (pageId: number) =>
     client.startJob({
@@ -192,6 +195,8 @@ async function measure(
     await Promise.all(jobs.map(settle));
   }
   const seconds = (Date.now() - started) / 1000;
+  // P6: the Temporal server's CPU a page, before the histories below are read.
+  const temporalCpuPerPage = (cpuOf(stack.temporalPid!).self - temporalCpuBefore) / pageCount;
   const { rows } = await stack.pool.query(
     `SELECT j.status, extract(epoch FROM j.ended_at - j.created_at) AS queued_to_commit,
             extract(epoch FROM j.ended_at - a.started_at) AS claim_to_commit,
@@ -218,6 +223,7 @@ async function measure(
     packedLimit,
     callsPerPage,
     completed: rows.filter((r) => r.status === 'completed').length,
+    temporalCpuPerPage,
     overheadP50: percentile(overhead, 50),
     overheadP95: percentile(overhead, 95),
     submitToCommitP50: percentile(
@@ -261,6 +267,7 @@ async function benchmark() {
         p95Median: round(median(samples.map((s) => s.overheadP95)), 3),
       },
       submitToCommitP50SecondsMedian: round(median(samples.map((s) => s.submitToCommitP50)), 2),
+      temporalCpuSecondsPerPageMedian: round(median(samples.map((s) => s.temporalCpuPerPage)), 4),
       historyMs: medianTaskTimes(samples.flatMap((s) => s.tasks)),
       completedJobs: samples.map((s) => s.completed),
     });
@@ -270,8 +277,10 @@ async function benchmark() {
   const probe: number[] = [];
   const burst: number[] = [];
   const tasks: TaskTimes[] = [];
+  const probeTemporalCpu: number[] = [];
   for (let run = 0; run < runs; run++) {
     const sample = await oneRun(32, 100 + run, 16, probeLatencyMs, true);
+    probeTemporalCpu.push(sample.temporalCpuPerPage);
     probe.push(...sample.unqueuedOverhead);
     burst.push(...sample.burstOverhead);
     tasks.push(...sample.tasks);
@@ -284,6 +293,7 @@ async function benchmark() {
     p50Seconds: round(percentile(probe, 50), 3),
     p95Seconds: round(percentile(probe, 95), 3),
     engineLatencyMs: probeLatencyMs,
+    temporalCpuSecondsPerPageMedian: round(median(probeTemporalCpu), 4),
     // Medians over the probe's jobs: queue waits and runs of workflow tasks and activities.
     historyMs: medianTaskTimes(tasks),
     sixteenAtOnce: {

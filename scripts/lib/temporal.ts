@@ -44,6 +44,25 @@ export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'system.forceSearchAttributesCacheRefreshOnRead': false,
 };
 
+/**
+ * P6: the Go runtime of the dev server, which shares its machine with the worker and the
+ * engines. One processor for its goroutines (no thread woken to spin for work each time a
+ * request arrives), a collection at twice the live heap rather than once, and freed memory
+ * handed back lazily (MADV_FREE), so the pages it reuses are not faulted in again. Measured
+ * on bench/ocr in docs/design.md; the environment wins over each, and cluster mode and
+ * compose keep Go's defaults, where the server has its own cores.
+ */
+export const DEV_SERVER_GO_RUNTIME: Readonly<Record<string, string>> = {
+  GOMAXPROCS: '1',
+  GOGC: '200',
+  GODEBUG: 'madvdontneed=0',
+};
+
+/** The dev server's environment: the Go runtime settings above under the caller's own. */
+export function devServerEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return { ...DEV_SERVER_GO_RUNTIME, ...env };
+}
+
 export function temporalCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
   return join(base, 'quire', `temporal-${TEMPORAL_CLI_VERSION}`);
@@ -175,7 +194,7 @@ async function startDevServerOn(
     const fd = openSync(options.logFile, 'a');
     stdio = ['ignore', fd, fd];
   }
-  const child = spawn(binary, args, { stdio, detached: false });
+  const child = spawn(binary, args, { stdio, detached: false, env: devServerEnv() });
   const address = `127.0.0.1:${port}`;
   let exited: number | null = null;
   child.on('exit', (code) => {

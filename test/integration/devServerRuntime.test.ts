@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type DevServer, findOrBuildTemporal, startDevServer } from '../../scripts/lib/temporal';
+
+/** The environment a running process was started with, from /proc. */
+function environOf(pid: number): Record<string, string> {
+  const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+  return Object.fromEntries(
+    entries.map((entry) => [
+      entry.slice(0, entry.indexOf('=')),
+      entry.slice(entry.indexOf('=') + 1),
+    ]),
+  );
+}
+
+const GO_SETTINGS = ['GOMAXPROCS', 'GOGC', 'GODEBUG'] as const;
+
+describe('the dev server’s Go runtime (P6)', () => {
+  let server: DevServer | undefined;
+  const saved = Object.fromEntries(GO_SETTINGS.map((key) => [key, process.env[key]]));
+
+  afterEach(async () => {
+    await server?.stop();
+    server = undefined;
+    for (const key of GO_SETTINGS) {
+      if (saved[key] === undefined) delete process.env[key];
+      else process.env[key] = saved[key];
+    }
+  });
+
+  const start = async () => {
+    server = await startDevServer(
+      process.env.QUIRE_TEMPORAL_BIN_RESOLVED ?? findOrBuildTemporal(() => {}),
+      { headless: true },
+    );
+    return environOf(server.process.pid!);
+  };
+
+  it('P6 the dev server runs on one Go processor, collecting at twice the live heap, freeing lazily', async () => {
+    for (const key of GO_SETTINGS) delete process.env[key];
+    const env = await start();
+    expect({ GOMAXPROCS: env.GOMAXPROCS, GOGC: env.GOGC, GODEBUG: env.GODEBUG }).toEqual({
+      GOMAXPROCS: '1',
+      GOGC: '200',
+      GODEBUG: 'madvdontneed=0',
+    });
+    // The rest of the environment still reaches it.
+    expect(env.PATH).toBe(process.env.PATH);
+  });
+
+  it('P6 a Go setting in the environment wins over the dev server’s own', async () => {
+    process.env.GOMAXPROCS = '2';
+    process.env.GOGC = '150';
+    const env = await start();
+    expect(env.GOMAXPROCS).toBe('2');
+    expect(env.GOGC).toBe('150');
+    expect(env.GODEBUG).toBe('madvdontneed=0');
+  });
+});
