@@ -53,9 +53,9 @@ import {
   REPO_ROOT,
   removeDir,
 } from '../../test/support/fixtures';
+import { cpuOf } from '../lib/cpu';
 import { median, round } from '../lib/stack';
 import { requestsPerPage, temporalRequests } from '../lib/temporalRequests';
-import { cpuOf } from './cpu';
 import { cpuDelta, startClusterTopology, startDevTopology, workerThreadDelta } from './topologies';
 
 const PAGES = Math.max(1, Number(process.env.BENCH_PAGES ?? 40));

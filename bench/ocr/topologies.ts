@@ -8,8 +8,8 @@ import { createWorkspace } from '../../db/workspaces';
 import { startCluster } from '../../scripts/lib/cluster';
 import { workerArgs } from '../../scripts/lib/workerBuild';
 import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
+import { cpuOf, postgresBackendCpu, treeCpu, workerCpu } from '../lib/cpu';
 import { startBenchStack } from '../lib/stack';
-import { cpuOf, postgresBackendCpu, threadsOf, treeCpu, workerCpu } from './cpu';
 
 /**
  * Where bench/ocr runs Quire (P6): the dev stack or cluster mode. Each gives the run its
@@ -71,6 +71,21 @@ export function workerThreadDelta(
   delta['exited threads'] = own - live;
   delta.launcher = worker - own;
   return delta;
+}
+
+/**
+ * The worker's part of a snapshot: its reaped engines' CPU, its faults, its own CPU and its
+ * threads', and `worker`, its line in `processes` (its launcher included).
+ */
+function workerSnapshot(pid: number): Omit<CpuSnapshot, 'processes'> & { worker: number } {
+  const sample = workerCpu(pid);
+  return {
+    engine: sample.children,
+    workerMinorFaults: sample.minorFaults,
+    workerOwn: sample.own,
+    workerThreads: sample.threads,
+    worker: sample.self,
+  };
 }
 
 /** CPU seconds of each process between two snapshots. */
@@ -184,14 +199,11 @@ export async function startDevTopology(dir: string): Promise<Topology> {
     upload: (form) =>
       fetch(`http://127.0.0.1:${port}/ws/${workspaceId}/batches`, { method: 'POST', body: form }),
     async sample() {
-      const workerSample = workerCpu(worker.pid!);
+      const { worker: workerLine, ...workerFields } = workerSnapshot(worker.pid!);
       return {
-        engine: workerSample.children,
-        workerMinorFaults: workerSample.minorFaults,
-        workerOwn: cpuOf(worker.pid!).self,
-        workerThreads: threadsOf(worker.pid!),
+        ...workerFields,
         processes: {
-          worker: workerSample.self,
+          worker: workerLine,
           upload: cpuOf(upload.child.pid!).self,
           temporal: cpuOf(stack.temporalPid!).self,
           postgresBackends: await postgresBackendCpu(stack.pool),
@@ -287,14 +299,11 @@ export async function startClusterTopology(): Promise<Topology> {
       namespace: cluster.quireEnv.TEMPORAL_NAMESPACE || 'default',
       upload,
       async sample() {
-        const workerSample = workerCpu(worker);
+        const { worker: workerLine, ...workerFields } = workerSnapshot(worker);
         return {
-          engine: workerSample.children,
-          workerMinorFaults: workerSample.minorFaults,
-          workerOwn: cpuOf(worker).self,
-          workerThreads: threadsOf(worker),
+          ...workerFields,
           processes: {
-            worker: workerSample.self,
+            worker: workerLine,
             web: treeCpu(webPid),
             temporal: treeCpu(temporal),
             objectStore: treeCpu(objectStore),

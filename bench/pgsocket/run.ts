@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { cpuOf } from '../lib/cpu';
 import { median, round } from '../lib/stack';
-import { cpuOf } from '../ocr/cpu';
 
 const STATEMENTS = Math.max(100, Number(process.env.BENCH_STATEMENTS ?? 6000));
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));

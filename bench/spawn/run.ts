@@ -18,8 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { EngineLauncher } from '../../providers/engineLauncher';
 import { REPO_ROOT } from '../../test/support/fixtures';
+import { cpuOf } from '../lib/cpu';
 import { median, round } from '../lib/stack';
-import { cpuOf } from '../ocr/cpu';
 
 const STARTS = Math.max(10, Number(process.env.BENCH_STARTS ?? 100));
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));

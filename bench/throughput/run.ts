@@ -8,9 +8,9 @@ import { parseConfig } from '../../core/config';
 import { createPage, prepareItem } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
 import { withTransaction } from '../../db/pool';
+import { cpuOf } from '../lib/cpu';
 import { medianTaskTimes, type TaskTimes, taskTimes, timeline } from '../lib/history';
 import { median, percentile, round, startBenchStack } from '../lib/stack';
-import { cpuOf } from '../ocr/cpu';
 
 /**
  * bench/throughput (T2, O1): PAGES pages of LINES lines through the real workflow with the

@@ -49,19 +49,14 @@ export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
  * engines. One processor for its goroutines (no thread woken to spin for work each time a
  * request arrives), a collection at twice the live heap rather than once, and freed memory
  * handed back lazily (MADV_FREE), so the pages it reuses are not faulted in again. Measured
- * on bench/ocr in docs/design.md; the environment wins over each, and cluster mode and
- * compose keep Go's defaults, where the server has its own cores.
+ * by bench/throughput (docs/design.md); the environment wins over each, and cluster mode and
+ * compose keep Go's defaults, where the server has cores of its own.
  */
 export const DEV_SERVER_GO_RUNTIME: Readonly<Record<string, string>> = {
   GOMAXPROCS: '1',
   GOGC: '200',
   GODEBUG: 'madvdontneed=0',
 };
-
-/** The dev server's environment: the Go runtime settings above under the caller's own. */
-export function devServerEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return { ...DEV_SERVER_GO_RUNTIME, ...env };
-}
 
 export function temporalCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
@@ -194,7 +189,11 @@ async function startDevServerOn(
     const fd = openSync(options.logFile, 'a');
     stdio = ['ignore', fd, fd];
   }
-  const child = spawn(binary, args, { stdio, detached: false, env: devServerEnv() });
+  const child = spawn(binary, args, {
+    stdio,
+    detached: false,
+    env: { ...DEV_SERVER_GO_RUNTIME, ...process.env },
+  });
   const address = `127.0.0.1:${port}`;
   let exited: number | null = null;
   child.on('exit', (code) => {

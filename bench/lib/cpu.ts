@@ -13,31 +13,49 @@ export interface CpuSample {
 
 const TICKS_PER_SECOND = 100;
 
-export function cpuOf(pid: number): CpuSample {
+/**
+ * A /proc `stat` file: the command name, and the fields after it (the name may hold spaces
+ * and parentheses), so `fields[0]` is the state, `fields[1]` the parent's pid; undefined once
+ * the process or thread is gone.
+ */
+function readStat(file: string): { name: string; fields: string[] } | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces): state is field 3.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const [minflt, utime, stime, cutime, cstime] = [7, 11, 12, 13, 14].map((i) =>
-      Number(fields[i]),
-    );
+    const stat = readFileSync(file, 'utf8');
     return {
-      self: (utime! + stime!) / TICKS_PER_SECOND,
-      children: (cutime! + cstime!) / TICKS_PER_SECOND,
-      minorFaults: minflt!,
+      name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      fields: stat.slice(stat.lastIndexOf(')') + 2).split(' '),
     };
   } catch {
-    return { self: 0, children: 0, minorFaults: 0 };
+    return undefined;
   }
+}
+
+/** User and system CPU seconds from a stat file's fields. */
+const ownSeconds = (fields: string[]) =>
+  (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+
+export function cpuOf(pid: number): CpuSample {
+  const stat = readStat(`/proc/${pid}/stat`);
+  if (!stat) return { self: 0, children: 0, minorFaults: 0 };
+  const { fields } = stat;
+  return {
+    self: ownSeconds(fields),
+    children: (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND,
+    minorFaults: Number(fields[7]),
+  };
 }
 
 /**
  * The worker's CPU (P6): its own and that of its live helper processes (the engine launcher),
- * and apart, the engine processes either has reaped. An engine process still running is in
- * neither until it is reaped, as before the launcher.
+ * and apart, the engine processes either has reaped (an engine process still running is in
+ * neither until it is reaped); `own` is the worker process's alone, and `threads` its live
+ * threads' by name.
  */
-export function workerCpu(pid: number): CpuSample {
+export function workerCpu(
+  pid: number,
+): CpuSample & { own: number; threads: Record<string, number> } {
   const total = cpuOf(pid);
+  const own = total.self;
   for (const child of childrenByParent().get(pid) ?? []) {
     if (commandOf(child) === ENGINE_COMMAND) continue;
     const helper = cpuOf(child);
@@ -45,15 +63,15 @@ export function workerCpu(pid: number): CpuSample {
     total.children += helper.children;
     total.minorFaults += helper.minorFaults;
   }
-  return total;
+  return { ...total, own, threads: threadsOf(pid) };
 }
 
 /**
  * CPU seconds of a process's live threads by thread name, the main thread as `main` (P6):
  * where a worker's own CPU goes (its main thread, V8's helpers and libuv's pool, the SDK
- * core's runtime). Threads that exit
- * take their CPU out of this view; the process's own figure keeps it, so the difference of
- * two samples' totals and this view's is the exited threads' share.
+ * core's runtime). Threads that exit take their CPU out of this view; the process's own
+ * figure keeps it, so the difference of two samples' totals and this view's is the exited
+ * threads' share.
  */
 export function threadsOf(pid: number): Record<string, number> {
   const byName: Record<string, number> = {};
@@ -64,17 +82,11 @@ export function threadsOf(pid: number): Record<string, number> {
     return byName;
   }
   for (const task of tasks) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-      // Node names every thread of its own (V8's helpers, libuv's pool) after the process.
-      const name =
-        task === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const seconds = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-      byName[name] = (byName[name] ?? 0) + seconds;
-    } catch {
-      // Exited while listed.
-    }
+    const stat = readStat(`/proc/${pid}/task/${task}/stat`);
+    if (!stat) continue;
+    // Node names every thread of its own (V8's helpers, libuv's pool) after the process.
+    const name = task === String(pid) ? 'main' : stat.name;
+    byName[name] = (byName[name] ?? 0) + ownSeconds(stat.fields);
   }
   return byName;
 }
@@ -82,11 +94,7 @@ export function threadsOf(pid: number): Record<string, number> {
 const ENGINE_COMMAND = 'tesseract';
 
 function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-  } catch {
-    return '';
-  }
+  return readStat(`/proc/${pid}/stat`)?.name ?? '';
 }
 
 /** Live processes by their parent's pid. */
@@ -94,15 +102,12 @@ function childrenByParent(): Map<number, number[]> {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const list = children.get(ppid) ?? [];
-      list.push(Number(entry));
-      children.set(ppid, list);
-    } catch {
-      // Gone while listed.
-    }
+    const stat = readStat(`/proc/${entry}/stat`);
+    if (!stat) continue; // Gone while listed.
+    const ppid = Number(stat.fields[1]);
+    const list = children.get(ppid) ?? [];
+    list.push(Number(entry));
+    children.set(ppid, list);
   }
   return children;
 }
