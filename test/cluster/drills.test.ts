@@ -1,5 +1,5 @@
 import { EventSource } from 'eventsource';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import type { BlobStore } from '../../blobs';
 import { canonicalKeyFor, newUploadId, temporaryKeyFor } from '../../blobs';
@@ -36,6 +36,18 @@ beforeAll(async () => {
 }, 900_000);
 afterAll(async () => {
   await t?.close();
+});
+// A drill that fails midway must not leave its fault in place for the next one.
+afterEach(async () => {
+  const { cluster } = t;
+  if (!cluster.postgres.running()) cluster.postgres.start();
+  for (const process of [
+    cluster.objectServer,
+    cluster.temporal,
+    ...cluster.webs,
+    ...cluster.workers,
+  ])
+    await process.start();
 });
 
 /** Resolves once any of `jobIds` has at least `segments` recognized lines. */
@@ -116,6 +128,37 @@ async function storedImagePage(
     );
     return page.pageId;
   });
+}
+
+/**
+ * The jobs of `jobIds` that ended while the object server was down, with what tells how: their
+ * attempts and steps (which worker), the engine calls they paid for, each at its offset from
+ * the fault, and whether anything answered on the object server's port meanwhile.
+ */
+async function jobsEndedDuring(t: TestCluster, jobIds: string[], faultAt: Date) {
+  const offset = `round(extract(epoch FROM (%s - $2::timestamptz))::numeric, 2)`;
+  const at = (column: string) => offset.replace('%s', column);
+  const { rows: jobs } = await t.pool.query(
+    `SELECT j.id, j.status, j.stage, ${at('j.ended_at')} AS ended_s,
+            (SELECT json_agg(json_build_object('n', a.attempt_number, 'owner', a.owner,
+                     'outcome', a.outcome, 'started_s', ${at('a.started_at')}))
+               FROM transcription_job_attempts a WHERE a.job_id = j.id) AS attempts,
+            (SELECT json_agg(json_build_object('step', s.step, 'worker', s.worker,
+                     'outcome', s.outcome, 'finished_s', ${at('s.finished_at')}))
+               FROM attempt_steps s WHERE s.job_id = j.id) AS steps,
+            (SELECT json_agg(json_build_object('operation', c.operation,
+                     'at_s', ${at('c.occurred_at')}))
+               FROM provider_calls c WHERE c.job_id = j.id) AS calls
+       FROM transcription_jobs j
+      WHERE j.id = ANY($1) AND j.status NOT IN ('pending', 'running')`,
+    [jobIds, faultAt],
+  );
+  const { port } = t.cluster.objectStore;
+  const answered = await fetch(`http://127.0.0.1:${port}/`).then(
+    (r) => r.status,
+    () => null,
+  );
+  return { jobs, objectServer: { running: t.cluster.objectServer.running(), port, answered } };
 }
 
 function report(drill: string, figures: Record<string, number>): void {
@@ -210,11 +253,8 @@ describe('failure drills on the production topology (D3)', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, STORE_OUTAGE_MS));
     // Nothing could read its page image, so nothing finished, failed or was charged.
-    const during = await t.pool.query(
-      `SELECT status, count(*)::int AS n FROM transcription_jobs WHERE id = ANY($1) GROUP BY status`,
-      [jobIds],
-    );
-    expect(during.rows.filter((r) => !['pending', 'running'].includes(r.status))).toEqual([]);
+    const ended = await jobsEndedDuring(t, jobIds, faultAt);
+    expect(ended.jobs, JSON.stringify(ended, null, 1)).toEqual([]);
     await t.cluster.objectServer.start();
     const recovered = await recoverySeconds(t.pool, jobIds, faultAt);
     await t.untilCompleted(workspaceId, jobIds);
