@@ -124,6 +124,43 @@ export async function postgresBackendCpu(pool: Pool): Promise<Map<number, number
 }
 
 /**
+ * CPU seconds of a PostgreSQL server's live processes by what they serve (P6): each backend
+ * under its database's name, and under `server` every other process (checkpointer, WAL
+ * writer, autovacuum) and the postmaster itself with what it has reaped. A backend that exits
+ * between two samples moves its whole CPU to `server`, so a pooled backend's figure is exact
+ * and a short-lived one's is counted as the server's.
+ */
+export function postgresByDatabase(postmaster: number): Record<string, number> {
+  const byDatabase: Record<string, number> = {};
+  const add = (name: string, pid: number) => {
+    const { self, children } = cpuOf(pid);
+    byDatabase[name] = (byDatabase[name] ?? 0) + self + children;
+  };
+  add('server', postmaster);
+  for (const pid of childrenByParent().get(postmaster) ?? []) add(databaseOf(pid) ?? 'server', pid);
+  return byDatabase;
+}
+
+function databaseOf(pid: number): string | undefined {
+  try {
+    return databaseOfTitle(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A backend's database from its process title, `postgres: [<cluster name>:] <user> <database>
+ * <client> <activity>`, the client an address with its port or `[local]`; undefined for the
+ * server's other processes.
+ */
+export function databaseOfTitle(title: string): string | undefined {
+  const words = title.trim().split(/\s+/);
+  const client = words.findIndex((word, i) => i >= 3 && /\(\d+\)$|^\[local\]$/.test(word));
+  return words[0] === 'postgres:' && client > 0 ? words[client - 1] : undefined;
+}
+
+/**
  * CPU seconds of a whole process tree so far: every live process under `root` (found by
  * parent pid in /proc), each with what it has reaped of its own exited children. A process
  * that exits between two samples moves from its own line to its parent's reaped share, so

@@ -56,7 +56,13 @@ import {
 import { cpuOf } from '../lib/cpu';
 import { median, round } from '../lib/stack';
 import { requestsPerPage, temporalRequests } from '../lib/temporalRequests';
-import { cpuDelta, startClusterTopology, startDevTopology, workerThreadDelta } from './topologies';
+import {
+  cpuDelta,
+  namedDelta,
+  startClusterTopology,
+  startDevTopology,
+  workerThreadDelta,
+} from './topologies';
 
 const PAGES = Math.max(1, Number(process.env.BENCH_PAGES ?? 40));
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
@@ -272,6 +278,10 @@ async function quireRun(bare: string[]) {
   const orchestrationByProcess = cpuDelta(before, after);
   const perProcess = { workerEngineChildren: engine, ...orchestrationByProcess };
   const workerThreads = workerThreadDelta(before, after, orchestrationByProcess.worker!);
+  const postgresDatabases =
+    before.postgresDatabases && after.postgresDatabases
+      ? namedDelta(before.postgresDatabases, after.postgresDatabases)
+      : undefined;
   const orchestration = sum(Object.values(orchestrationByProcess));
   // What the pages cost beyond what the same processes burn idle for as long (pollers,
   // relays): on a loaded machine a run lasts long and the idle share grows with it.
@@ -292,6 +302,7 @@ async function quireRun(bare: string[]) {
     engineCpuSecondsPerPage: engine / PAGES,
     workerMinorFaultsPerPage: (after.workerMinorFaults - before.workerMinorFaults) / PAGES,
     workerThreads,
+    postgresDatabases,
     derivativeCpuSecondsPerPage: derivativeCpu / PAGES,
     temporalRequestsPerPage: requests,
     stagesMedianSeconds: {
@@ -430,6 +441,15 @@ const report = {
           .sort(([, a], [, b]) => b - a)
           .map(([name, seconds]) => [name, round(seconds / PAGES, 4)]),
       ),
+      // Cluster mode: the PostgreSQL line by the database served (Temporal's apart from Quire's).
+      ...(r.postgresDatabases && {
+        postgresCpuSecondsPerPageByDatabase: Object.fromEntries(
+          Object.entries(r.postgresDatabases).map(([name, seconds]) => [
+            name,
+            round(seconds / PAGES, 4),
+          ]),
+        ),
+      }),
       stagesMedianSeconds: r.stagesMedianSeconds,
       temporalRequestsPerPage: r.temporalRequestsPerPage,
     })),

@@ -8,7 +8,7 @@ import { createWorkspace } from '../../db/workspaces';
 import { startCluster } from '../../scripts/lib/cluster';
 import { workerArgs } from '../../scripts/lib/workerBuild';
 import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
-import { cpuOf, postgresBackendCpu, treeCpu, workerCpu } from '../lib/cpu';
+import { cpuOf, postgresBackendCpu, postgresByDatabase, treeCpu, workerCpu } from '../lib/cpu';
 import { startBenchStack } from '../lib/stack';
 
 /**
@@ -50,6 +50,18 @@ export interface CpuSnapshot {
   workerOwn: number;
   workerThreads: Record<string, number>;
   processes: Record<string, number | Map<number, number>>;
+  /** Cluster mode: PostgreSQL's CPU by the database its backends serve (Quire's, Temporal's). */
+  postgresDatabases?: Record<string, number>;
+}
+
+/** Each name's seconds between two samples of a by-name view. */
+export function namedDelta(
+  before: Record<string, number>,
+  after: Record<string, number>,
+): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after).map(([name, seconds]) => [name, seconds - (before[name] ?? 0)]),
+  );
 }
 
 /**
@@ -62,10 +74,7 @@ export function workerThreadDelta(
   after: CpuSnapshot,
   worker: number,
 ): Record<string, number> {
-  const delta: Record<string, number> = {};
-  for (const [name, seconds] of Object.entries(after.workerThreads)) {
-    delta[name] = seconds - (before.workerThreads[name] ?? 0);
-  }
+  const delta = namedDelta(before.workerThreads, after.workerThreads);
   const live = Object.values(delta).reduce((a, b) => a + b, 0);
   const own = after.workerOwn - before.workerOwn;
   delta['exited threads'] = own - live;
@@ -309,6 +318,7 @@ export async function startClusterTopology(): Promise<Topology> {
             objectStore: treeCpu(objectStore),
             postgres: treeCpu(postmaster),
           },
+          postgresDatabases: postgresByDatabase(postmaster),
         };
       },
       derivativeProcesses: ['worker', 'temporal', 'objectStore', 'postgres'],
