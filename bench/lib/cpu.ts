@@ -128,7 +128,7 @@ export async function postgresBackendCpu(pool: Pool): Promise<Map<number, number
  * under its database's name, and under `server` every other process (checkpointer, WAL
  * writer, autovacuum) and the postmaster itself with what it has reaped. A backend that exits
  * between two samples moves its whole CPU to `server`, so a pooled backend's figure is exact
- * and a short-lived one's is counted as the server's.
+ * and a short-lived one's is counted as the server's. The parts sum to the whole server.
  */
 export function postgresByDatabase(postmaster: number): Record<string, number> {
   const byDatabase: Record<string, number> = {};

@@ -309,6 +309,8 @@ export async function startClusterTopology(): Promise<Topology> {
       upload,
       async sample() {
         const { worker: workerLine, ...workerFields } = workerSnapshot(worker);
+        // One walk of the server's processes gives its line and that line by database.
+        const postgresDatabases = postgresByDatabase(postmaster);
         return {
           ...workerFields,
           processes: {
@@ -316,9 +318,9 @@ export async function startClusterTopology(): Promise<Topology> {
             web: treeCpu(webPid),
             temporal: treeCpu(temporal),
             objectStore: treeCpu(objectStore),
-            postgres: treeCpu(postmaster),
+            postgres: Object.values(postgresDatabases).reduce((a, b) => a + b, 0),
           },
-          postgresDatabases: postgresByDatabase(postmaster),
+          postgresDatabases,
         };
       },
       derivativeProcesses: ['worker', 'temporal', 'objectStore', 'postgres'],

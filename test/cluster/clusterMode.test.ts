@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { s3ClientFor } from '../../scripts/lib/objectServer';
 import { freePortRange, portFree } from '../../scripts/lib/processes';
 import { CLUSTER_TEST_WEB_DIST } from '../support/cluster';
+import { environOf } from '../support/proc';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
 import { eventually } from '../support/wait';
 
@@ -185,21 +186,17 @@ describe('cluster mode (D2)', () => {
       'worker-2',
       'worker-3',
     ]);
-    const keys = new Set(
-      quirePids.map(([, pid]) =>
-        readFileSync(`/proc/${pid}/environ`, 'utf8')
-          .split('\0')
-          .find((entry) => entry.startsWith('QUIRE_SECRET_KEY=')),
-      ),
-    );
+    const keys = new Set(quirePids.map(([, pid]) => environOf(pid).QUIRE_SECRET_KEY));
     expect(keys.size).toBe(1);
     // D9: every worker and web replica has the settings file's settings.
     for (const [name, pid] of quirePids) {
-      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
       expect({
         name,
-        settings: environ
-          .filter((e) => /^QUIRE_(NOTIFY_URL|RECOGNIZE_SLICE_MS|WEBHOOK_ALLOW_HOSTS)=/.test(e))
+        settings: Object.entries(environOf(pid))
+          .filter(([key]) =>
+            /^QUIRE_(NOTIFY_URL|RECOGNIZE_SLICE_MS|WEBHOOK_ALLOW_HOSTS)$/.test(key),
+          )
+          .map(([key, value]) => `${key}=${value}`)
           .sort(),
       }).toEqual({
         name,
@@ -210,9 +207,7 @@ describe('cluster mode (D2)', () => {
         ],
       });
     }
-    expect([...keys][0]).toBe(
-      `QUIRE_SECRET_KEY=${readFileSync(join(dir, 'secret-key'), 'utf8').trim()}`,
-    );
+    expect([...keys][0]).toBe(readFileSync(join(dir, 'secret-key'), 'utf8').trim());
 
     // Ctrl-C: the process group gets SIGINT; everything started is gone afterwards.
     const exited = new Promise<number | null>((resolve) => child?.once('exit', resolve));

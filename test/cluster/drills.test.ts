@@ -136,8 +136,8 @@ async function storedImagePage(
  * the fault, and whether anything answered on the object server's port meanwhile.
  */
 async function jobsEndedDuring(t: TestCluster, jobIds: string[], faultAt: Date) {
-  const offset = `round(extract(epoch FROM (%s - $2::timestamptz))::numeric, 2)`;
-  const at = (column: string) => offset.replace('%s', column);
+  const at = (column: string) =>
+    `round(extract(epoch FROM ${column} - $2::timestamptz)::numeric, 2)`;
   const { rows: jobs } = await t.pool.query(
     `SELECT j.id, j.status, j.stage, ${at('j.ended_at')} AS ended_s,
             (SELECT json_agg(json_build_object('n', a.attempt_number, 'owner', a.owner,

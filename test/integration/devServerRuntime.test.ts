@@ -1,17 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type DevServer, findOrBuildTemporal, startDevServer } from '../../scripts/lib/temporal';
-
-/** The environment a running process was started with, from /proc. */
-function environOf(pid: number): Record<string, string> {
-  const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
-  return Object.fromEntries(
-    entries.map((entry) => [
-      entry.slice(0, entry.indexOf('=')),
-      entry.slice(entry.indexOf('=') + 1),
-    ]),
-  );
-}
+import { environOf } from '../support/proc';
 
 const GO_SETTINGS = ['GOMAXPROCS', 'GOGC', 'GODEBUG'] as const;
 
