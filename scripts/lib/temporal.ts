@@ -45,18 +45,28 @@ export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
 };
 
 /**
- * P6: the Go runtime of the dev server, which shares its machine with the worker and the
- * engines. One processor for its goroutines (no thread woken to spin for work each time a
- * request arrives), a collection at twice the live heap rather than once, and freed memory
+ * P6: the Go runtime of a Temporal server that shares its host with the workers and the
+ * engines: the dev server, and cluster mode's server on PostgreSQL (`npm run start:cluster`
+ * runs the whole topology on one machine). One processor for its goroutines (no thread woken
+ * to spin for work each time a request arrives, which at idle was half of cluster mode's
+ * server's CPU), a collection at twice the live heap rather than once, and freed memory
  * handed back lazily (MADV_FREE), so the pages it reuses are not faulted in again. Measured
- * by bench/throughput (docs/design.md); the environment wins over each, and cluster mode and
- * compose keep Go's defaults, where the server has cores of its own.
+ * by bench/throughput, bench/ocr and bench/cluster (docs/design.md); the environment wins over
+ * each. Compose keeps Go's defaults: its server is a container an operator sizes, often on a
+ * host of its own.
  */
-export const DEV_SERVER_GO_RUNTIME: Readonly<Record<string, string>> = {
+export const ONE_HOST_GO_RUNTIME: Readonly<Record<string, string>> = {
   GOMAXPROCS: '1',
   GOGC: '200',
   GODEBUG: 'madvdontneed=0',
 };
+
+/** A one-host Temporal server's Go runtime: Quire's settings under the environment's (empty: Go's default). */
+export function oneHostGoRuntime(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(ONE_HOST_GO_RUNTIME).map(([key, value]) => [key, env[key] ?? value]),
+  );
+}
 
 export function temporalCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
@@ -192,7 +202,7 @@ async function startDevServerOn(
   const child = spawn(binary, args, {
     stdio,
     detached: false,
-    env: { ...DEV_SERVER_GO_RUNTIME, ...process.env },
+    env: { ...process.env, ...oneHostGoRuntime() },
   });
   const address = `127.0.0.1:${port}`;
   let exited: number | null = null;

@@ -4,7 +4,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { findOrBuild, temporalSchemaDirs } from './goBuilds';
 import { type ManagedProcess, managedProcess, pollReady } from './processes';
-import { SEARCH_ATTRIBUTES } from './temporal';
+import { oneHostGoRuntime, SEARCH_ATTRIBUTES } from './temporal';
 
 /**
  * The Temporal server of cluster mode (D2): built from go.temporal.io/server/cmd/server, on
@@ -86,6 +86,8 @@ export function temporalServerEnv(
 ): Record<string, string | undefined> {
   return {
     PATH: process.env.PATH,
+    // P6: one host, shared with the engines (ONE_HOST_GO_RUNTIME).
+    ...oneHostGoRuntime(),
     TEMPORAL_PORT_BASE: String(portBase),
     TEMPORAL_BIND_ON_IP: '127.0.0.1',
     TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',

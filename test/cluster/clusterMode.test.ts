@@ -8,6 +8,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { s3ClientFor } from '../../scripts/lib/objectServer';
 import { freePortRange, portFree } from '../../scripts/lib/processes';
+import { ONE_HOST_GO_RUNTIME } from '../../scripts/lib/temporal';
 import { CLUSTER_TEST_WEB_DIST } from '../support/cluster';
 import { environOf } from '../support/proc';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
@@ -36,7 +37,7 @@ function alive(pid: number): boolean {
 }
 
 describe('cluster mode (D2)', () => {
-  it('D2 npm run start:cluster starts Temporal on PostgreSQL, the UI, the object store, 3 workers and 2 web replicas with one key; D9 a setting in the settings file reaches every process; Ctrl-C leaves nothing running', async () => {
+  it('D2 npm run start:cluster starts Temporal on PostgreSQL, the UI, the object store, 3 workers and 2 web replicas with one key; D9 a setting in the settings file reaches every process; P6 Temporal on one Go processor; Ctrl-C leaves nothing running', async () => {
     const base = await freePortRange(20);
     // D9: settings only the settings file names (not the command's environment).
     const settingsFile = join(dir, 'quire-settings.env');
@@ -62,6 +63,10 @@ describe('cluster mode (D2)', () => {
         QUIRE_DEFAULT_PROVIDER: 'simulated',
         QUIRE_SECRET_KEY: '',
         QUIRE_ENV_FILE: settingsFile,
+        // P6: the server's Go runtime is cluster mode's own, as no environment overrides it.
+        GOMAXPROCS: undefined,
+        GOGC: undefined,
+        GODEBUG: undefined,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, as a terminal's foreground job: Ctrl-C reaches the group.
@@ -208,6 +213,13 @@ describe('cluster mode (D2)', () => {
       });
     }
     expect([...keys][0]).toBe(readFileSync(join(dir, 'secret-key'), 'utf8').trim());
+    // P6: the Temporal server shares this host with the engines: one Go processor.
+    const temporalEnv = environOf(pids.temporal!);
+    expect({
+      GOMAXPROCS: temporalEnv.GOMAXPROCS,
+      GOGC: temporalEnv.GOGC,
+      GODEBUG: temporalEnv.GODEBUG,
+    }).toEqual(ONE_HOST_GO_RUNTIME);
 
     // Ctrl-C: the process group gets SIGINT; everything started is gone afterwards.
     const exited = new Promise<number | null>((resolve) => child?.once('exit', resolve));
