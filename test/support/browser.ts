@@ -46,6 +46,12 @@ export interface AxeViolation {
 
 /** axe-core on the page as it is now (WCAG 2.x A and AA rules); serious and critical only. */
 export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  // Next streams a page's metadata: right after a server action re-renders the page, its
+  // <title> may not be in the document yet. Checked once it is (or after 5 s, when a missing
+  // title is the page's own and axe reports it).
+  await page
+    .waitForFunction(() => document.title.trim() !== '', undefined, { timeout: 5_000 })
+    .catch(() => {});
   // Evaluated through the debugging protocol, not as a <script> tag: the console's
   // Content-Security-Policy (R6) refuses inline scripts without its nonce, as it should.
   await page.evaluate(axeSource());
