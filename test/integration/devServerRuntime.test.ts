@@ -1,8 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type DevServer, findOrBuildTemporal, startDevServer } from '../../scripts/lib/temporal';
+import {
+  type DevServer,
+  findOrBuildTemporal,
+  ONE_HOST_GO_RUNTIME,
+  startDevServer,
+} from '../../scripts/lib/temporal';
 import { environOf } from '../support/proc';
 
-const GO_SETTINGS = ['GOMAXPROCS', 'GOGC', 'GODEBUG'] as const;
+const GO_SETTINGS = Object.keys(ONE_HOST_GO_RUNTIME);
 
 describe('the dev server’s Go runtime (P6)', () => {
   let server: DevServer | undefined;
