@@ -1,0 +1,264 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { SEARCH_ATTRIBUTES } from '../../core/temporal';
+import { WORKER_GRPC_COMPRESSION } from '../../core/temporalConnection';
+import { startTemporalToken } from '../../net/temporalToken';
+import { startCluster } from '../../scripts/lib/cluster';
+import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
+import { postgresByDatabase, treeCpu } from '../lib/cpu';
+import { median, round } from '../lib/stack';
+import { shapeActivities } from './activities';
+
+/**
+ * bench/temporal (P6): what the orchestration layer costs a page in cluster mode, apart from
+ * anything Quire does: the Temporal server on PostgreSQL, as `npm run start:cluster` runs it,
+ * takes pages shaped as workflows whose activities do no work (bench/temporal/workflows.ts),
+ * at the pace bench/ocr's cluster mode commits real pages. Per page, for each shape: the
+ * Temporal server's CPU seconds, its PostgreSQL's (by database), and the bench process's (the
+ * SDK's client and worker); each as measured, and beyond the idle cost of the same window
+ * (measured just before). Shapes take turns in each run, so a change in the machine's speed
+ * falls on all of them.
+ * Env: BENCH_PAGES (40 a run), BENCH_RATE (1.3 pages a second), BENCH_RUNS (3),
+ * BENCH_IDLE_MS (15000), BENCH_SHAPES (all, comma-separated); BENCH_STEP_MS (0), how long an
+ * engine step takes, and BENCH_SLOTS (2), how many run at once (activity and local activity
+ * slots alike): with BENCH_RATE=0 a run's pages start at once, like a batch upload, and the
+ * engine steps set the pace.
+ */
+const pages = Number(process.env.BENCH_PAGES ?? 40);
+const rate = Number(process.env.BENCH_RATE ?? 1.3);
+const runs = Number(process.env.BENCH_RUNS ?? 3);
+const idleMs = Number(process.env.BENCH_IDLE_MS ?? 15_000);
+const stepMs = Number(process.env.BENCH_STEP_MS ?? 0);
+const slots = Number(process.env.BENCH_SLOTS ?? 2);
+const SHAPES = {
+  emptyShape: 'one workflow task, nothing else (T1: one workflow per page)',
+  localShape: 'the release marker, status and stage; claim and engine step as local activities',
+  quireNoHeartbeatShape: 'as today, but the engine step does not heartbeat at its start',
+  quireShape:
+    "today's page: local claim, engine step as an activity heartbeating at its start, two workflow tasks",
+} as const;
+type Shape = keyof typeof SHAPES;
+const shapes = (process.env.BENCH_SHAPES?.split(',') ?? Object.keys(SHAPES)) as Shape[];
+for (const shape of shapes) if (!(shape in SHAPES)) throw new Error(`unknown shape ${shape}`);
+const TASK_QUEUE = 'bench-temporal';
+const SETTLE_MS = 5_000;
+const WARM_UP_PAGES = 10;
+/** After the last page: the server's asynchronous work (visibility, transfer, timers) lands. */
+const TAIL_MS = 3_000;
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Sample {
+  at: number;
+  temporal: number;
+  postgres: Record<string, number>;
+  sdk: number;
+}
+
+const delta = (before: Sample, after: Sample) => {
+  const postgres = Object.fromEntries(
+    Object.entries(after.postgres).map(([name, s]) => [name, s - (before.postgres[name] ?? 0)]),
+  );
+  return {
+    seconds: (after.at - before.at) / 1000,
+    temporal: after.temporal - before.temporal,
+    postgres,
+    postgresTotal: Object.values(postgres).reduce((a, b) => a + b, 0),
+    sdk: after.sdk - before.sdk,
+  };
+};
+
+async function main() {
+  const dir = await makeTempDir('quire-bench-temporal-');
+  const cluster = await startCluster({
+    root: REPO_ROOT,
+    dir,
+    secretKey: randomBytes(32).toString('hex'),
+    workers: 0,
+    webReplicas: 0,
+    webDistDir: '.next-cluster',
+    ui: false,
+    fastPostgres: true,
+    env: { LOG_LEVEL: 'warn' },
+    log,
+  });
+  const token = await startTemporalToken(cluster.quireEnv);
+  try {
+    const postmaster = Number(
+      readFileSync(path.join(dir, 'postgres', 'data', 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
+    const temporalPid = cluster.temporal.pid();
+    if (temporalPid === undefined) throw new Error('the Temporal server is not running');
+    const namespace = cluster.quireEnv.TEMPORAL_NAMESPACE || 'default';
+    const address = cluster.temporalAddress;
+    const connection = await NativeConnection.connect({
+      address,
+      ...(token ? { tls: false, apiKey: token.current() } : {}),
+      grpcCompression: WORKER_GRPC_COMPRESSION,
+    });
+    token?.onRefresh((key) => connection.setApiKey(key));
+    const client = new Client({
+      connection: await Connection.connect({
+        address,
+        ...(token ? { tls: false, apiKey: () => token.current() } : {}),
+      }),
+      namespace,
+    });
+    const worker = await Worker.create({
+      connection,
+      namespace,
+      taskQueue: TASK_QUEUE,
+      workflowsPath: path.join(REPO_ROOT, 'bench/temporal/workflows.ts'),
+      activities: shapeActivities(stepMs),
+      maxConcurrentActivityTaskExecutions: slots,
+      maxConcurrentLocalActivityExecutions: slots,
+    });
+    const sample = (): Sample => {
+      const usage = process.cpuUsage();
+      return {
+        at: Date.now(),
+        temporal: treeCpu(temporalPid),
+        postgres: postgresByDatabase(postmaster),
+        sdk: (usage.user + usage.system) / 1e6,
+      };
+    };
+
+    let started = 0;
+    /** One run of a shape: `pages` workflows started at `rate`, each awaited to its end. */
+    const runShape = async (shape: Shape, count = pages) => {
+      const latencies: number[] = [];
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: count }, async (_, i) => {
+          const due = rate > 0 ? t0 + (i * 1000) / rate : t0;
+          await sleep(Math.max(0, due - performance.now()));
+          const begun = performance.now();
+          started += 1;
+          const handle = await client.workflow.start(shape, {
+            taskQueue: TASK_QUEUE,
+            workflowId: `bench-${shape}-${started}-${randomBytes(4).toString('hex')}`,
+            // As Quire's jobs start (client/index.ts): the same attributes and memo.
+            typedSearchAttributes: [
+              { key: SEARCH_ATTRIBUTES.workspaceId, value: 1 },
+              { key: SEARCH_ATTRIBUTES.jobId, value: String(started) },
+              { key: SEARCH_ATTRIBUTES.pageId, value: started },
+              { key: SEARCH_ATTRIBUTES.status, value: 'pending' },
+              { key: SEARCH_ATTRIBUTES.provider, value: 'tesseract' },
+            ],
+            memo: { workspaceId: 1, pageId: started, kind: 'image', batchId: 1 },
+          });
+          await handle.result();
+          latencies.push(performance.now() - begun);
+        }),
+      );
+      return latencies;
+    };
+
+    const results = Object.fromEntries(
+      shapes.map((shape) => [shape, [] as Array<Record<string, unknown>>]),
+    );
+    await worker.runUntil(async () => {
+      // Warm-up: the worker's first tasks and the server's caches, not measured.
+      for (const shape of shapes) await runShape(shape, WARM_UP_PAGES);
+      for (let run = 0; run < runs; run++) {
+        const order = shapes.map((_, i) => shapes[(i + run) % shapes.length]!);
+        for (const shape of order) {
+          await sleep(SETTLE_MS);
+          const idleStart = sample();
+          await sleep(idleMs);
+          const idleEnd = sample();
+          const idle = delta(idleStart, idleEnd);
+          const latencies = await runShape(shape);
+          await sleep(TAIL_MS);
+          const used = delta(idleEnd, sample());
+          const perPage = (s: number) => round(s / pages, 4);
+          const beyond = (s: number, idleS: number) =>
+            perPage(s - (idleS / idle.seconds) * used.seconds);
+          const entry = {
+            run: run + 1,
+            seconds: round(used.seconds, 1),
+            perPage: {
+              temporal: perPage(used.temporal),
+              postgres: perPage(used.postgresTotal),
+              sdk: perPage(used.sdk),
+              total: perPage(used.temporal + used.postgresTotal + used.sdk),
+            },
+            beyondIdlePerPage: {
+              temporal: beyond(used.temporal, idle.temporal),
+              postgres: beyond(used.postgresTotal, idle.postgresTotal),
+              sdk: beyond(used.sdk, idle.sdk),
+              total: beyond(
+                used.temporal + used.postgresTotal + used.sdk,
+                idle.temporal + idle.postgresTotal + idle.sdk,
+              ),
+            },
+            postgresPerPageByDatabase: Object.fromEntries(
+              Object.entries(used.postgres).map(([name, s]) => [name, perPage(s)]),
+            ),
+            idleCpuSecondsPerSecond: {
+              temporal: round(idle.temporal / idle.seconds, 4),
+              postgres: round(idle.postgresTotal / idle.seconds, 4),
+              sdk: round(idle.sdk / idle.seconds, 4),
+            },
+            latencyMedianMs: round(median(latencies), 0),
+          };
+          results[shape]!.push(entry);
+          log(`run ${run + 1} ${shape}: ${JSON.stringify(entry.perPage)}`);
+        }
+      }
+    });
+
+    const medianOf = (shape: Shape, pick: (e: Record<string, unknown>) => number) =>
+      round(median(results[shape]!.map(pick)), 4);
+    const summary = Object.fromEntries(
+      shapes.map((shape) => {
+        const of = (key: 'perPage' | 'beyondIdlePerPage', part: string) =>
+          medianOf(shape, (e) => (e[key] as Record<string, number>)[part]!);
+        return [
+          shape,
+          {
+            what: SHAPES[shape],
+            perPageMedian: Object.fromEntries(
+              ['temporal', 'postgres', 'sdk', 'total'].map((p) => [p, of('perPage', p)]),
+            ),
+            beyondIdlePerPageMedian: Object.fromEntries(
+              ['temporal', 'postgres', 'sdk', 'total'].map((p) => [p, of('beyondIdlePerPage', p)]),
+            ),
+            latencyMedianMs: medianOf(shape, (e) => e.latencyMedianMs as number),
+          },
+        ];
+      }),
+    );
+    const report = {
+      bench: 'temporal',
+      topology: {
+        temporal: 'cluster mode: server on PostgreSQL (persistence and SQL visibility)',
+        postgres: 'own instance, fsync off',
+        sdk: 'one client and one worker in the bench process, activities doing no work',
+      },
+      machine: { cores: (await import('node:os')).cpus().length },
+      pagesPerRun: pages,
+      ratePerSecond: rate > 0 ? rate : 'all at once',
+      engineStepMs: stepMs,
+      engineSlots: slots,
+      runs,
+      summary,
+      runsByShape: results,
+    };
+    const out = JSON.stringify(report, null, 2);
+    writeFileSync(path.join(REPO_ROOT, 'bench/temporal/last-run.json'), `${out}\n`);
+    process.stdout.write(`${out}\n`);
+  } finally {
+    token?.close();
+    await cluster.stop();
+    await removeDir(dir);
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : error}\n`);
+  process.exit(1);
+});
