@@ -5,22 +5,22 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../../core/temporal';
 import { WORKER_GRPC_COMPRESSION } from '../../core/temporalConnection';
-import { startTemporalToken } from '../../net/temporalToken';
+import { startTemporalToken, type TemporalToken } from '../../net/temporalToken';
 import { startCluster } from '../../scripts/lib/cluster';
 import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
 import { postgresByDatabase, treeCpu } from '../lib/cpu';
-import { median, round } from '../lib/stack';
+import { median, round, startBenchStack } from '../lib/stack';
 import { shapeActivities } from './activities';
 
 /**
- * bench/temporal (P6): what the orchestration layer costs a page in cluster mode, apart from
- * anything Quire does: the Temporal server on PostgreSQL, as `npm run start:cluster` runs it,
- * takes pages shaped as workflows whose activities do no work (bench/temporal/workflows.ts),
- * at the pace bench/ocr's cluster mode commits real pages. Per page, for each shape: the
- * Temporal server's CPU seconds, its PostgreSQL's (by database), and the bench process's (the
- * SDK's client and worker); each as measured, and beyond the idle cost of the same window
- * (measured just before). Shapes take turns in each run, so a change in the machine's speed
- * falls on all of them.
+ * bench/temporal (P6): what the orchestration layer costs a page, apart from anything Quire
+ * does. The Temporal server on PostgreSQL, as `npm run start:cluster` runs it (with
+ * BENCH_MODE=dev, the dev server as bench/ocr's dev mode runs it), takes pages shaped as
+ * workflows whose activities do no work (bench/temporal/workflows.ts), at the pace bench/ocr
+ * commits real pages. Per page, for each shape: the Temporal server's CPU seconds, its
+ * PostgreSQL's (by database), and the bench process's (the SDK's client and worker); each as
+ * measured, and beyond the idle cost of the same window (measured just before). Shapes take
+ * turns in each run, so a change in the machine's speed falls on all of them.
  * Env: BENCH_PAGES (40 a run), BENCH_RATE (1.3 pages a second), BENCH_RUNS (3),
  * BENCH_IDLE_MS (15000), BENCH_SHAPES (all, comma-separated); BENCH_STEP_MS (0), how long an
  * engine step takes, and BENCH_SLOTS (2), how many run at once (activity and local activity
@@ -71,7 +71,20 @@ const delta = (before: Sample, after: Sample) => {
   };
 };
 
-async function main() {
+/** Where the pages go: cluster mode's server on PostgreSQL, or dev mode's (SQLite, in memory). */
+interface Server {
+  describe: Record<string, string>;
+  reportFile: string;
+  address: string;
+  namespace: string;
+  token?: TemporalToken;
+  temporalPid: number;
+  /** Cluster mode: the postmaster of the server's PostgreSQL, whose processes are counted. */
+  postmaster?: number;
+  close(): Promise<void>;
+}
+
+async function startClusterServer(): Promise<Server> {
   const dir = await makeTempDir('quire-bench-temporal-');
   const cluster = await startCluster({
     root: REPO_ROOT,
@@ -85,15 +98,57 @@ async function main() {
     env: { LOG_LEVEL: 'warn' },
     log,
   });
-  const token = await startTemporalToken(cluster.quireEnv);
+  const close = async () => {
+    await cluster.stop();
+    await removeDir(dir);
+  };
   try {
-    const postmaster = Number(
-      readFileSync(path.join(dir, 'postgres', 'data', 'postmaster.pid'), 'utf8').split('\n')[0],
-    );
+    const token = await startTemporalToken(cluster.quireEnv);
     const temporalPid = cluster.temporal.pid();
     if (temporalPid === undefined) throw new Error('the Temporal server is not running');
-    const namespace = cluster.quireEnv.TEMPORAL_NAMESPACE || 'default';
-    const address = cluster.temporalAddress;
+    return {
+      describe: {
+        mode: 'cluster',
+        temporal: 'server on PostgreSQL (persistence and SQL visibility), as npm run start:cluster',
+        postgres: 'own instance, fsync off',
+      },
+      reportFile: 'bench/temporal/last-run.json',
+      address: cluster.temporalAddress,
+      namespace: cluster.quireEnv.TEMPORAL_NAMESPACE || 'default',
+      token,
+      temporalPid,
+      postmaster: Number(
+        readFileSync(path.join(dir, 'postgres', 'data', 'postmaster.pid'), 'utf8').split('\n')[0],
+      ),
+      async close() {
+        token?.close();
+        await close();
+      },
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+async function startDevServer(): Promise<Server> {
+  const stack = await startBenchStack(1);
+  if (stack.temporalPid === undefined) throw new Error('the Temporal dev server is not running');
+  return {
+    describe: { mode: 'dev', temporal: 'the CLI dev server (SQLite in memory), as bench/ocr dev' },
+    reportFile: 'bench/temporal/last-run-dev.json',
+    address: stack.temporalAddress,
+    namespace: 'default',
+    temporalPid: stack.temporalPid,
+    close: () => stack.close(),
+  };
+}
+
+async function main() {
+  const server =
+    process.env.BENCH_MODE === 'dev' ? await startDevServer() : await startClusterServer();
+  const { address, namespace, token, temporalPid, postmaster } = server;
+  try {
     const connection = await NativeConnection.connect({
       address,
       ...(token ? { tls: false, apiKey: token.current() } : {}),
@@ -121,7 +176,7 @@ async function main() {
       return {
         at: Date.now(),
         temporal: treeCpu(temporalPid),
-        postgres: postgresByDatabase(postmaster),
+        postgres: postmaster === undefined ? {} : postgresByDatabase(postmaster),
         sdk: (usage.user + usage.system) / 1e6,
       };
     };
@@ -235,8 +290,7 @@ async function main() {
     const report = {
       bench: 'temporal',
       topology: {
-        temporal: 'cluster mode: server on PostgreSQL (persistence and SQL visibility)',
-        postgres: 'own instance, fsync off',
+        ...server.describe,
         sdk: 'one client and one worker in the bench process, activities doing no work',
       },
       machine: { cores: (await import('node:os')).cpus().length },
@@ -249,12 +303,10 @@ async function main() {
       runsByShape: results,
     };
     const out = JSON.stringify(report, null, 2);
-    writeFileSync(path.join(REPO_ROOT, 'bench/temporal/last-run.json'), `${out}\n`);
+    writeFileSync(path.join(REPO_ROOT, server.reportFile), `${out}\n`);
     process.stdout.write(`${out}\n`);
   } finally {
-    token?.close();
-    await cluster.stop();
-    await removeDir(dir);
+    await server.close();
   }
 }
 
