@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../../core/temporal';
 import { WORKER_GRPC_COMPRESSION } from '../../core/temporalConnection';
 import { startTemporalToken, type TemporalToken } from '../../net/temporalToken';
@@ -145,6 +145,13 @@ async function startDevServer(): Promise<Server> {
 }
 
 async function main() {
+  // Standard output carries the report alone: the SDK's warnings, its core's too, go to stderr.
+  Runtime.install({
+    logger: new DefaultLogger('WARN', (entry) =>
+      process.stderr.write(`sdk: ${entry.level} ${entry.message}\n`),
+    ),
+    telemetryOptions: { logging: { forward: {} } },
+  });
   const server =
     process.env.BENCH_MODE === 'dev' ? await startDevServer() : await startClusterServer();
   const { address, namespace, token, temporalPid, postmaster } = server;
