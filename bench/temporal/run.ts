@@ -317,7 +317,11 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error instanceof Error ? error.stack : error}\n`);
-  process.exit(1);
-});
+// The SDK's runtime, forwarding its core's logs, keeps the event loop alive once all is done.
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : error}\n`);
+    process.exit(1);
+  },
+);
