@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import {
   bundleWorkflowCode,
-  type NativeConnection,
+  NativeConnection,
   Runtime,
   type TunerHolder,
   Worker,
@@ -19,6 +19,7 @@ import { QuireClient } from '../client';
 import type { QuireConfig } from '../core/config';
 import type { Logger } from '../core/logger';
 import { interactiveTaskQueue } from '../core/temporal';
+import { workerConnectionOptions } from '../core/temporalConnection';
 import { createJobStore } from '../db/jobStore';
 import type { Pool } from '../db/pool';
 import { connectTemporal } from '../net/temporalClient';
@@ -288,6 +289,26 @@ export function createQuireClient(
   providers: string[],
 ): QuireClient {
   return QuireClient.fromConfig(config, temporal, createJobStore(pool), providers);
+}
+
+/**
+ * R4: the worker's native connection (D2's settings, uncompressed): where the frontend checks
+ * callers it sends the token of Quire's client and takes each refreshed one.
+ */
+export async function connectWorkerTemporal(
+  config: QuireConfig,
+  token: TemporalToken | undefined,
+  logger: Logger,
+): Promise<NativeConnection> {
+  const connection = await NativeConnection.connect(
+    workerConnectionOptions(config, token?.current()),
+  );
+  token?.onRefresh((fresh) => {
+    connection.setApiKey(fresh).catch(() => {
+      logger.warn({}, 'could not hand the refreshed Temporal token to the worker connection');
+    });
+  });
+  return connection;
 }
 
 export async function connectTemporalClient(

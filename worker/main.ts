@@ -1,10 +1,9 @@
 import { resolve } from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createBlobStore, fleetSettings } from '../blobs/fromConfig';
 import { loadConfig, requireSecretKeys } from '../core/config';
 import { redactError } from '../core/redact';
 import { interactiveTaskQueue } from '../core/temporal';
-import { workerConnectionOptions } from '../core/temporalConnection';
 import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
 import { checkInstallationSettings } from '../db/installationSettings';
 import { migrate } from '../db/migrate';
@@ -13,6 +12,7 @@ import { startTemporalToken } from '../net/temporalToken';
 import {
   bundleWorkflows,
   connectTemporalClient,
+  connectWorkerTemporal,
   createMaintenanceWorker,
   createQuireClient,
   createQuireWorker,
@@ -76,14 +76,7 @@ async function main(): Promise<number> {
   // R4: where the frontend checks callers, both connections send the token of Quire's client
   // and take each refreshed one; a client the provider refuses stops the worker here.
   const token = await startTemporalToken(config, { logger });
-  const connection = await NativeConnection.connect(
-    workerConnectionOptions(config, token?.current()),
-  );
-  token?.onRefresh((fresh) => {
-    connection.setApiKey(fresh).catch(() => {
-      logger.warn({}, 'could not hand the refreshed Temporal token to the worker connection');
-    });
-  });
+  const connection = await connectWorkerTemporal(config, token, logger);
   const temporal = await connectTemporalClient(config, token);
   // The offline engines are the defaults (Q2); the simulated one serves fault injection;
   // remote engines are registered when configured (QUIRE_OPENAI_BASE_URL, ...).

@@ -13,6 +13,12 @@ export interface CpuSample {
 
 const TICKS_PER_SECOND = 100;
 
+/** The pid of a process a benchmark measures, which must be running. */
+export function runningPid(name: string, pid: number | undefined): number {
+  if (pid === undefined) throw new Error(`${name} is not running`);
+  return pid;
+}
+
 /**
  * A /proc `stat` file: the command name, and the fields after it (the name may hold spaces
  * and parentheses), so `fields[0]` is the state, `fields[1]` the parent's pid; undefined once

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createPool, type Pool } from '../../db/pool';
@@ -8,7 +7,14 @@ import { createWorkspace } from '../../db/workspaces';
 import { startCluster } from '../../scripts/lib/cluster';
 import { workerArgs } from '../../scripts/lib/workerBuild';
 import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
-import { cpuOf, postgresBackendCpu, postgresByDatabase, treeCpu, workerCpu } from '../lib/cpu';
+import {
+  cpuOf,
+  postgresBackendCpu,
+  postgresByDatabase,
+  runningPid,
+  treeCpu,
+  workerCpu,
+} from '../lib/cpu';
 import { startBenchStack } from '../lib/stack';
 
 /**
@@ -261,14 +267,9 @@ export async function startClusterTopology(): Promise<Topology> {
   try {
     const pool = createPool(cluster.databaseUrl, 5);
     const { workspace, apiKey } = await createWorkspace(pool, 'bench-ocr');
-    const postmaster = Number(
-      readFileSync(path.join(dir, 'postgres', 'data', 'postmaster.pid'), 'utf8').split('\n')[0],
-    );
-    const pidOf = (process: { name: string; pid(): number | undefined }) => {
-      const pid = process.pid();
-      if (pid === undefined) throw new Error(`${process.name} is not running`);
-      return pid;
-    };
+    const postmaster = runningPid('PostgreSQL', cluster.postgres.pid());
+    const pidOf = (process: { name: string; pid(): number | undefined }) =>
+      runningPid(process.name, process.pid());
     const worker = pidOf(cluster.workers[0]!);
     const web = cluster.webs[0]!;
     const webPid = pidOf(web);

@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { parseConfig, type QuireConfig } from '../../core/config';
 import { SEARCH_ATTRIBUTES } from '../../core/temporal';
-import { WORKER_GRPC_COMPRESSION } from '../../core/temporalConnection';
-import { startTemporalToken, type TemporalToken } from '../../net/temporalToken';
+import { startTemporalToken } from '../../net/temporalToken';
 import { startCluster } from '../../scripts/lib/cluster';
 import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
-import { postgresByDatabase, treeCpu } from '../lib/cpu';
+import { connectTemporalClient, connectWorkerTemporal } from '../../worker/createWorker';
+import { createLogger } from '../../worker/logger';
+import { postgresByDatabase, runningPid, treeCpu } from '../lib/cpu';
 import { median, round, startBenchStack } from '../lib/stack';
 import { shapeActivities } from './activities';
 
@@ -58,26 +60,45 @@ interface Sample {
   sdk: number;
 }
 
-const delta = (before: Sample, after: Sample) => {
+/** What a page's CPU is reported by: each process, and their sum. */
+const PARTS = ['temporal', 'postgres', 'sdk', 'total'] as const;
+type Parts = Record<(typeof PARTS)[number], number>;
+const byPart = (value: (part: keyof Parts) => number): Parts =>
+  Object.fromEntries(PARTS.map((part) => [part, value(part)])) as Parts;
+
+/** CPU seconds between two samples, by part and PostgreSQL's by database. */
+function delta(before: Sample, after: Sample) {
   const postgres = Object.fromEntries(
     Object.entries(after.postgres).map(([name, s]) => [name, s - (before.postgres[name] ?? 0)]),
   );
-  return {
-    seconds: (after.at - before.at) / 1000,
+  const parts = {
     temporal: after.temporal - before.temporal,
-    postgres,
-    postgresTotal: Object.values(postgres).reduce((a, b) => a + b, 0),
+    postgres: Object.values(postgres).reduce((a, b) => a + b, 0),
     sdk: after.sdk - before.sdk,
   };
-};
+  return {
+    seconds: (after.at - before.at) / 1000,
+    parts: { ...parts, total: parts.temporal + parts.postgres + parts.sdk },
+    postgresByDatabase: postgres,
+  };
+}
+
+interface RunEntry {
+  run: number;
+  seconds: number;
+  perPage: Parts;
+  beyondIdlePerPage: Parts;
+  postgresPerPageByDatabase: Record<string, number>;
+  idleCpuSecondsPerSecond: Parts;
+  latencyMedianMs: number;
+}
 
 /** Where the pages go: cluster mode's server on PostgreSQL, or dev mode's (SQLite, in memory). */
 interface Server {
   describe: Record<string, string>;
   reportFile: string;
-  address: string;
-  namespace: string;
-  token?: TemporalToken;
+  /** The settings a Quire process of this installation reads (its Temporal address, token). */
+  config: QuireConfig;
   temporalPid: number;
   /** Cluster mode: the postmaster of the server's PostgreSQL, whose processes are counted. */
   postmaster?: number;
@@ -103,9 +124,6 @@ async function startClusterServer(): Promise<Server> {
     await removeDir(dir);
   };
   try {
-    const token = await startTemporalToken(cluster.quireEnv);
-    const temporalPid = cluster.temporal.pid();
-    if (temporalPid === undefined) throw new Error('the Temporal server is not running');
     return {
       describe: {
         mode: 'cluster',
@@ -113,17 +131,10 @@ async function startClusterServer(): Promise<Server> {
         postgres: 'own instance, fsync off',
       },
       reportFile: 'bench/temporal/last-run.json',
-      address: cluster.temporalAddress,
-      namespace: cluster.quireEnv.TEMPORAL_NAMESPACE || 'default',
-      token,
-      temporalPid,
-      postmaster: Number(
-        readFileSync(path.join(dir, 'postgres', 'data', 'postmaster.pid'), 'utf8').split('\n')[0],
-      ),
-      async close() {
-        token?.close();
-        await close();
-      },
+      config: parseConfig(cluster.quireEnv),
+      temporalPid: runningPid('the Temporal server', cluster.temporal.pid()),
+      postmaster: runningPid('PostgreSQL', cluster.postgres.pid()),
+      close,
     };
   } catch (error) {
     await close();
@@ -133,13 +144,11 @@ async function startClusterServer(): Promise<Server> {
 
 async function startDevServer(): Promise<Server> {
   const stack = await startBenchStack(1);
-  if (stack.temporalPid === undefined) throw new Error('the Temporal dev server is not running');
   return {
     describe: { mode: 'dev', temporal: 'the CLI dev server (SQLite in memory), as bench/ocr dev' },
     reportFile: 'bench/temporal/last-run-dev.json',
-    address: stack.temporalAddress,
-    namespace: 'default',
-    temporalPid: stack.temporalPid,
+    config: parseConfig({ TEMPORAL_ADDRESS: stack.temporalAddress }),
+    temporalPid: runningPid('the Temporal dev server', stack.temporalPid),
     close: () => stack.close(),
   };
 }
@@ -154,24 +163,15 @@ async function main() {
   });
   const server =
     process.env.BENCH_MODE === 'dev' ? await startDevServer() : await startClusterServer();
-  const { address, namespace, token, temporalPid, postmaster } = server;
+  const { config, temporalPid, postmaster } = server;
+  // As a Quire worker connects (worker/main.ts): the same options, the same token.
+  const logger = createLogger('bench-temporal', 'warn', process.stderr);
+  const token = await startTemporalToken(config, { logger });
   try {
-    const connection = await NativeConnection.connect({
-      address,
-      ...(token ? { tls: false, apiKey: token.current() } : {}),
-      grpcCompression: WORKER_GRPC_COMPRESSION,
-    });
-    token?.onRefresh((key) => connection.setApiKey(key));
-    const client = new Client({
-      connection: await Connection.connect({
-        address,
-        ...(token ? { tls: false, apiKey: () => token.current() } : {}),
-      }),
-      namespace,
-    });
+    const client = await connectTemporalClient(config, token);
     const worker = await Worker.create({
-      connection,
-      namespace,
+      connection: await connectWorkerTemporal(config, token, logger),
+      namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: TASK_QUEUE,
       workflowsPath: path.join(REPO_ROOT, 'bench/temporal/workflows.ts'),
       activities: shapeActivities(stepMs),
@@ -219,9 +219,7 @@ async function main() {
       return latencies;
     };
 
-    const results = Object.fromEntries(
-      shapes.map((shape) => [shape, [] as Array<Record<string, unknown>>]),
-    );
+    const results = Object.fromEntries(shapes.map((shape) => [shape, [] as RunEntry[]]));
     await worker.runUntil(async () => {
       // Warm-up: the worker's first tasks and the server's caches, not measured.
       for (const shape of shapes) await runShape(shape, WARM_UP_PAGES);
@@ -236,35 +234,19 @@ async function main() {
           const latencies = await runShape(shape);
           await sleep(TAIL_MS);
           const used = delta(idleEnd, sample());
-          const perPage = (s: number) => round(s / pages, 4);
-          const beyond = (s: number, idleS: number) =>
-            perPage(s - (idleS / idle.seconds) * used.seconds);
-          const entry = {
+          const perPage = (seconds: number) => round(seconds / pages, 4);
+          const idleRate = (part: keyof Parts) => idle.parts[part] / idle.seconds;
+          const entry: RunEntry = {
             run: run + 1,
             seconds: round(used.seconds, 1),
-            perPage: {
-              temporal: perPage(used.temporal),
-              postgres: perPage(used.postgresTotal),
-              sdk: perPage(used.sdk),
-              total: perPage(used.temporal + used.postgresTotal + used.sdk),
-            },
-            beyondIdlePerPage: {
-              temporal: beyond(used.temporal, idle.temporal),
-              postgres: beyond(used.postgresTotal, idle.postgresTotal),
-              sdk: beyond(used.sdk, idle.sdk),
-              total: beyond(
-                used.temporal + used.postgresTotal + used.sdk,
-                idle.temporal + idle.postgresTotal + idle.sdk,
-              ),
-            },
-            postgresPerPageByDatabase: Object.fromEntries(
-              Object.entries(used.postgres).map(([name, s]) => [name, perPage(s)]),
+            perPage: byPart((part) => perPage(used.parts[part])),
+            beyondIdlePerPage: byPart((part) =>
+              perPage(used.parts[part] - idleRate(part) * used.seconds),
             ),
-            idleCpuSecondsPerSecond: {
-              temporal: round(idle.temporal / idle.seconds, 4),
-              postgres: round(idle.postgresTotal / idle.seconds, 4),
-              sdk: round(idle.sdk / idle.seconds, 4),
-            },
+            postgresPerPageByDatabase: Object.fromEntries(
+              Object.entries(used.postgresByDatabase).map(([name, s]) => [name, perPage(s)]),
+            ),
+            idleCpuSecondsPerSecond: byPart((part) => round(idleRate(part), 4)),
             latencyMedianMs: round(median(latencies), 0),
           };
           results[shape]!.push(entry);
@@ -273,23 +255,17 @@ async function main() {
       }
     });
 
-    const medianOf = (shape: Shape, pick: (e: Record<string, unknown>) => number) =>
-      round(median(results[shape]!.map(pick)), 4);
     const summary = Object.fromEntries(
       shapes.map((shape) => {
-        const of = (key: 'perPage' | 'beyondIdlePerPage', part: string) =>
-          medianOf(shape, (e) => (e[key] as Record<string, number>)[part]!);
+        const medianOf = (pick: (entry: RunEntry) => number) =>
+          round(median(results[shape]!.map(pick)), 4);
         return [
           shape,
           {
             what: SHAPES[shape],
-            perPageMedian: Object.fromEntries(
-              ['temporal', 'postgres', 'sdk', 'total'].map((p) => [p, of('perPage', p)]),
-            ),
-            beyondIdlePerPageMedian: Object.fromEntries(
-              ['temporal', 'postgres', 'sdk', 'total'].map((p) => [p, of('beyondIdlePerPage', p)]),
-            ),
-            latencyMedianMs: medianOf(shape, (e) => e.latencyMedianMs as number),
+            perPageMedian: byPart((part) => medianOf((e) => e.perPage[part])),
+            beyondIdlePerPageMedian: byPart((part) => medianOf((e) => e.beyondIdlePerPage[part])),
+            latencyMedianMs: medianOf((e) => e.latencyMedianMs),
           },
         ];
       }),
@@ -300,7 +276,7 @@ async function main() {
         ...server.describe,
         sdk: 'one client and one worker in the bench process, activities doing no work',
       },
-      machine: { cores: (await import('node:os')).cpus().length },
+      machine: { cores: cpus().length },
       pagesPerRun: pages,
       ratePerSecond: rate > 0 ? rate : 'all at once',
       engineStepMs: stepMs,
@@ -313,6 +289,7 @@ async function main() {
     writeFileSync(path.join(REPO_ROOT, server.reportFile), `${out}\n`);
     process.stdout.write(`${out}\n`);
   } finally {
+    token?.close();
     await server.close();
   }
 }

@@ -1,5 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
@@ -25,6 +33,8 @@ export interface PgInstance {
   /** `fast`: clean shutdown; `immediate`: as after a crash, recovery at next start. */
   stop(mode?: 'fast' | 'immediate'): void;
   running(): boolean;
+  /** The postmaster's pid while the server runs (its processes are its children). */
+  pid(): number | undefined;
 }
 
 function binDir(): string {
@@ -122,6 +132,10 @@ export function pgInstance(options: PgInstanceOptions): PgInstance {
     },
     running() {
       return run(pgCtl, ['-D', dataDir, 'status'], true) === 0;
+    },
+    pid() {
+      const file = join(dataDir, 'postmaster.pid');
+      return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
     },
   };
 }

@@ -51,10 +51,9 @@ export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
  * to spin for work each time a request arrives: cluster mode's server at rest went from about
  * 0.021 to 0.015 CPU-s a second), a collection at twice the live heap rather than once, and
  * freed memory handed back lazily (MADV_FREE), so the pages it reuses are not faulted in
- * again. Measured
- * by bench/throughput, bench/ocr and bench/cluster (docs/design.md); the environment wins over
- * each. Compose keeps Go's defaults: its server is a container an operator sizes, often on a
- * host of its own.
+ * again. Measured by bench/throughput, bench/ocr and bench/cluster (docs/design.md); the
+ * environment wins over each. Compose keeps Go's defaults: its server is a container an
+ * operator sizes, often on a host of its own.
  */
 export const ONE_HOST_GO_RUNTIME: Readonly<Record<string, string>> = {
   GOMAXPROCS: '1',
