@@ -14,18 +14,12 @@ import {
 import { processCleanup } from '../../blobs/cleanup';
 import { createBlobStore } from '../../blobs/fromConfig';
 import { parseConfig } from '../../core/config';
-import {
-  BlobFencedError,
-  insertBlob,
-  lockBlobForReference,
-  scheduleBlobDeletion,
-  workspaceUsageBytes,
-} from '../../db/blobs';
-import { createPage, prepareItem } from '../../db/ingest';
+import { BlobFencedError, scheduleBlobDeletion, workspaceUsageBytes } from '../../db/blobs';
 import { deleteItem } from '../../db/items';
 import { withTransaction } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
 import { s3ClientFor } from '../../scripts/lib/objectServer';
+import { blobReferences, once } from '../support/blobReferences';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startTestObjectServer, type TestObjectServer } from '../support/objectServer';
 import { manifestoTiff } from '../support/tiffMasters';
@@ -39,64 +33,14 @@ let server: TestObjectServer;
 let db: TestDatabase;
 let store: ReturnType<TestObjectServer['store']>;
 let ws: number;
+const { storedBlob, referenceBlob, cleanupIdFor } = blobReferences(() => ({
+  pool: db.pool,
+  store,
+  workspaceId: ws,
+}));
 const HOUR = 60 * 60 * 1000;
 /** The large-file size; 500 MB unless a slower machine asks for less. */
 const LARGE_MB = Number(process.env.QUIRE_TEST_S3_LARGE_MB ?? 500);
-
-async function* once(bytes: Uint8Array) {
-  yield bytes;
-}
-
-async function storedBlob(bytes: Uint8Array): Promise<string> {
-  const uploadId = newUploadId();
-  const temp = temporaryKeyFor(ws, uploadId);
-  const { sha256, size } = await store.writeTemporary(temp, once(bytes));
-  const key = canonicalKeyFor(ws, sha256, uploadId);
-  await store.promote(temp, key);
-  await insertBlob(db.pool, {
-    key,
-    workspaceId: ws,
-    sha256hex: sha256,
-    sizeBytes: size,
-    mediaType: 'image/png',
-  });
-  return key;
-}
-
-async function referenceBlob(key: string, itemId: string): Promise<number> {
-  return withTransaction(db.pool, async (tx) => {
-    const position = await prepareItem(tx, ws, itemId, {
-      title: null,
-      externalReferenceId: null,
-      metadata: {},
-    });
-    await lockBlobForReference(tx, ws, key);
-    const page = await createPage(
-      tx,
-      {
-        workspaceId: ws,
-        itemId,
-        position,
-        kind: 'image',
-        blobKey: key,
-        mediaType: 'image/png',
-        width: 1,
-        height: 1,
-        durationMs: null,
-      },
-      'https://quire.test',
-    );
-    return page.pageId;
-  });
-}
-
-async function cleanupIdFor(key: string): Promise<number> {
-  const { rows } = await db.pool.query(
-    `SELECT id FROM blob_cleanups WHERE blob_key = $1 AND status IN ('staged', 'due', 'failing')`,
-    [key],
-  );
-  return rows[0].id;
-}
 
 async function allKeys(): Promise<string[]> {
   const keys: string[] = [];

@@ -3,14 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
-import {
-  type BlobStore,
-  canonicalKeyFor,
-  createLocalBlobStore,
-  newUploadId,
-  TEMPORARY_PREFIX,
-  temporaryKeyFor,
-} from '../../blobs';
+import { type BlobStore, createLocalBlobStore, newUploadId, TEMPORARY_PREFIX } from '../../blobs';
 import { processCleanup } from '../../blobs/cleanup';
 import {
   BlobFencedError,
@@ -18,14 +11,12 @@ import {
   CLEANUP_BACKOFF_CAP_MS,
   completeCleanup,
   fenceCleanup,
-  insertBlob,
-  lockBlobForReference,
   scheduleBlobDeletion,
   workspaceUsageBytes,
 } from '../../db/blobs';
-import { createPage, prepareItem } from '../../db/ingest';
 import { withTransaction } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
+import { blobReferences } from '../support/blobReferences';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { file, png, uploadRequest, wav } from '../support/uploadFixtures';
 
@@ -33,64 +24,12 @@ let db: TestDatabase;
 let blobDir: string;
 let store: ReturnType<typeof createLocalBlobStore>;
 let ws: number;
+const { storedBlob, referenceBlob, cleanupIdFor } = blobReferences(() => ({
+  pool: db.pool,
+  store,
+  workspaceId: ws,
+}));
 const HOUR = 60 * 60 * 1000;
-
-async function* once(bytes: Uint8Array) {
-  yield bytes;
-}
-
-/** A blob row and its object, referenced by no page. */
-async function storedBlob(bytes: Uint8Array, workspaceId = ws): Promise<string> {
-  const uploadId = newUploadId();
-  const temp = temporaryKeyFor(workspaceId, uploadId);
-  const { sha256, size } = await store.writeTemporary(temp, once(bytes));
-  const key = canonicalKeyFor(workspaceId, sha256, uploadId);
-  await store.promote(temp, key);
-  await insertBlob(db.pool, {
-    key,
-    workspaceId,
-    sha256hex: sha256,
-    sizeBytes: size,
-    mediaType: 'image/png',
-  });
-  return key;
-}
-
-/** The reference creator of U3: lock the blob for reference and insert the page, one transaction. */
-async function referenceBlob(key: string, itemId: string): Promise<number> {
-  return withTransaction(db.pool, async (tx) => {
-    const position = await prepareItem(tx, ws, itemId, {
-      title: null,
-      externalReferenceId: null,
-      metadata: {},
-    });
-    await lockBlobForReference(tx, ws, key);
-    const page = await createPage(
-      tx,
-      {
-        workspaceId: ws,
-        itemId,
-        position,
-        kind: 'image',
-        blobKey: key,
-        mediaType: 'image/png',
-        width: 1,
-        height: 1,
-        durationMs: null,
-      },
-      'https://quire.test',
-    );
-    return page.pageId;
-  });
-}
-
-async function cleanupIdFor(key: string): Promise<number> {
-  const { rows } = await db.pool.query(
-    `SELECT id FROM blob_cleanups WHERE blob_key = $1 AND status IN ('staged', 'due', 'failing')`,
-    [key],
-  );
-  return rows[0].id;
-}
 
 async function objectFiles(): Promise<string[]> {
   return (await readdir(blobDir, { recursive: true, withFileTypes: true }))
