@@ -99,7 +99,7 @@ export function jobSteps(
 ): JobSteps {
   const engine = engineProfile(heartbeatTimeoutMs);
   const kept = patches.keyFaultReruns ? asIs : retriedInPlace;
-  const told = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => {
+  const noted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => {
     return (...args: A): Promise<R> => {
       engineStepCalled();
       return call(...args);
@@ -111,11 +111,11 @@ export function jobSteps(
   return {
     claimAttempt: patches.readOnce ? localOrQueued(dbLocal.claimAttempt, claimQueued) : claimQueued,
     // Before read-once, `segmentPage` took no options.
-    segmentPage: told(patches.readOnce ? segment : (ref) => segment(ref)),
-    recognizeSegments: told(kept('recognizeSegments', engine.recognizeSegments)),
-    submitAudio: told(kept('submitAudio', engine.submitAudio)),
-    awaitAudio: told(kept('awaitAudio', engine.awaitAudio)),
-    polishSegments: told(kept('polishSegments', engine.polishSegments)),
+    segmentPage: noted(patches.readOnce ? segment : (ref) => segment(ref)),
+    recognizeSegments: noted(kept('recognizeSegments', engine.recognizeSegments)),
+    submitAudio: noted(kept('submitAudio', engine.submitAudio)),
+    awaitAudio: noted(kept('awaitAudio', engine.awaitAudio)),
+    polishSegments: noted(kept('polishSegments', engine.polishSegments)),
     commitTranscript: patches.readOnce
       ? localOrQueued(dbLocal.commitTranscript, commitQueued)
       : commitQueued,
