@@ -7,6 +7,7 @@ import {
   INFRASTRUCTURE_FAULT,
   InfrastructureFaultError,
   isInfrastructureError,
+  KEY_MISMATCH,
   type PauseReason,
   ProviderError,
   STALE_ATTEMPT,
@@ -16,7 +17,7 @@ import type { Logger } from '../core/logger';
 import { type BilledProvider, billedProvider } from '../core/pricing';
 import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
-import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
+import { openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
 import { isInteractiveTaskQueue, PRIORITY_KEYS } from '../core/temporal';
 import { type AttemptStepOutcome, recordAttemptStep } from '../db/attemptSteps';
 import { blobIsLive } from '../db/blobs';

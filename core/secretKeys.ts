@@ -11,8 +11,6 @@ import { KEY_MISMATCH } from './failures';
 /** The shortest key accepted: 32 characters (e.g. `openssl rand -hex 32` gives 64). */
 export const MIN_SECRET_KEY_LENGTH = 32;
 
-export { KEY_MISMATCH };
-
 export class SecretKeyMismatchError extends Error {
   override name = KEY_MISMATCH;
 }

@@ -88,31 +88,41 @@ export type JobSteps = Pick<
 /**
  * The steps of one run, as the patches it began with decide (D5): since read-once, claim and
  * commit are local first; before the key-fault patch, every step retried a key fault in place.
+ * `engineStepCalled` hears of each call of an engine step as it is made (D7: for a step that
+ * timed out before the server recorded any heartbeat of it, the earliest its timeout could be
+ * due; see workflows/outages.ts).
  */
 export function jobSteps(
   heartbeatTimeoutMs: number,
   patches: { readOnce: boolean; keyFaultReruns: boolean },
+  engineStepCalled: () => void,
 ): JobSteps {
   const engine = engineProfile(heartbeatTimeoutMs);
   const kept = patches.keyFaultReruns ? asIs : retriedInPlace;
+  const noted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => {
+    return (...args: A): Promise<R> => {
+      engineStepCalled();
+      return call(...args);
+    };
+  };
   const claimQueued = kept('claimAttempt', db.claimAttempt);
   const commitQueued = kept('commitTranscript', db.commitTranscript);
   const segment = kept('segmentPage', engine.segmentPage);
   return {
     claimAttempt: patches.readOnce ? localOrQueued(dbLocal.claimAttempt, claimQueued) : claimQueued,
     // Before read-once, `segmentPage` took no options.
-    segmentPage: patches.readOnce ? segment : (ref) => segment(ref),
-    recognizeSegments: kept('recognizeSegments', engine.recognizeSegments),
-    submitAudio: kept('submitAudio', engine.submitAudio),
-    awaitAudio: kept('awaitAudio', engine.awaitAudio),
-    polishSegments: kept('polishSegments', engine.polishSegments),
+    segmentPage: noted(patches.readOnce ? segment : (ref) => segment(ref)),
+    recognizeSegments: noted(kept('recognizeSegments', engine.recognizeSegments)),
+    submitAudio: noted(kept('submitAudio', engine.submitAudio)),
+    awaitAudio: noted(kept('awaitAudio', engine.awaitAudio)),
+    polishSegments: noted(kept('polishSegments', engine.polishSegments)),
     commitTranscript: patches.readOnce
       ? localOrQueued(dbLocal.commitTranscript, commitQueued)
       : commitQueued,
     pauseProvider: kept('pauseProvider', db.pauseProvider),
     closeAttempt: kept('closeAttempt', db.closeAttempt),
     cancelCleanup: cleanup.cancelCleanup,
-    // D7: asked only by runs begun with the infrastructure-fault patch (all of them local).
+    // D7: asked about an engine step that timed out (workflows/outages.ts).
     stepFinished: dbLocal.stepFinished,
   };
 }

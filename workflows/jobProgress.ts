@@ -80,6 +80,12 @@ export function trackJobProgress(jobId: string, patches: { release: boolean; has
   return {
     state,
     setStage,
+    /** The attempt's lines as a pause or a close records them. */
+    counts: () => ({
+      completed: state.completedSegments,
+      failed: state.failedSegments,
+      total: state.totalSegments,
+    }),
     /** How many Resume signals came so far: a wait ends at the next one. */
     resumeSignals: () => resumeSignals,
 

@@ -1,5 +1,5 @@
 import { backoffCeilingMs } from '../core/backoff';
-import { isKeyFault } from './failureClassification';
+import { classifyStepFailure } from './failureClassification';
 
 /**
  * D1: a step whose attempt token no key of its worker opens ran on a process configured with
@@ -39,7 +39,7 @@ export function localOrQueued<A extends unknown[], R>(
     try {
       return await local(...args);
     } catch (error) {
-      if (!isKeyFault(error)) throw error;
+      if (classifyStepFailure(error).kind !== 'keyFault') throw error;
       return queued(...args);
     }
   };

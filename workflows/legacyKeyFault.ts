@@ -1,5 +1,5 @@
 import { log, sleep } from '@temporalio/workflow';
-import { isKeyFault } from './failureClassification';
+import { classifyStepFailure } from './failureClassification';
 import { keyFaultPauseMs } from './keyFault';
 
 /**
@@ -17,7 +17,7 @@ export function retriedInPlace<A extends unknown[], R>(
       try {
         return await call(...args);
       } catch (error) {
-        if (!isKeyFault(error)) throw error;
+        if (classifyStepFailure(error).kind !== 'keyFault') throw error;
         log.error('attempt token does not open on this worker: fleet key mismatch', {
           activity: step,
         });

@@ -1,9 +1,11 @@
-import { patched } from '@temporalio/workflow';
+import { deprecatePatch, patched } from '@temporalio/workflow';
 
 /**
  * D5: the changes of `transcriptionJob` since the first release, each behind its patch id. A
  * run begun before a change finds no marker when it replays and keeps the code it began with;
- * an id is never renamed or reused, and its old branch stays until no such run is left.
+ * an id is never renamed or reused. A patch is retired (its old branch gone, `deprecatePatch`
+ * in place of `patched`) once no run that lacks it is left to replay, and its call goes a
+ * release after that (docs/design.md, "Patches are decided before the first local activity").
  */
 
 /** The stage in the memo, so the Temporal UI shows it without a query. */
@@ -21,7 +23,7 @@ export const STAGE_MEMO_AT_START_PATCH = 'quire-stage-memo-at-start';
  */
 export const READ_ONCE_PATCH = 'quire-read-once';
 
-/** J5: a job found canceled in the database still gets its cancel cleanup. */
+/** J5: a job found canceled in the database still gets its cancel cleanup. Retired. */
 export const CLEANUP_WHEN_FOUND_CANCELED_PATCH = 'cleanup-when-found-canceled';
 
 /**
@@ -34,7 +36,7 @@ export const KEY_FAULT_PATCH = 'quire-key-fault-reruns-attempt';
  * D7: an outage of Quire's own PostgreSQL, object store or Temporal server is not the job's
  * fault. A step that stops with an `InfrastructureFault`, or an engine step that timed out
  * after it had finished and saved its work (its report was what the outage lost), runs the
- * same attempt again after a pause, uncharged; a claim that meets it claims again.
+ * same attempt again after a pause, uncharged; a claim that meets it claims again. Retired.
  */
 export const INFRA_FAULT_PATCH = 'quire-infra-fault-reruns-attempt';
 
@@ -49,12 +51,30 @@ export const RELEASE_2026_12_PATCH = 'quire-release-2026-12';
 /** Whether this run takes a patch: every one, for a run begun since the release patch. */
 export type PatchCheck = (patchId: string) => boolean;
 
+/** What a run asks of its patches: which it takes, and where a retired one was asked. */
+export interface PatchesOfThisRun {
+  release: boolean;
+  has: PatchCheck;
+  /**
+   * A retired patch, where it used to be asked: every run takes its branch. A run begun before
+   * the release patch may carry its marker, which `deprecatePatch` matches as it replays; a run
+   * begun since never recorded one, and asks nothing.
+   */
+  retired: (patchId: string) => void;
+}
+
 /**
  * The release patch is decided in the run's first workflow task, before any other patch, like
  * every patch (docs/design.md), and its answer is kept. A run begun before it asks each other
  * patch where it always did.
  */
-export function patchesOfThisRun(): { release: boolean; has: PatchCheck } {
+export function patchesOfThisRun(): PatchesOfThisRun {
   const release = patched(RELEASE_2026_12_PATCH);
-  return { release, has: (patchId) => release || patched(patchId) };
+  return {
+    release,
+    has: (patchId) => release || patched(patchId),
+    retired: (patchId) => {
+      if (!release) deprecatePatch(patchId);
+    },
+  };
 }

@@ -7,9 +7,8 @@ import type {
   SegmentFailure,
   SliceOutcome,
 } from '../activities/transcription';
-import { isFailureClass, isPausing, STALE_ATTEMPT } from '../core/failures';
 import type { JobSteps } from './activityProfiles';
-import { failureType, pauseOf } from './failureClassification';
+import { classifyStepFailure } from './failureClassification';
 import type { JobProgressTracker } from './jobProgress';
 
 /**
@@ -126,12 +125,12 @@ export async function polish(
   try {
     return { polished: (await steps.polishSegments(run.ref)).polished };
   } catch (error) {
-    const type = failureType(error);
-    if (type === STALE_ATTEMPT || !isFailureClass(type)) throw error;
-    if (isPausing(type)) return { pause: { ...pauseOf(type, error), stage: 'polish' } };
+    const failure = classifyStepFailure(error);
+    if (failure.kind !== 'failed') throw error;
+    if (failure.pause) return { pause: { ...failure.pause, stage: 'polish' } };
     log.warn('polish failed; committing raw text', {
       jobId: run.ref.jobId,
-      errorClass: type,
+      errorClass: failure.failureClass,
     });
     return { polished: false };
   }

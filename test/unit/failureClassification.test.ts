@@ -6,11 +6,18 @@ import {
   TimeoutType,
 } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { KEY_MISMATCH, STALE_ATTEMPT } from '../../core/failures';
+import {
+  CONFIG_MISMATCH,
+  INFRASTRUCTURE_FAULT,
+  KEY_MISMATCH,
+  STALE_ATTEMPT,
+} from '../../core/failures';
 import {
   attemptCategory,
+  classifyStepFailure,
   failureType,
   isKeyFault,
+  isRerun,
   pauseOf,
 } from '../../workflows/failureClassification';
 
@@ -111,5 +118,61 @@ describe('the category of an attempt where no segment succeeded (J2, J3)', () =>
 
   it('J3 no failure recorded (nothing came back) is an internal fault, retried', () => {
     expect(attemptCategory([])).toBe('internal');
+  });
+});
+
+describe('one outcome for every failed step (Q3, D1, D7)', () => {
+  it('D1 D8 a key that does not open the token, or a blob store unlike the fleet’s, is a key fault, local or queued', () => {
+    for (const type of [KEY_MISMATCH, CONFIG_MISMATCH]) {
+      expect(classifyStepFailure(fromActivity(applicationFailure(type)))).toEqual({
+        kind: 'keyFault',
+      });
+      expect(classifyStepFailure(applicationFailure(type))).toEqual({ kind: 'keyFault' });
+    }
+  });
+
+  it('D7 an outage of Quire’s own services is infrastructure; a dead token is stale', () => {
+    expect(classifyStepFailure(fromActivity(applicationFailure(INFRASTRUCTURE_FAULT)))).toEqual({
+      kind: 'infrastructure',
+    });
+    expect(classifyStepFailure(fromActivity(applicationFailure(STALE_ATTEMPT)))).toEqual({
+      kind: 'stale',
+    });
+  });
+
+  it('Q3 a failure class is a classified failure, with the pause it asks for when it pauses', () => {
+    expect(classifyStepFailure(fromActivity(applicationFailure('timeout')))).toEqual({
+      kind: 'failed',
+      failureClass: 'timeout',
+      pause: null,
+    });
+    const outage = fromActivity(applicationFailure('outage', [{ retryAfterMs: 30_000 }]));
+    expect(classifyStepFailure(outage)).toEqual({
+      kind: 'failed',
+      failureClass: 'outage',
+      pause: { reason: 'outage', retryAfterMs: 30_000, scope: undefined },
+    });
+  });
+
+  it('T3 anything else interrupted the attempt; a timeout names its step for D7', () => {
+    expect(classifyStepFailure(new Error('worker shut down'))).toEqual({
+      kind: 'interrupted',
+      timedOut: null,
+    });
+    const heartbeat = new TimeoutFailure('heartbeat', { at: 42 }, TimeoutType.HEARTBEAT);
+    expect(classifyStepFailure(fromActivity(heartbeat, RetryState.TIMEOUT))).toEqual({
+      kind: 'interrupted',
+      timedOut: { activityId: '7', lastHeartbeatAt: 42 },
+    });
+  });
+
+  it('D1 D7 key faults and outages run the same attempt again; nothing else does', () => {
+    expect(isRerun({ kind: 'keyFault' })).toBe(true);
+    expect(isRerun({ kind: 'infrastructure' })).toBe(true);
+    expect(isRerun({ kind: 'stale' })).toBe(false);
+    expect(isRerun({ kind: 'final' })).toBe(false);
+    // A claim's own outcome names the page's media kind, never a fault.
+    expect(isRerun({ state: 'claimed', kind: 'image' })).toBe(false);
+    expect(isRerun({ state: 'paused' })).toBe(false);
   });
 });

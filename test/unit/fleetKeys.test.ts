@@ -8,13 +8,9 @@ import {
   parseConfig,
   requireSecretKeys,
 } from '../../core/config';
+import { KEY_MISMATCH } from '../../core/failures';
 import { openSecret, sealSecret } from '../../core/secretBox';
-import {
-  KEY_MISMATCH,
-  keyFingerprint,
-  openWithAnyKey,
-  SecretKeyMismatchError,
-} from '../../core/secretKeys';
+import { keyFingerprint, openWithAnyKey, SecretKeyMismatchError } from '../../core/secretKeys';
 import { sessionCookieSecure } from '../../web/lib/session';
 
 const key = () => randomBytes(32).toString('hex');

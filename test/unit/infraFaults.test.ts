@@ -16,10 +16,9 @@ import {
 import {
   isInfrastructureFault,
   isKeyFault,
-  timedOutLate,
   timedOutStep,
 } from '../../workflows/failureClassification';
-import { infraFaultPauseMs } from '../../workflows/infraFault';
+import { infraFaultPauseMs, timedOutLate } from '../../workflows/outages';
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
