@@ -9,6 +9,9 @@ import type { MediaKind } from './media';
 
 export type CostUnit = 'line' | 'page' | 'audio_second' | 'call' | 'token';
 
+/** Prices per unit (B1), in micro-units of the workspace currency. */
+export type PriceTable = Partial<Record<CostUnit, number>>;
+
 export interface CallCost {
   units: number;
   unit: CostUnit;
@@ -114,11 +117,11 @@ export interface JobSnapshot {
   language: string;
   options: Record<string, unknown>;
   /** Price per unit in micro-units of the workspace currency. */
-  price: Partial<Record<CostUnit, number>>;
+  price: PriceTable;
   /**
    * M3: the price of the provider `options.polishProvider` names, fixed at creation like the
    * main price; polish calls are priced and recorded under that provider. Absent when the
    * job polishes with its own engine (and in snapshots made before it existed).
    */
-  polishPrice?: Partial<Record<CostUnit, number>>;
+  polishPrice?: PriceTable;
 }

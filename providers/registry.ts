@@ -32,4 +32,4 @@ export function createProviderRegistry(providers: TranscriptionProvider[]): Prov
   };
 }
 
-export { buildSnapshot, DEFAULT_PRICES, type PriceTable } from '../core/pricing';
+export { buildSnapshot, DEFAULT_PRICES } from '../core/pricing';
