@@ -26,7 +26,7 @@ export function createAudioStages(kit: AttemptKit) {
         const submitted = payloadsOf(saved, 'submit').get(0);
         if (submitted) return submitted;
         const { media, page } = await kit.pageMedia(ctx.pageId);
-        const provider = deps.providers.get(ctx.snapshot.provider);
+        const provider = deps.providers.audioEngine(ctx.snapshot.provider);
         await kit.guardBudget(ctx, {
           units: Math.max(1, Math.ceil((page.durationMs ?? 0) / 1000)),
           unit: 'audio_second',
@@ -63,7 +63,7 @@ export function createAudioStages(kit: AttemptKit) {
         }
         const submitted = payloadsOf(saved, 'submit').get(0);
         if (!submitted) throw new Error('recognize ran before submit was checkpointed');
-        const provider = deps.providers.get(ctx.snapshot.provider);
+        const provider = deps.providers.audioEngine(ctx.snapshot.provider);
         const signal = Context.current().cancellationSignal;
         try {
           let progress = 0;
@@ -119,7 +119,7 @@ export function createAudioStages(kit: AttemptKit) {
 /** J5: deletes every engine copy of a job's recording that is still held, then marks it. */
 export async function deleteEngineCopies(kit: AttemptKit, jobId: string): Promise<void> {
   for (const job of await listUndeletedEngineJobs(kit.pool, jobId)) {
-    const provider = kit.deps.providers.get(job.provider);
+    const provider = kit.deps.providers.audioEngine(job.provider);
     await provider.deleteAudio(job.engineJobId, {
       signal: new AbortController().signal,
       language: 'und',

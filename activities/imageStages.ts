@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { segmentsOf } from '../core/annotation';
 import { type Checkpoint, payloadsOf, readingCheckpoints } from '../core/checkpoints';
 import { isPausing, ProviderError } from '../core/failures';
-import type { CallContext, TranscriptionProvider } from '../core/provider';
+import type { CallContext, ImageEngine } from '../core/provider';
 import { describeProvider } from '../core/providerCatalogue';
 import { redactError } from '../core/redact';
 import { linesFromAnnotation, recognizedSegments } from '../core/transcript';
@@ -151,7 +151,7 @@ export function createImageStages(kit: AttemptKit) {
    */
   async function readWholePage(
     ctx: AttemptContext,
-    provider: TranscriptionProvider,
+    provider: ImageEngine,
     loaded: PageMedia,
     call: CallContext,
     args: SegmentArgs,
@@ -281,7 +281,7 @@ export function createImageStages(kit: AttemptKit) {
     const skip = new Set([...args.skip, ...protectedLinesOf(ctx, segmentsOf(page.annotationPage))]);
     const todo = lines.map((_, i) => i).filter((i) => !done.has(i) && !skip.has(i));
     const batch = todo.slice(0, args.maxSegments);
-    const provider = deps.providers.get(ctx.snapshot.provider);
+    const provider = deps.providers.imageEngine(ctx.snapshot.provider);
     const failures: SegmentFailure[] = [];
     let completed = done.size;
     let pause: RecognizeOutcome['pause'] = null;
@@ -454,7 +454,7 @@ export function createImageStages(kit: AttemptKit) {
         const { media, page } = loaded;
         let lines = linesFromAnnotation(segmentsOf(page.annotationPage));
         if (lines.length === 0) {
-          const provider = deps.providers.get(ctx.snapshot.provider);
+          const provider = deps.providers.imageEngine(ctx.snapshot.provider);
           const call = kit.callContext(ctx, 'segment');
           if (provider.readPage && (provider.readsPages?.(call) ?? true)) {
             // The whole stage heartbeats, its saves and polish too: on a busy machine they

@@ -2,7 +2,12 @@ import { processCleanup } from '../blobs/cleanup';
 import { makePageDerivative } from '../blobs/derivatives';
 import { type BlobStore, STALE_TEMPORARY_AGE_MS } from '../blobs/store';
 import type { QuireClient } from '../client';
-import type { CallContext, TranscriptionProvider } from '../core/provider';
+import {
+  type AudioEngine,
+  type CallContext,
+  isAudioEngine,
+  type TranscriptionProvider,
+} from '../core/provider';
 import { redactError } from '../core/redact';
 import {
   dueCleanupIds,
@@ -278,11 +283,13 @@ export interface SweepResult {
   errors: string[];
 }
 
-function providerMap(source: ProviderSource): Map<string, TranscriptionProvider> {
-  if (Array.isArray(source))
-    return new Map((source as TranscriptionProvider[]).map((p) => [p.name, p]));
+/** The engines that hold recordings, by name: only they have engine jobs to delete. */
+function providerMap(source: ProviderSource): Map<string, AudioEngine> {
+  const byName = (providers: readonly TranscriptionProvider[]) =>
+    new Map(providers.filter(isAudioEngine).map((p) => [p.name, p]));
+  if (Array.isArray(source)) return byName(source as TranscriptionProvider[]);
   const registry = source as { get(name: string): TranscriptionProvider; names(): string[] };
-  return new Map(registry.names().map((name) => [name, registry.get(name)]));
+  return byName(registry.names().map((name) => registry.get(name)));
 }
 
 function sweepContext(callKey: string, timeoutMs: number): CallContext {

@@ -1,12 +1,10 @@
-import type { MediaKind } from './media';
-import type { CostUnit, JobSnapshot } from './provider';
-import { PROVIDER_CATALOGUE } from './providerCatalogue';
-
 /**
  * Prices per provider and unit (B1), in micro-units of the workspace currency, and the
  * job's immutable context snapshot made from them when a job is created.
  */
-export type PriceTable = Partial<Record<CostUnit, number>>;
+import type { MediaKind } from './media';
+import type { JobSnapshot, PriceTable } from './provider';
+import { PROVIDER_CATALOGUE } from './providerCatalogue';
 
 /** Each catalogued provider's default prices (core/providerCatalogue.ts). */
 export const DEFAULT_PRICES: Record<string, PriceTable> = Object.fromEntries(

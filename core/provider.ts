@@ -1,13 +1,19 @@
 /**
- * The provider interface (Q1): every engine, real, simulated or remote, is reached only
- * through it. Each call returns a result with its cost, or throws a `ProviderError`
- * carrying one failure class (core/failures.ts).
+ * The provider interfaces (Q1): every engine, real, simulated or remote, is reached only
+ * through them. An engine implements the interface of each media kind it reads (`ImageEngine`,
+ * `AudioEngine`, or both), as the catalogue (core/providerCatalogue.ts) describes it. Each call
+ * returns a result with its cost, or throws a `ProviderError` carrying one failure class
+ * (core/failures.ts).
  */
 
 import type { Box, Segment } from './annotation';
+import { ProviderError } from './failures';
 import type { MediaKind } from './media';
 
 export type CostUnit = 'line' | 'page' | 'audio_second' | 'call' | 'token';
+
+/** Prices per unit (B1), in micro-units of the workspace currency. */
+export type PriceTable = Partial<Record<CostUnit, number>>;
 
 export interface CallCost {
   units: number;
@@ -65,9 +71,30 @@ export type AudioPoll =
   | { state: 'running'; progress?: number }
   | { state: 'done'; segments: Segment[]; cost: CallCost };
 
+/**
+ * What every engine answers, whatever media it reads: who it is, and the polish (T2), which
+ * works on text. A provider named only to polish (`options.polishProvider`) is this alone.
+ */
 export interface TranscriptionProvider {
   readonly name: string;
   identity(model?: string): EngineIdentity;
+  /** Polishes raw text (T2 `polish`). */
+  polish(
+    text: string,
+    kind: MediaKind,
+    ctx: CallContext,
+  ): Promise<{ text: string; cost: CallCost }>;
+  /**
+   * Starts, when the worker starts, what the engine's first call would otherwise wait for
+   * (a helper process), so a person's first page on a fresh worker does not. Never throws.
+   */
+  warm?(): void;
+  /** Releases what the engine holds (worker threads) when the worker stops. */
+  close?(): Promise<void>;
+}
+
+/** An engine that reads page images. */
+export interface ImageEngine extends TranscriptionProvider {
   /** Finds the lines of a page image (T2 `segment`). */
   segmentPage(image: MediaInput, ctx: CallContext): Promise<{ lines: LineBox[]; cost: CallCost }>;
   /**
@@ -84,6 +111,10 @@ export interface TranscriptionProvider {
     line: LineBox,
     ctx: CallContext,
   ): Promise<{ text: string; confidence?: number; cost: CallCost }>;
+}
+
+/** An engine that transcribes recordings, as jobs of its own that it holds until deleted. */
+export interface AudioEngine extends TranscriptionProvider {
   /** Hands a recording to the engine; the returned id must be saved before our copy may go. */
   submitAudio(
     audio: MediaInput,
@@ -92,19 +123,35 @@ export interface TranscriptionProvider {
   pollAudio(engineJobId: string, ctx: CallContext): Promise<AudioPoll>;
   /** Deletes the engine's copy; idempotent. */
   deleteAudio(engineJobId: string, ctx: CallContext): Promise<void>;
-  /** Polishes raw text (T2 `polish`). */
-  polish(
-    text: string,
-    kind: MediaKind,
-    ctx: CallContext,
-  ): Promise<{ text: string; cost: CallCost }>;
-  /**
-   * Starts, when the worker starts, what the engine's first call would otherwise wait for
-   * (a helper process), so a person's first page on a fresh worker does not. Never throws.
-   */
-  warm?(): void;
-  /** Releases what the engine holds (worker threads) when the worker stops. */
-  close?(): Promise<void>;
+}
+
+/** Whether the engine implements reading page images. */
+export function isImageEngine(engine: TranscriptionProvider): engine is ImageEngine {
+  const image = engine as Partial<ImageEngine>;
+  return typeof image.segmentPage === 'function' && typeof image.recognizeLine === 'function';
+}
+
+/** Whether the engine implements transcribing recordings. */
+export function isAudioEngine(engine: TranscriptionProvider): engine is AudioEngine {
+  const audio = engine as Partial<AudioEngine>;
+  return (
+    typeof audio.submitAudio === 'function' &&
+    typeof audio.pollAudio === 'function' &&
+    typeof audio.deleteAudio === 'function'
+  );
+}
+
+/**
+ * Q1: the one refusal of a call for media the engine does not read. A permanent `invalid`
+ * failure: no later attempt of the job can succeed with the same engine.
+ */
+export class MediaKindRefusedError extends ProviderError {
+  constructor(
+    readonly provider: string,
+    readonly kind: MediaKind,
+  ) {
+    super('invalid', `this provider does not transcribe ${kind === 'image' ? 'images' : 'audio'}`);
+  }
 }
 
 /** The immutable context snapshot of a job (SPEC §3). */
@@ -114,11 +161,11 @@ export interface JobSnapshot {
   language: string;
   options: Record<string, unknown>;
   /** Price per unit in micro-units of the workspace currency. */
-  price: Partial<Record<CostUnit, number>>;
+  price: PriceTable;
   /**
    * M3: the price of the provider `options.polishProvider` names, fixed at creation like the
    * main price; polish calls are priced and recorded under that provider. Absent when the
    * job polishes with its own engine (and in snapshots made before it existed).
    */
-  polishPrice?: Partial<Record<CostUnit, number>>;
+  polishPrice?: PriceTable;
 }

@@ -1,6 +1,5 @@
-import type { QuireConfig } from './config';
 import type { MediaKind } from './media';
-import type { PriceTable } from './pricing';
+import type { PriceTable } from './provider';
 
 /**
  * The one catalogue of transcription providers: the names a job may ask for,
@@ -24,10 +23,13 @@ export interface ProviderDescription {
   location: 'local' | 'remote';
   /** Default prices in micro-units per unit; QUIRE_PRICES merges over them (B1). */
   prices: PriceTable;
-  /** The configuration keys its engine reads. */
-  settings: readonly (keyof QuireConfig)[];
+  /**
+   * The configuration keys (core/config.ts) its engine reads. Named, not typed by the
+   * configuration, because the configuration's own validation reads this catalogue.
+   */
+  settings: readonly string[];
   /** Registered only when this setting is set (present, or true); without one, always registered. */
-  enabledBy?: keyof QuireConfig;
+  enabledBy?: string;
   /**
    * M3: whose credentials its calls use, so whose outcome its pause may touch.
    * `installation`: shared credentials (or a shared local engine); a pause holds every
@@ -118,14 +120,17 @@ export function describeProvider(name: string): ProviderDescription | undefined 
   return PROVIDER_CATALOGUE.find((entry) => entry.name === name);
 }
 
+/** A parsed configuration (core/config.ts `QuireConfig`), read by setting name. */
+type Settings = Readonly<Record<string, unknown>>;
+
 /** Whether a worker with this configuration registers the provider. */
-function isProviderEnabled(entry: ProviderDescription, config: QuireConfig): boolean {
+function isProviderEnabled(entry: ProviderDescription, config: Settings): boolean {
   if (entry.enabledBy === undefined) return true;
   const setting = config[entry.enabledBy];
   return setting !== undefined && setting !== false;
 }
 
-export function enabledProviders(config: QuireConfig): ProviderDescription[] {
+export function enabledProviders(config: Settings): ProviderDescription[] {
   return PROVIDER_CATALOGUE.filter((entry) => isProviderEnabled(entry, config));
 }
 

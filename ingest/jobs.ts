@@ -1,6 +1,7 @@
 import { checkJobRequest, checkProviderKind, checkResolvedProvider } from '../core/jobOptions';
 import type { JobRecord } from '../core/jobStore';
-import { buildSnapshot, type PriceTable } from '../core/pricing';
+import { buildSnapshot } from '../core/pricing';
+import type { PriceTable } from '../core/provider';
 import { resolveProvider } from '../core/providerCatalogue';
 import type { JobPriority } from '../core/temporal';
 import { createJobIn } from '../db/jobs';

@@ -26,15 +26,14 @@ import type { Segment } from '../core/annotation';
 import { type FailureClass, ProviderError } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import type {
+  AudioEngine,
   AudioPoll,
   CallContext,
   CallCost,
   EngineIdentity,
-  LineBox,
   MediaInput,
-  TranscriptionProvider,
 } from '../core/provider';
-import { audioOnly, throwIfAborted } from './engineSupport';
+import { throwIfAborted } from './engineSupport';
 import {
   DEFAULT_TIMEOUT_MS,
   joinUrl,
@@ -69,7 +68,7 @@ const FAILED_CODES: Record<string, FailureClass> = {
   invalid_request: 'invalid',
 };
 
-export class AsyncSpeechProvider implements TranscriptionProvider {
+export class AsyncSpeechProvider implements AudioEngine {
   readonly name: string;
   private readonly options: AsyncSpeechOptions;
 
@@ -84,14 +83,6 @@ export class AsyncSpeechProvider implements TranscriptionProvider {
       model: this.modelOf(model) ?? 'default',
       version: 'async-speech-api',
     };
-  }
-
-  segmentPage(): Promise<{ lines: LineBox[]; cost: CallCost }> {
-    return audioOnly(this.name);
-  }
-
-  recognizeLine(): Promise<{ text: string; confidence?: number; cost: CallCost }> {
-    return audioOnly(this.name);
   }
 
   async submitAudio(

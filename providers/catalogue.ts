@@ -1,5 +1,5 @@
 import type { QuireConfig } from '../core/config';
-import type { TranscriptionProvider } from '../core/provider';
+import { type ImageEngine, isImageEngine, type TranscriptionProvider } from '../core/provider';
 import {
   enabledProviders,
   type ProviderDescription,
@@ -22,7 +22,7 @@ export interface EngineExtras {
   /** Test seam for the remote engines. */
   fetchImpl?: typeof fetch;
   /** Finds line boxes for the chat engine; defaults to the tesseract engine built alongside. */
-  fallbackSegmenter?: TranscriptionProvider;
+  fallbackSegmenter?: ImageEngine;
 }
 
 type EngineFactory = (
@@ -30,6 +30,15 @@ type EngineFactory = (
   extras: EngineExtras,
   built: ReadonlyMap<string, TranscriptionProvider>,
 ) => TranscriptionProvider;
+
+/** An engine built before this one, when it reads images. */
+function imageEngineIn(
+  built: ReadonlyMap<string, TranscriptionProvider>,
+  name: string,
+): ImageEngine | undefined {
+  const engine = built.get(name);
+  return engine && isImageEngine(engine) ? engine : undefined;
+}
 
 /** Only called for enabled entries, so a remote engine's base URL is present. */
 function required(value: string | undefined, key: string): string {
@@ -56,7 +65,7 @@ const ENGINES: Record<ProviderName, EngineFactory> = {
       model: config.QUIRE_OPENAI_MODEL,
       timeoutMs: config.QUIRE_PROVIDER_TIMEOUT_MS,
       fetchImpl: extras.fetchImpl,
-      fallbackSegmenter: extras.fallbackSegmenter ?? built.get('tesseract'),
+      fallbackSegmenter: extras.fallbackSegmenter ?? imageEngineIn(built, 'tesseract'),
     }),
   whisper: (config, extras) =>
     new OpenAiAudioProvider({

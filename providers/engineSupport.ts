@@ -201,10 +201,3 @@ export async function listOnDiskEngineJobs(
   }
   return jobs;
 }
-
-/** The image calls of a speech-only engine: a clear, permanent `invalid` failure. */
-export function audioOnly(provider: string): Promise<never> {
-  return Promise.reject(
-    new ProviderError('invalid', `${provider} transcribes audio only, not images`),
-  );
-}

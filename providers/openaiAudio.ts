@@ -28,16 +28,15 @@ import type { Segment } from '../core/annotation';
 import { isFailureClass, ProviderError } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import type {
+  AudioEngine,
   AudioPoll,
   CallContext,
   CallCost,
   EngineIdentity,
-  LineBox,
   MediaInput,
-  TranscriptionProvider,
 } from '../core/provider';
 import { redactError } from '../core/redact';
-import { audioOnly, ENGINE_JOB_ID, listOnDiskEngineJobs, throwIfAborted } from './engineSupport';
+import { ENGINE_JOB_ID, listOnDiskEngineJobs, throwIfAborted } from './engineSupport';
 import { DEFAULT_TIMEOUT_MS, joinUrl, providerJson, unexpectedShape } from './http';
 import { offlinePolish } from './polish';
 
@@ -160,7 +159,7 @@ export function parseVerboseJson(
   throw unexpectedShape(provider, 'no segments in the answer');
 }
 
-export class OpenAiAudioProvider implements TranscriptionProvider {
+export class OpenAiAudioProvider implements AudioEngine {
   readonly name: string;
   readonly workDir: string;
   private readonly options: OpenAiAudioOptions;
@@ -176,14 +175,6 @@ export class OpenAiAudioProvider implements TranscriptionProvider {
 
   identity(model?: string): EngineIdentity {
     return { engine: this.name, model: this.modelOf(model), version: 'openai-compatible' };
-  }
-
-  segmentPage(): Promise<{ lines: LineBox[]; cost: CallCost }> {
-    return audioOnly(this.name);
-  }
-
-  recognizeLine(): Promise<{ text: string; confidence?: number; cost: CallCost }> {
-    return audioOnly(this.name);
   }
 
   async submitAudio(

@@ -21,13 +21,12 @@ import type { Box } from '../core/annotation';
 import { ProviderError } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import type {
-  AudioPoll,
   CallContext,
   CallCost,
   EngineIdentity,
+  ImageEngine,
   LineBox,
   MediaInput,
-  TranscriptionProvider,
 } from '../core/provider';
 import { DEFAULT_TIMEOUT_MS, joinUrl, providerJson, unexpectedShape } from './http';
 
@@ -42,14 +41,13 @@ export interface OpenAiChatOptions {
   timeoutMs?: number;
   fetchImpl?: typeof fetch;
   /** Finds line boxes for `segmentPage` (chat models do not return boxes reliably). */
-  fallbackSegmenter?: TranscriptionProvider;
+  fallbackSegmenter?: ImageEngine;
   /** Crops a line out of a page image; without it the page goes whole, with the box described. */
   cropLine?: (image: MediaInput, box: Box) => Promise<{ data: Buffer; mediaType: string }>;
   /** Images larger than this fail `image` before any call; default 20 MB. */
   maxImageBytes?: number;
 }
 
-const NOT_AUDIO = 'this provider does not transcribe audio';
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif']);
 
 interface ChatMessage {
@@ -57,7 +55,7 @@ interface ChatMessage {
   content: string | Array<Record<string, unknown>>;
 }
 
-export class OpenAiChatProvider implements TranscriptionProvider {
+export class OpenAiChatProvider implements ImageEngine {
   readonly name: string;
   private readonly options: OpenAiChatOptions;
 
@@ -158,18 +156,6 @@ export class OpenAiChatProvider implements TranscriptionProvider {
       );
     }
     return { text: corrected.map((l) => l.trimEnd()).join('\n') + trailing, cost };
-  }
-
-  submitAudio(): Promise<{ engineJobId: string; cost: CallCost }> {
-    return Promise.reject(new ProviderError('invalid', NOT_AUDIO));
-  }
-
-  pollAudio(): Promise<AudioPoll> {
-    return Promise.reject(new ProviderError('invalid', NOT_AUDIO));
-  }
-
-  deleteAudio(): Promise<void> {
-    return Promise.reject(new ProviderError('invalid', NOT_AUDIO));
   }
 
   private modelOf(model?: string): string {

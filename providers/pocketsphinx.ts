@@ -32,16 +32,14 @@ import type { Segment } from '../core/annotation';
 import { ProviderError } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import type {
+  AudioEngine,
   AudioPoll,
   CallContext,
   CallCost,
   EngineIdentity,
-  LineBox,
   MediaInput,
-  TranscriptionProvider,
 } from '../core/provider';
 import {
-  audioOnly,
   ENGINE_JOB_ID,
   listOnDiskEngineJobs,
   requirePrograms,
@@ -240,7 +238,7 @@ const RUNNER = [
   'echo "$code" >exit.partial && mv exit.partial exit',
 ].join('\n');
 
-export class PocketsphinxProvider implements TranscriptionProvider {
+export class PocketsphinxProvider implements AudioEngine {
   readonly name = 'pocketsphinx';
   readonly workDir: string;
   private readonly soxProgram: string;
@@ -264,14 +262,6 @@ export class PocketsphinxProvider implements TranscriptionProvider {
       model: model ?? 'cmusphinx-en-us-5.2',
       version: '5prealpha (Debian 0.8+5prealpha)',
     };
-  }
-
-  segmentPage(): Promise<{ lines: LineBox[]; cost: CallCost }> {
-    return audioOnly(this.name);
-  }
-
-  recognizeLine(): Promise<{ text: string; confidence?: number; cost: CallCost }> {
-    return audioOnly(this.name);
   }
 
   async submitAudio(

@@ -5,14 +5,15 @@ import type { Segment } from '../core/annotation';
 import { type FailureClass, isFailureClass, isPausing, ProviderError } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import type {
+  AudioEngine,
   AudioPoll,
   CallContext,
   EngineIdentity,
+  ImageEngine,
   LineBox,
   MediaInput,
   PageReading,
   ReadLine,
-  TranscriptionProvider,
 } from '../core/provider';
 
 /**
@@ -54,7 +55,7 @@ export interface SimulatedOptions {
   callLog?: string;
 }
 
-export class SimulatedProvider implements TranscriptionProvider {
+export class SimulatedProvider implements ImageEngine, AudioEngine {
   readonly name: string;
   private readonly deleted = new Set<string>();
 

@@ -23,15 +23,14 @@ import type { Box } from '../core/annotation';
 import { ProviderError } from '../core/failures';
 import type { MediaKind } from '../core/media';
 import type {
-  AudioPoll,
   CallContext,
   CallCost,
   EngineIdentity,
+  ImageEngine,
   LineBox,
   MediaInput,
   PageReading,
   ReadLine,
-  TranscriptionProvider,
 } from '../core/provider';
 import { EnginePool, type EnginePoolStats } from './enginePool';
 import { abortable, tesseractLanguages, throwIfAborted } from './engineSupport';
@@ -191,22 +190,6 @@ function clampBox(box: Box, width: number, height: number): Box {
   return { x, y, w: right - x, h: bottom - y };
 }
 
-const AUDIO_REFUSED = 'tesseract reads images only, not audio';
-
-/** What both tesseract engines answer outside reading images: no audio, the offline polish. */
-export const tesseractImageOnly = {
-  submitAudio: (): Promise<{ engineJobId: string; cost: CallCost }> =>
-    Promise.reject(new ProviderError('invalid', AUDIO_REFUSED)),
-  pollAudio: (): Promise<AudioPoll> => Promise.reject(new ProviderError('invalid', AUDIO_REFUSED)),
-  // Nothing to delete: these engines never hold audio.
-  deleteAudio: async (): Promise<void> => {},
-  polish: (
-    text: string,
-    kind: MediaKind,
-    ctx: CallContext,
-  ): Promise<{ text: string; cost: CallCost }> => offlinePolish(text, kind, ctx.signal),
-};
-
 /** Turns tesseract's rejection (a string or Error) into a classified failure without its text. */
 function engineFailure(error: unknown, what: string): ProviderError {
   if (error instanceof ProviderError) return error;
@@ -219,7 +202,7 @@ function engineFailure(error: unknown, what: string): ProviderError {
 
 type TesseractParams = Record<string, string>;
 
-export class TesseractProvider implements TranscriptionProvider {
+export class TesseractProvider implements ImageEngine {
   readonly name = 'tesseract';
   private readonly tessdataDir: string | undefined;
   private readonly lineMargin: number | undefined;
@@ -342,11 +325,13 @@ export class TesseractProvider implements TranscriptionProvider {
     };
   }
 
-  // Images only; the offline polish (shared by both tesseract engines).
-  submitAudio = tesseractImageOnly.submitAudio;
-  pollAudio = tesseractImageOnly.pollAudio;
-  deleteAudio = tesseractImageOnly.deleteAudio;
-  polish = tesseractImageOnly.polish;
+  polish(
+    text: string,
+    kind: MediaKind,
+    ctx: CallContext,
+  ): Promise<{ text: string; cost: CallCost }> {
+    return offlinePolish(text, kind, ctx.signal);
+  }
 
   /** Ends every engine worker. The provider may still be used: the next call starts a new one. */
   async close(): Promise<void> {

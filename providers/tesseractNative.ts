@@ -26,15 +26,16 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { DEFAULT_PROGRAM_PATH } from '../core/config';
 import { ProviderError } from '../core/failures';
+import type { MediaKind } from '../core/media';
 import type {
   CallContext,
   CallCost,
   EngineIdentity,
+  ImageEngine,
   LineBox,
   MediaInput,
   PageReading,
   ReadLine,
-  TranscriptionProvider,
 } from '../core/provider';
 import { EngineLauncher, LaunchError } from './engineLauncher';
 import { EnginePool, type EnginePoolStats } from './enginePool';
@@ -51,7 +52,6 @@ import {
   isFile,
   resolveTessdata,
   TesseractProvider,
-  tesseractImageOnly,
 } from './tesseract';
 
 export const TESSERACT_PROGRAM = 'tesseract';
@@ -75,7 +75,7 @@ export function nativeTesseractAvailable(searchPath?: string): boolean {
   return findProgramSync(TESSERACT_PROGRAM, searchPath) !== undefined;
 }
 
-export class NativeTesseractProvider implements TranscriptionProvider {
+export class NativeTesseractProvider implements ImageEngine {
   readonly name = 'tesseract';
   private readonly tessdataDir: string | undefined;
   private readonly searchPath: string | undefined;
@@ -149,11 +149,10 @@ export class NativeTesseractProvider implements TranscriptionProvider {
     });
   }
 
-  // Images only; the offline polish (shared by both tesseract engines).
-  submitAudio = tesseractImageOnly.submitAudio;
-  pollAudio = tesseractImageOnly.pollAudio;
-  deleteAudio = tesseractImageOnly.deleteAudio;
-  polish = tesseractImageOnly.polish;
+  /** The offline polish, as the line reader's. */
+  polish(text: string, kind: MediaKind, ctx: CallContext) {
+    return this.lines.polish(text, kind, ctx);
+  }
 
   /**
    * At worker shutdown, after the drain: calls still waiting for a slot fail, processes still

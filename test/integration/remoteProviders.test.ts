@@ -5,16 +5,18 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { parseConfig } from '../../core/config';
 import { type FailureClass, ProviderError } from '../../core/failures';
 import type {
+  AudioEngine,
   AudioPoll,
   CallContext,
+  ImageEngine,
   MediaInput,
-  TranscriptionProvider,
 } from '../../core/provider';
 import { AsyncSpeechProvider } from '../../providers/asyncSpeech';
 import { createRemoteEngines } from '../../providers/catalogue';
 import { providerJson, providerRequest } from '../../providers/http';
 import { OpenAiAudioProvider } from '../../providers/openaiAudio';
 import { OpenAiChatProvider } from '../../providers/openaiChat';
+import { createProviderRegistry } from '../../providers/registry';
 import {
   answers,
   CHAT,
@@ -138,7 +140,7 @@ describe('Q2 OpenAI-compatible chat/vision provider', () => {
   it('Q2 segmentPage delegates to the fallback segmenter, and without one is invalid', async () => {
     const segmenter = {
       segmentPage: async () => ({ lines: [line], cost: { units: 1, unit: 'page' as const } }),
-    } as unknown as TranscriptionProvider;
+    } as unknown as ImageEngine;
     expect((await chat({ fallbackSegmenter: segmenter }).segmentPage(image, ctx())).lines).toEqual([
       line,
     ]);
@@ -147,13 +149,14 @@ describe('Q2 OpenAI-compatible chat/vision provider', () => {
   });
 
   it('Q1 the chat provider does not transcribe audio (invalid)', async () => {
-    const provider: TranscriptionProvider = chat();
+    // The registry refuses the audio engine of a provider that reads images only.
+    const provider = () => createProviderRegistry([chat()]).audioEngine('openai-chat');
     for (const call of [
-      provider.submitAudio(audio, ctx()),
-      provider.pollAudio('x', ctx()),
-      provider.deleteAudio('x', ctx()),
+      (): Promise<unknown> => provider().submitAudio(audio, ctx()),
+      () => provider().pollAudio('x', ctx()),
+      () => provider().deleteAudio('x', ctx()),
     ]) {
-      const e = await failure(call);
+      const e = await failure(Promise.resolve().then(call));
       expect(e.category).toBe('invalid');
       expect(e.message).toBe('this provider does not transcribe audio');
     }
@@ -354,7 +357,7 @@ describe('Q4 secrets planted in provider error bodies never reach the ProviderEr
 });
 
 async function pollUntilDone(
-  provider: TranscriptionProvider,
+  provider: AudioEngine,
   id: string,
   max = 200,
 ): Promise<AudioPoll & { state: 'done' }> {
@@ -623,13 +626,17 @@ describe('Q2 generic asynchronous speech-job API', () => {
   });
 
   it('Q1 the speech adapters do not read images (invalid)', async () => {
-    const providers: TranscriptionProvider[] = [
+    // The registry refuses the image engine of a provider that reads audio only.
+    const registry = createProviderRegistry([
       speech(),
       new OpenAiAudioProvider({ baseUrl: fake.url, workDir: dir }),
-    ];
-    for (const provider of providers) {
-      expect((await failure(provider.recognizeLine(image, line, ctx()))).category).toBe('invalid');
-      expect((await failure(provider.segmentPage(image, ctx()))).category).toBe('invalid');
+    ]);
+    for (const name of registry.names()) {
+      const provider = () => registry.imageEngine(name);
+      const recognize = () => provider().recognizeLine(image, line, ctx());
+      const segment = () => provider().segmentPage(image, ctx());
+      expect((await failure(Promise.resolve().then(recognize))).category).toBe('invalid');
+      expect((await failure(Promise.resolve().then(segment))).category).toBe('invalid');
     }
   });
 });
@@ -671,13 +678,15 @@ describe('Q2 remote providers from configuration', () => {
 
   it('Q2 QUIRE_PROVIDER_TIMEOUT_MS sets the per-call timeout of the built providers', async () => {
     fake.script(CHAT, answers.hang());
-    const [provider] = remoteProvidersFromEnv({
-      QUIRE_OPENAI_BASE_URL: fake.url,
-      QUIRE_OPENAI_MODEL: 'm',
-      QUIRE_PROVIDER_TIMEOUT_MS: '250',
-    });
+    const provider = createProviderRegistry(
+      remoteProvidersFromEnv({
+        QUIRE_OPENAI_BASE_URL: fake.url,
+        QUIRE_OPENAI_MODEL: 'm',
+        QUIRE_PROVIDER_TIMEOUT_MS: '250',
+      }),
+    ).imageEngine('openai-chat');
     const started = Date.now();
-    expect((await failure(provider!.recognizeLine(image, line, ctx()))).category).toBe('timeout');
+    expect((await failure(provider.recognizeLine(image, line, ctx()))).category).toBe('timeout');
     expect(Date.now() - started).toBeLessThan(3_000);
   });
 });

@@ -1,11 +1,17 @@
-import type { CallContext, LineBox, MediaInput, TranscriptionProvider } from '../../core/provider';
+import type {
+  AudioEngine,
+  CallContext,
+  ImageEngine,
+  LineBox,
+  MediaInput,
+} from '../../core/provider';
 
 /** Wraps a provider and counts calls per operation and segment, for resume assertions. */
-export class CountingProvider implements TranscriptionProvider {
+export class CountingProvider implements ImageEngine, AudioEngine {
   readonly calls: Array<{ op: string; jobId: string; attempt: number; segment: number }> = [];
   readonly name: string;
 
-  constructor(private readonly inner: TranscriptionProvider) {
+  constructor(private readonly inner: ImageEngine & AudioEngine) {
     this.name = inner.name;
   }
 

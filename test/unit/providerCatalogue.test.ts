@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../core/config';
+import { parseConfig, QUIRE_SETTING_NAMES } from '../../core/config';
 import { buildSnapshot, DEFAULT_PRICES, pricesWith } from '../../core/pricing';
 import {
   AUTO_PROVIDER,
@@ -78,6 +78,14 @@ describe('provider catalogue (Q1, Q2, B1)', () => {
     expect(names({ ...REMOTE_SETTINGS, QUIRE_ENABLE_SIMULATED: '1' })).toEqual(KNOWN_PROVIDERS);
     for (const entry of PROVIDER_CATALOGUE) {
       if (entry.enabledBy) expect(entry.settings).toContain(entry.enabledBy);
+    }
+  });
+
+  it('Q2 every setting the catalogue names is a configuration key', () => {
+    // PATH is read for finding engines, not passed around as a setting.
+    const keys = [...QUIRE_SETTING_NAMES, 'PATH'];
+    for (const entry of PROVIDER_CATALOGUE) {
+      for (const setting of entry.settings) expect(keys).toContain(setting);
     }
   });
 
