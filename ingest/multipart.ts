@@ -41,7 +41,11 @@ export interface IngestRequest {
   abandon(): Promise<unknown>;
 }
 
-/** Checks the headers (in this order: type, length, body, Idempotency-Key, boundary). */
+/**
+ * Refuses a request on its headers before any byte of its body is read; the order (type,
+ * length, body, Idempotency-Key, boundary) decides which refusal a request with several
+ * faults gets.
+ */
 export function openIngestRequest(request: Request, limits: IngestLimits): IngestRequest {
   const contentType = request.headers.get('content-type') ?? '';
   if (!/^multipart\/form-data\b/i.test(contentType)) {
