@@ -10,7 +10,7 @@ import { checkImageLimits, type MediaLimits, MediaRejection } from '../core/medi
 
 /**
  * I5: a PDF or a multi-page TIFF is taken in as one page per PDF page or TIFF frame, in order.
- * The upload is already on disk (ingest/batch.ts); here it is opened with maintained tools,
+ * The upload is already on disk (ingest/upload.ts); here it is opened with maintained tools,
  * one page at a time, so memory stays flat however many pages the file has:
  * - PDF: poppler's `pdfinfo` gives the page count and sizes, which are checked against the
  *   limits before any page is rendered; `pdftoppm` renders each page to a PNG file at the configured
