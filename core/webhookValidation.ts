@@ -21,10 +21,10 @@ export class WebhookValidationError extends DomainError {
   override name = 'WebhookValidationError';
   constructor(
     override readonly code: WebhookValidationCode,
-    readonly field: 'url' | 'secret' | 'eventTypes' | 'workspace',
     message: string,
+    readonly field: 'url' | 'secret' | 'eventTypes' | 'workspace',
   ) {
-    super('invalid', code, message);
+    super(code, message);
   }
 }
 
@@ -32,7 +32,7 @@ export class WebhookValidationError extends DomainError {
 export class ForbiddenTargetError extends WebhookValidationError {
   override name = 'ForbiddenTargetError';
   constructor(readonly reason: string) {
-    super('forbidden_target', 'url', `url ${reason}`);
+    super('forbidden_target', `url ${reason}`, 'url');
   }
 }
 

@@ -37,7 +37,6 @@ export class QuotaExceededError extends DomainError {
     readonly requestedBytes: number,
   ) {
     super(
-      'quota',
       'quota_exceeded',
       scope === 'workspace'
         ? `the workspace storage quota (${limitBytes} bytes) would be exceeded`
@@ -68,7 +67,6 @@ export class ReservationLostError extends DomainError {
   override name = 'ReservationLostError';
   constructor(readonly cleanupId: number) {
     super(
-      'unavailable',
       'reservation_expired',
       'the upload took longer than its reservation; nothing was stored',
     );

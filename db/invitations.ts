@@ -3,7 +3,7 @@ import { DomainError } from '../core/errors';
 import type { Role } from '../core/roles';
 import { type Account, createAccount, getAccount } from './accounts';
 import { type AuditActor, recordAudit } from './auditLog';
-import { ConflictError, NotFoundError } from './errors';
+import { ClosedLinkError, ConflictError, NotFoundError } from './errors';
 import { type Pool, type Queryable, withTransaction } from './pool';
 
 /**
@@ -160,8 +160,7 @@ export const invitationClosed = () =>
   );
 
 export const invitationRevoked = () =>
-  new DomainError(
-    'not_found',
+  new ClosedLinkError(
     'invitation_revoked',
     'this invitation was revoked by an owner of the workspace; ask them for a new one',
   );

@@ -3,7 +3,7 @@ import { type MetadataEntry, searchConfigFor } from '../core/archive';
 import { DomainError } from '../core/errors';
 import { type AuditActor, recordAudit } from './auditLog';
 import { scheduleBlobDeletion } from './blobs';
-import { ConflictError, NotFoundError } from './errors';
+import { ConflictError, MissingReferenceError, NotFoundError } from './errors';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 
@@ -265,7 +265,7 @@ export async function updateItem(
         [workspaceId, patch.collectionId],
       );
       if (target.rowCount === 0) {
-        throw new DomainError('invalid', 'collection_not_found', 'the collection does not exist');
+        throw new MissingReferenceError('collection_not_found', 'the collection does not exist');
       }
     }
     const updated = await client.query(

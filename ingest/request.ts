@@ -1,4 +1,4 @@
-import { DomainError, type ErrorKind } from '../core/errors';
+import { DomainError, type ErrorCode } from '../core/errors';
 import {
   DEFAULT_TRANSCRIPT_LIMITS,
   type TranscriptLimits,
@@ -46,13 +46,12 @@ export interface IngestRequestFields {
 export class IngestError extends DomainError {
   override name = 'IngestError';
   constructor(
-    code: string,
-    kind: ErrorKind,
-    message: string,
+    code: ErrorCode,
+    message?: string,
     /** Index of the file (in upload order) the error is about, when it is about one. */
     readonly fileIndex?: number,
   ) {
-    super(kind, code, message, fileIndex !== undefined ? { fileIndex } : undefined);
+    super(code, message, fileIndex !== undefined ? { fileIndex } : undefined);
   }
 }
 

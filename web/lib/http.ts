@@ -2,17 +2,13 @@ import 'server-only';
 import { bearerKey } from '@quire/core/apiKeys';
 import { authenticateApiKey, type Principal } from '@quire/db/workspaces';
 import { NextResponse } from 'next/server';
-import type { HttpError } from './errors';
+import type { ErrorCode } from '@quire/core/errors';
+import { errorBody, type HttpError, statusOfCode } from './errors';
 import { pool } from './server';
 
 /** JSON errors with a stable code (SPEC §7). */
-export function apiError(
-  status: number,
-  code: string,
-  message: string,
-  headers?: HeadersInit,
-): NextResponse {
-  return NextResponse.json({ error: { code, message } }, { status, headers });
+export function apiError(code: ErrorCode, message?: string, headers?: HeadersInit): NextResponse {
+  return NextResponse.json(errorBody(code, message), { status: statusOfCode(code), headers });
 }
 
 /** The answer to a refusal that web/lib/errors.ts knows. */
