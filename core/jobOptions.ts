@@ -63,7 +63,7 @@ const simulatedOptions = z
 export type SimulatedJobOptions = z.infer<typeof simulatedOptions>;
 
 const refuse = (code: ErrorCode, message: string, field: string) =>
-  new DomainError('invalid', code, message, { field });
+  new DomainError(code, message, { field });
 
 /** A provider name the request may use: catalogued (or offered by the caller) and enabled. */
 function checkProvider(name: string, enabled: readonly string[], field: string): void {

@@ -154,7 +154,6 @@ export async function openInvitation(
 
 export const invitationClosed = () =>
   new DomainError(
-    'not_found',
     'invitation_not_found',
     'this invitation link is not valid: used, revoked or expired',
   );

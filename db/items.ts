@@ -380,7 +380,7 @@ export async function arrangeItemPages(
   pageIds: number[],
 ): Promise<ArrangedPages> {
   if (new Set(pageIds).size !== pageIds.length) {
-    throw new DomainError('invalid', 'duplicate_pages', 'a page is listed more than once');
+    throw new DomainError('duplicate_pages', 'a page is listed more than once');
   }
   return withTransaction(pool, async (client) => {
     const existing = await client.query<{ deleted: boolean }>(
@@ -442,7 +442,6 @@ export async function arrangeItemPages(
     const left = before[itemId]!.filter((id) => !listed.has(id));
     if (left.length > 0) {
       throw new DomainError(
-        'invalid',
         'pages_missing',
         "every live page of the item must be listed; move a page out by listing it in its new item's order",
         { pageIds: left },

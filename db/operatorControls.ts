@@ -33,7 +33,7 @@ export interface InstallationControls {
 
 const INSTALLATION_LOCK_CLASS = 7_401_122;
 
-const invalid = (code: ErrorCode, message: string) => new DomainError('invalid', code, message);
+const invalid = (code: ErrorCode, message: string) => new DomainError(code, message);
 
 function checkCount(
   name: 'dailyBudgetMicros' | 'quotaBytes' | 'activeJobCap',

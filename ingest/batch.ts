@@ -99,21 +99,16 @@ export async function ingestBatch(
   };
   const contentType = request.headers.get('content-type') ?? '';
   if (!/^multipart\/form-data\b/i.test(contentType)) {
-    throw new IngestError(
-      'invalid_content_type',
-      'unsupported',
-      'the request must be multipart/form-data',
-    );
+    throw new IngestError('invalid_content_type', 'the request must be multipart/form-data');
   }
   const declaredLength = Number(request.headers.get('content-length') ?? Number.NaN);
   if (Number.isFinite(declaredLength) && declaredLength > limits.maxRequestBytes) {
     throw new IngestError(
       'request_too_large',
-      'too_large',
       `the request is larger than ${limits.maxRequestBytes} bytes`,
     );
   }
-  if (!request.body) throw new IngestError('no_files', 'malformed', 'the request carries no files');
+  if (!request.body) throw new IngestError('no_files', 'the request carries no files');
 
   const fields = emptyFields(request);
   const stored: StoredFile[] = [];
@@ -137,7 +132,7 @@ export async function ingestBatch(
       },
     });
   } catch {
-    throw new IngestError('invalid_request', 'malformed', 'the multipart body has no boundary');
+    throw new IngestError('invalid_request', 'the multipart body has no boundary');
   }
 
   let failure: unknown;
@@ -170,7 +165,6 @@ export async function ingestBatch(
       fail(
         new IngestError(
           'request_too_large',
-          'too_large',
           `the request is larger than ${limits.maxRequestBytes} bytes`,
         ),
       );
@@ -181,11 +175,7 @@ export async function ingestBatch(
   parser.on('field', (name, value, info) => {
     try {
       if (info.valueTruncated) {
-        throw new IngestError(
-          'field_too_large',
-          'too_large',
-          `the field ${safeName(name)} is too large`,
-        );
+        throw new IngestError('field_too_large', `the field ${safeName(name)} is too large`);
       }
       applyField(fields, name, value, limits);
     } catch (error) {
@@ -219,13 +209,7 @@ export async function ingestBatch(
     }
     if (fileCount >= limits.maxFiles) {
       stream.resume();
-      fail(
-        new IngestError(
-          'too_many_files',
-          'too_large',
-          `a request carries at most ${limits.maxFiles} files`,
-        ),
-      );
+      fail(new IngestError('too_many_files', `a request carries at most ${limits.maxFiles} files`));
       return;
     }
     const index = fileCount++;
@@ -239,7 +223,6 @@ export async function ingestBatch(
         if (!FILE_FIELDS.has(name)) {
           throw new IngestError(
             'unexpected_field',
-            'malformed',
             `unexpected file field ${safeName(name)}; use files[]`,
           );
         }
@@ -263,19 +246,13 @@ export async function ingestBatch(
     });
   });
   parser.on('filesLimit', () =>
-    fail(
-      new IngestError(
-        'too_many_files',
-        'too_large',
-        `a request carries at most ${limits.maxFiles} files`,
-      ),
-    ),
+    fail(new IngestError('too_many_files', `a request carries at most ${limits.maxFiles} files`)),
   );
   parser.on('partsLimit', () =>
-    fail(new IngestError('too_many_parts', 'too_large', 'the request has too many parts')),
+    fail(new IngestError('too_many_parts', 'the request has too many parts')),
   );
   parser.on('fieldsLimit', () =>
-    fail(new IngestError('too_many_fields', 'too_large', 'the request has too many fields')),
+    fail(new IngestError('too_many_fields', 'the request has too many fields')),
   );
 
   interface WrittenUpload {
@@ -345,7 +322,6 @@ export async function ingestBatch(
       if (error instanceof BlobTooLargeError) {
         throw new IngestError(
           'file_too_large',
-          'too_large',
           `a file is larger than ${limits.maxFileBytes} bytes`,
           index,
         );
@@ -374,8 +350,7 @@ export async function ingestBatch(
     try {
       info = inspected ?? (await inspectMedia(upload.bytes, limits));
     } catch (error) {
-      if (error instanceof MediaRejection)
-        throw new IngestError(error.code, error.kind, error.message, index);
+      if (error instanceof MediaRejection) throw new IngestError(error.code, error.message, index);
       throw error;
     }
     const key = canonicalKeyFor(workspaceId, upload.written.sha256, upload.uploadId);
@@ -421,8 +396,7 @@ export async function ingestBatch(
     try {
       info = await inspectMedia(upload.bytes, limits);
     } catch (error) {
-      if (error instanceof MediaRejection)
-        throw new IngestError(error.code, error.kind, error.message, index);
+      if (error instanceof MediaRejection) throw new IngestError(error.code, error.message, index);
       throw error;
     }
     if (info.frames) return storeDocumentPages(index, upload, filename, 'tiff', info.frames.length);
@@ -447,7 +421,6 @@ export async function ingestBatch(
     if (format === 'tiff' && frames > room) {
       throw new IngestError(
         'too_many_pages',
-        'too_large',
         `a request makes at most ${limits.maxPagesPerRequest} pages`,
         index,
       );
@@ -457,7 +430,7 @@ export async function ingestBatch(
       const written = await writeUpload(index, image, limits.maxFileBytes, false);
       const file = await settleUpload(index, written, filename);
       if (file.info.kind !== 'image' || !file.info.width || !file.info.height) {
-        throw new IngestError('malformed_media', 'invalid', 'a page is not an image', index);
+        throw new IngestError('malformed_media', 'a page is not an image', index);
       }
       file.page = page;
       pages.push(file);
@@ -495,8 +468,7 @@ export async function ingestBatch(
       }
       return pages;
     } catch (error) {
-      if (error instanceof MediaRejection)
-        throw new IngestError(error.code, error.kind, error.message, index);
+      if (error instanceof MediaRejection) throw new IngestError(error.code, error.message, index);
       throw error;
     } finally {
       await local.release();
@@ -534,12 +506,11 @@ export async function ingestBatch(
         );
         if (earlier) return earlier;
       }
-      throw new IngestError('no_files', 'malformed', 'the request carries no files in files[]');
+      throw new IngestError('no_files', 'the request carries no files in files[]');
     }
     if (fields.mode === 'perFile' && fields.itemId) {
       throw new IngestError(
         'invalid_field',
-        'invalid',
         'itemId names one item; it cannot be combined with mode=perFile',
       );
     }
@@ -565,11 +536,7 @@ export async function ingestBatch(
     await discardStagedUploads(deps.pool, deps.blobStore, staged, now());
     if (settled instanceof Replay) return settled.result;
     if (settled instanceof Error && /Unexpected end of form|Malformed/i.test(settled.message)) {
-      throw new IngestError(
-        'malformed_multipart',
-        'malformed',
-        'the multipart body is malformed or truncated',
-      );
+      throw new IngestError('malformed_multipart', 'the multipart body is malformed or truncated');
     }
     throw settled;
   }

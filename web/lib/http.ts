@@ -27,20 +27,15 @@ export async function authorize(
   const key = bearerKey(request.headers.get('authorization'));
   if (!key) {
     return {
-      response: apiError(
-        401,
-        'unauthenticated',
-        'an API key is required: Authorization: Bearer <key>',
-        {
-          'WWW-Authenticate': 'Bearer',
-        },
-      ),
+      response: apiError('unauthenticated', 'an API key is required: Authorization: Bearer <key>', {
+        'WWW-Authenticate': 'Bearer',
+      }),
     };
   }
   const principal = await authenticateApiKey(pool(), key);
   if (!principal) {
     return {
-      response: apiError(401, 'unauthenticated', 'the API key is not valid', {
+      response: apiError('unauthenticated', 'the API key is not valid', {
         'WWW-Authenticate': 'Bearer',
       }),
     };
@@ -51,7 +46,7 @@ export async function authorize(
     workspaceId <= 0 ||
     workspaceId !== principal.workspaceId
   ) {
-    return { response: apiError(404, 'workspace_not_found', 'workspace not found') };
+    return { response: apiError('workspace_not_found', 'workspace not found') };
   }
   return { principal };
 }

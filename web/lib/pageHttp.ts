@@ -24,14 +24,13 @@ export function pageEtag(revision: number): string {
 export function ifMatchRevision(header: string | null): number {
   if (header === null || header.trim() === '') {
     throw new ApiError(
-      428,
       'precondition_required',
       'If-Match with the revision you edited is required',
     );
   }
   const match = /^\s*(?:W\/)?"?(\d{1,9})"?\s*$/.exec(header);
   if (!match) {
-    throw new ApiError(400, 'invalid_if_match', 'If-Match must name one revision, e.g. "3"');
+    throw new ApiError('invalid_if_match', 'If-Match must name one revision, e.g. "3"');
   }
   return Number(match[1]);
 }

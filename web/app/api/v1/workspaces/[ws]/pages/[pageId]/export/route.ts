@@ -21,7 +21,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
     const pageId = pathId(params.pageId, 'pageId');
     const { format } = readQuery(request, exportQuery);
     const page = await getPage(pool(), principal.workspaceId, pageId);
-    if (!page) throw new ApiError(404, 'page_not_found', 'page not found');
+    if (!page) throw new ApiError('page_not_found', 'page not found');
     if (format === 'pdf') {
       // I7: the page's image with its current lines as invisible text.
       return searchablePdfResponse([page], {
@@ -36,7 +36,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
       return pageExportResponse(page, format, provenance);
     } catch (error) {
       if (error instanceof UnsupportedExportError)
-        throw new ApiError(422, 'unsupported_format', error.message);
+        throw new ApiError('unsupported_format', error.message);
       throw error;
     }
   });
