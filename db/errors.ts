@@ -4,14 +4,20 @@ import type { RevisionConflict } from './revisions';
 /** Typed repository errors with stable codes; web/lib/errors.ts maps them to HTTP statuses. */
 export class NotFoundError extends DomainError {
   override name = 'NotFoundError';
-  constructor(code: ErrorCodeOfKind<'not_found'>, message?: string) {
+  constructor(
+    override readonly code: ErrorCodeOfKind<'not_found'>,
+    message?: string,
+  ) {
     super(code, message);
   }
 }
 
 export class ConflictError extends DomainError {
   override name = 'ConflictError';
-  constructor(code: ErrorCodeOfKind<'conflict'>, message?: string) {
+  constructor(
+    override readonly code: ErrorCodeOfKind<'conflict'>,
+    message?: string,
+  ) {
     super(code, message);
   }
 }

@@ -5,7 +5,7 @@ import { type ExportProvenance, provenanceOf } from '@quire/core/interchange/pro
 import { listRevisions, type PageRow } from '@quire/db/pages';
 import type { Queryable } from '@quire/db/pool';
 import type { EditPageResult } from '@quire/web/services/pages';
-import { ApiError } from './errors';
+import { ApiError, errorBody, statusOfCode } from './errors';
 
 /**
  * A page over HTTP: its ETag, the If-Match an edit names, its JSON and its export responses.
@@ -59,21 +59,19 @@ export function pageEditResponse(result: EditPageResult, expectedRevision: numbe
       headers: { ...headers, ETag: pageEtag(result.revision) },
     });
   }
-  const error =
+  const code = result.state === 'conflict' ? 'line_conflict' : 'stale_revision';
+  const body =
     result.state === 'conflict'
-      ? {
-          code: 'line_conflict',
-          message: `${result.conflicts.length} line(s) changed since revision ${expectedRevision} were changed by this save too`,
+      ? errorBody(
+          code,
+          `${result.conflicts.length} line(s) changed since revision ${expectedRevision} were changed by this save too`,
+          { currentRevision: result.revision, conflicts: result.conflicts },
+        )
+      : errorBody(code, `the page is at revision ${result.revision}, not ${expectedRevision}`, {
           currentRevision: result.revision,
-          conflicts: result.conflicts,
-        }
-      : {
-          code: 'stale_revision',
-          message: `the page is at revision ${result.revision}, not ${expectedRevision}`,
-          currentRevision: result.revision,
-        };
-  return new Response(JSON.stringify({ error }), {
-    status: result.state === 'conflict' ? 409 : 412,
+        });
+  return new Response(JSON.stringify(body), {
+    status: statusOfCode(code),
     headers: { ...headers, ETag: pageEtag(result.revision) },
   });
 }
