@@ -1,5 +1,5 @@
 import 'server-only';
-import { type AnnotationPage, segmentsOf } from '@quire/core/annotation';
+import { pageLanguage, segmentsOf } from '@quire/core/annotation';
 import { type ExportFormat, exportPage } from '@quire/core/exports';
 import { type ExportProvenance, provenanceOf } from '@quire/core/interchange/provenance';
 import { listRevisions, type PageRow } from '@quire/db/pages';
@@ -74,11 +74,6 @@ export function pageEditResponse(result: EditPageResult, expectedRevision: numbe
     status: statusOfCode(code),
     headers: { ...headers, ETag: pageEtag(result.revision) },
   });
-}
-
-/** The language a page's transcript declares, if any. */
-export function pageLanguage(annotationPage: AnnotationPage): string | undefined {
-  return annotationPage.items.find((a) => a.body.language)?.body.language;
 }
 
 /** Revisions kept for a page's provenance; a page edited more often names its latest edits. */

@@ -3,6 +3,7 @@ import {
   type LineAuthor,
   type LineState,
   lineStateOf,
+  pageLanguage,
   type Segment,
   segmentsOf,
 } from '@quire/core/annotation';
@@ -19,7 +20,6 @@ import {
 } from '@quire/db/pages';
 import { withTransaction } from '@quire/db/pool';
 import type { Principal } from '@quire/db/workspaces';
-import { pageLanguage } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
 import { actorOf, requireAction } from './access';
 
