@@ -1,7 +1,7 @@
 'use server';
-import { DomainError } from '@quire/core/errors';
 import { metadataOf } from '@quire/web/lib/archiveForms';
 import { createCollectionBody, updateCollectionBody } from '@quire/web/lib/archiveSchemas';
+import { refusalOf } from '@quire/web/lib/errors';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { createCollection, deleteCollection, updateCollection } from '@quire/web/services/archive';
 import { redirect } from 'next/navigation';
@@ -17,10 +17,7 @@ function parentOf(form: FormData): number | null {
   return /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null;
 }
 
-function codeOf(error: unknown): string {
-  if (error instanceof DomainError) return error.code;
-  throw error;
-}
+const codeOf = (error: unknown): string => refusalOf(error).code;
 
 export async function createCollectionAction(form: FormData): Promise<void> {
   const principal = await requirePrincipal();

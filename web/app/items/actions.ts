@@ -1,8 +1,8 @@
 'use server';
-import { DomainError } from '@quire/core/errors';
 import { listItemPages } from '@quire/db/items';
 import { metadataOf } from '@quire/web/lib/archiveForms';
 import { updateItemBody } from '@quire/web/lib/archiveSchemas';
+import { refusalOf } from '@quire/web/lib/errors';
 import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { arrangePages, updateItem } from '@quire/web/services/archive';
@@ -16,10 +16,7 @@ import { redirect } from 'next/navigation';
 
 const itemPath = (itemId: string) => `/items/${encodeURIComponent(itemId)}`;
 
-function codeOf(error: unknown): string {
-  if (error instanceof DomainError) return error.code;
-  throw error;
-}
+const codeOf = (error: unknown): string => refusalOf(error).code;
 
 export async function updateItemAction(form: FormData): Promise<void> {
   const principal = await requirePrincipal();
