@@ -66,10 +66,7 @@ export class BlobNotFoundError extends Error {
 export class ReservationLostError extends DomainError {
   override name = 'ReservationLostError';
   constructor(readonly cleanupId: number) {
-    super(
-      'reservation_expired',
-      'the upload took longer than its reservation; nothing was stored',
-    );
+    super('reservation_expired', 'the upload took longer than its reservation; nothing was stored');
   }
 }
 

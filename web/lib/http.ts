@@ -1,8 +1,8 @@
 import 'server-only';
 import { bearerKey } from '@quire/core/apiKeys';
+import type { ErrorCode } from '@quire/core/errors';
 import { authenticateApiKey, type Principal } from '@quire/db/workspaces';
 import { NextResponse } from 'next/server';
-import type { ErrorCode } from '@quire/core/errors';
 import { errorBody, type HttpError, statusOfCode } from './errors';
 import { pool } from './server';
 

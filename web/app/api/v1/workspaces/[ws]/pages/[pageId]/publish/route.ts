@@ -21,9 +21,13 @@ export async function POST(request: Request, context: RouteContext<Params>) {
     switch (result.state) {
       case 'mismatch':
         return json(
-          errorBody('revision_mismatch', `the page is at revision ${result.revision}, not ${expectedRevision}`, {
-            currentRevision: result.revision,
-          }),
+          errorBody(
+            'revision_mismatch',
+            `the page is at revision ${result.revision}, not ${expectedRevision}`,
+            {
+              currentRevision: result.revision,
+            },
+          ),
           { status: statusOfCode('revision_mismatch') },
         );
       case 'unchanged':
