@@ -46,7 +46,7 @@ describe('the error registry', () => {
       message: 'That job does not exist.',
     });
     expect(refusalOf(new DomainError('weak_password', 'at least 12 characters')).message).toBe(
-      'at least 12 characters',
+      'At least 12 characters.',
     );
     expect(refusalOf(new Error('socket hang up'), 'Try again.')).toEqual({
       code: 'internal',

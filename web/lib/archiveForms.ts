@@ -1,3 +1,4 @@
+import type { ErrorCode } from '@quire/core/errors';
 import { metadataEntries } from './archiveSchemas';
 
 /**
@@ -14,6 +15,9 @@ export function metadataOf(form: FormData) {
     .filter((r) => r.label !== '' || r.value !== '');
   return metadataEntries.safeParse(rows);
 }
+
+/** The page a form goes back to, with the code of its refusal (said by FormNotice). */
+export const refusedHref = (back: string, code: ErrorCode) => `${back}?error=${code}`;
 
 export const ARCHIVE_DONE: Record<string, string> = {
   saved: 'Saved.',

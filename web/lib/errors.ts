@@ -75,6 +75,12 @@ export interface Refusal {
   message: string;
 }
 
+/** An API message (`the search holds a NUL`) as the console writes it: `The search holds a NUL.` */
+function asSentence(message: string): string {
+  const text = message.charAt(0).toUpperCase() + message.slice(1);
+  return /[.!?]$/.test(text) ? text : `${text}.`;
+}
+
 /**
  * What a console action tells a person about a failed act. A refusal of the domain gets its
  * code's sentence (or its own message, for the codes that carry the detail a person needs);
@@ -83,7 +89,7 @@ export interface Refusal {
 export function refusalOf(error: unknown, fallback?: string): Refusal {
   if (error instanceof DomainError) {
     const entry: { sentence: string; detail?: true } = ERROR_CODES[error.code];
-    return { code: error.code, message: entry.detail ? error.message : entry.sentence };
+    return { code: error.code, message: entry.detail ? asSentence(error.message) : entry.sentence };
   }
   if (fallback === undefined) throw error;
   return { code: 'internal', message: fallback };
