@@ -1,4 +1,4 @@
-import { isExportFormat, UnsupportedExportError } from '@quire/core/exports';
+import { isExportFormat } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
 import { apiError } from '@quire/web/lib/http';
 import { pageExportResponse, pageProvenance } from '@quire/web/lib/pageHttp';
@@ -23,15 +23,9 @@ export async function GET(request: Request, { params }: { params: Promise<{ page
       ? await getPage(pool(), principal.workspaceId, Number(pageId))
       : undefined;
     if (!page) return apiError('page_not_found', 'page not found');
-    try {
-      const provenance =
-        format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
-      return pageExportResponse(page, format, provenance);
-    } catch (error) {
-      if (error instanceof UnsupportedExportError) {
-        return apiError('unsupported_format', error.message);
-      }
-      throw error;
-    }
+    // An export that does not fit the page's kind is UnsupportedExportError: 422 unsupported_format.
+    const provenance =
+      format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
+    return pageExportResponse(page, format, provenance);
   });
 }

@@ -1,4 +1,3 @@
-import { UnsupportedExportError } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
 import { ApiError, pathId, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
 import { pageEtag, pageExportResponse, pageProvenance } from '@quire/web/lib/pageHttp';
@@ -30,14 +29,9 @@ export async function GET(request: Request, context: RouteContext<Params>) {
         headers: { ETag: pageEtag(page.revision) },
       });
     }
-    try {
-      const provenance =
-        format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
-      return pageExportResponse(page, format, provenance);
-    } catch (error) {
-      if (error instanceof UnsupportedExportError)
-        throw new ApiError('unsupported_format', error.message);
-      throw error;
-    }
+    // An export that does not fit the page's kind is UnsupportedExportError: 422 unsupported_format.
+    const provenance =
+      format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
+    return pageExportResponse(page, format, provenance);
   });
 }
