@@ -48,6 +48,12 @@ describe('the error registry', () => {
     expect(refusalOf(new DomainError('weak_password', 'at least 12 characters')).message).toBe(
       'At least 12 characters.',
     );
+    expect(refusalOf(new DomainError('invalid_url', 'url must be https')).message).toBe(
+      'URL must be https.',
+    );
+    expect(refusalOf(new DomainError('invalid_event_types', 'eventTypes: none')).message).toBe(
+      'eventTypes: none.',
+    );
     expect(refusalOf(new Error('socket hang up'), 'Try again.')).toEqual({
       code: 'internal',
       message: 'Try again.',

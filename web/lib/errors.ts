@@ -75,9 +75,14 @@ export interface Refusal {
   message: string;
 }
 
-/** An API message (`the search holds a NUL`) as the console writes it: `The search holds a NUL.` */
+/**
+ * An API message (`the search holds a NUL`) as the console writes it: `The search holds a NUL.`
+ * A message that starts with a field's name keeps it as the form spells it (`URL`, `eventTypes`).
+ */
 function asSentence(message: string): string {
-  const text = message.charAt(0).toUpperCase() + message.slice(1);
+  const text = message
+    .replace(/^url\b/, 'URL')
+    .replace(/^[a-z]+\b/, (word) => word.charAt(0).toUpperCase() + word.slice(1));
   return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
