@@ -77,7 +77,7 @@ export class BlobTooLargeError extends Error {
 export class BlobStoreUnavailableError extends DomainError {
   override name = 'BlobStoreUnavailableError';
   constructor() {
-    super('unavailable', 'blob_store_unavailable', 'the object store is unavailable; try again');
+    super('blob_store_unavailable', 'the object store is unavailable; try again');
   }
 }
 

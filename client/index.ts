@@ -54,7 +54,7 @@ export {
 export class InvalidJobRequestError extends DomainError {
   override name = 'InvalidJobRequestError';
   constructor(readonly issues: string[]) {
-    super('invalid', 'invalid_job_request', `invalid job request: ${issues.join('; ')}`);
+    super('invalid_job_request', `invalid job request: ${issues.join('; ')}`);
   }
 }
 

@@ -159,3 +159,8 @@ export function segmentsOf(page: AnnotationPage): Segment[] {
 export function lineStateOf(segment: Segment): LineState {
   return segment.stamp?.state ?? 'machine';
 }
+
+/** The language a page's transcript declares, if any. */
+export function pageLanguage(annotationPage: AnnotationPage): string | undefined {
+  return annotationPage.items.find((a) => a.body.language)?.body.language;
+}

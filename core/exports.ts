@@ -6,6 +6,7 @@
  */
 
 import { type Box, lineStateOf, type Segment } from './annotation';
+import { DomainError } from './errors';
 import { toHocr } from './interchange/hocr';
 import { toPageXml } from './interchange/pageXml';
 import { describeStep, type ExportProvenance } from './interchange/provenance';
@@ -44,8 +45,11 @@ export interface ExportResult {
 }
 
 /** The format does not apply to this kind of page (ALTO for audio, subtitles for images). */
-export class UnsupportedExportError extends Error {
+export class UnsupportedExportError extends DomainError {
   override name = 'UnsupportedExportError';
+  constructor(message: string) {
+    super('unsupported_format', message);
+  }
 }
 
 export function isExportFormat(value: unknown): value is ExportFormat {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DomainError } from './errors';
+import { DomainError, type ErrorCode } from './errors';
 import { FAILURE_CLASSES } from './failures';
 import type { MediaKind } from './media';
 import { AUTO_PROVIDER, describeProvider } from './providerCatalogue';
@@ -62,8 +62,8 @@ const simulatedOptions = z
 
 export type SimulatedJobOptions = z.infer<typeof simulatedOptions>;
 
-const refuse = (code: string, message: string, field: string) =>
-  new DomainError('invalid', code, message, { field });
+const refuse = (code: ErrorCode, message: string, field: string) =>
+  new DomainError(code, message, { field });
 
 /** A provider name the request may use: catalogued (or offered by the caller) and enabled. */
 function checkProvider(name: string, enabled: readonly string[], field: string): void {

@@ -7,7 +7,7 @@
  * Reading is through `ByteSource` (size + ranged reads) so the caller decides where the
  * bytes live (a buffer, a temporary file, an S3 range); this module does no I/O itself.
  */
-import { DomainError, type ErrorKind } from './errors';
+import { DomainError, type ErrorCode } from './errors';
 
 export const MEDIA_KINDS = ['image', 'audio'] as const;
 export type MediaKind = (typeof MEDIA_KINDS)[number];
@@ -40,23 +40,23 @@ export function kindOf(mediaType: MediaType): MediaKind {
 }
 
 /**
- * Stable rejection codes and the kind of each. Only the file's own bytes count as too large;
- * a canvas or a recording beyond the limits is a refused value, whatever its byte size.
+ * The codes a file is refused with (kinds in core/errorCodes.ts). Only the file's own bytes
+ * count as too large; a canvas or a recording beyond the limits is a refused value, whatever
+ * its byte size. I5: `too_many_pages` is a PDF or multi-page TIFF over `maxPagesPerFile`,
+ * `document_encrypted` a PDF that needs a password to open.
  */
-export const MEDIA_REJECTIONS = {
-  empty_file: 'invalid',
-  unsupported_media_type: 'unsupported',
-  file_too_large: 'too_large',
-  image_too_large: 'invalid',
-  audio_too_long: 'invalid',
-  malformed_media: 'invalid',
-  /** I5: a PDF or multi-page TIFF with more pages than `maxPagesPerFile`. */
-  too_many_pages: 'too_large',
-  /** I5: a PDF that needs a password to open. */
-  document_encrypted: 'unsupported',
-} as const satisfies Record<string, ErrorKind>;
+export const MEDIA_REJECTIONS = [
+  'empty_file',
+  'unsupported_media_type',
+  'file_too_large',
+  'image_too_large',
+  'audio_too_long',
+  'malformed_media',
+  'too_many_pages',
+  'document_encrypted',
+] as const satisfies readonly ErrorCode[];
 
-export type MediaRejectionCode = keyof typeof MEDIA_REJECTIONS;
+export type MediaRejectionCode = (typeof MEDIA_REJECTIONS)[number];
 
 export class MediaRejection extends DomainError {
   override name = 'MediaRejection';
@@ -64,7 +64,7 @@ export class MediaRejection extends DomainError {
     override readonly code: MediaRejectionCode,
     message: string,
   ) {
-    super(MEDIA_REJECTIONS[code], code, message);
+    super(code, message);
   }
 }
 

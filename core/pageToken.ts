@@ -15,8 +15,8 @@ const MAX_TOKEN_LENGTH = 2048;
 
 export class PageTokenError extends DomainError {
   override name = 'PageTokenError';
-  constructor(message: string) {
-    super('malformed', 'invalid_page_token', message);
+  constructor(message?: string) {
+    super('invalid_page_token', message);
   }
 }
 

@@ -34,7 +34,7 @@ export function describeTextFault(fault: TextFault): string {
 export class InvalidTextError extends DomainError {
   override name = 'InvalidTextError';
   constructor(where: string, fault: TextFault) {
-    super('malformed', 'invalid_text', `${where} ${describeTextFault(fault)}`);
+    super('invalid_text', `${where} ${describeTextFault(fault)}`);
   }
 }
 
@@ -106,7 +106,6 @@ export class PageTextTooLargeError extends DomainError {
   override name = 'PageTextTooLargeError';
   constructor() {
     super(
-      'too_large',
       'page_text_too_large',
       `a page's lines may hold at most ${MAX_PAGE_TEXT_BYTES} bytes of text in all`,
     );

@@ -21,10 +21,10 @@ export class WebhookValidationError extends DomainError {
   override name = 'WebhookValidationError';
   constructor(
     override readonly code: WebhookValidationCode,
-    readonly field: 'url' | 'secret' | 'eventTypes' | 'workspace',
     message: string,
+    readonly field: 'url' | 'secret' | 'eventTypes' | 'workspace',
   ) {
-    super('invalid', code, message);
+    super(code, message);
   }
 }
 
@@ -32,7 +32,7 @@ export class WebhookValidationError extends DomainError {
 export class ForbiddenTargetError extends WebhookValidationError {
   override name = 'ForbiddenTargetError';
   constructor(readonly reason: string) {
-    super('forbidden_target', 'url', `url ${reason}`);
+    super('forbidden_target', `url ${reason}`, 'url');
   }
 }
 
@@ -46,7 +46,7 @@ function hasWhitespaceOrControl(text: string): boolean {
 
 /** Returns the parsed URL or throws; the message never echoes the URL (it may hold a token). */
 export function validateWebhookUrl(raw: unknown): URL {
-  const fail = (why: string) => new WebhookValidationError('invalid_url', 'url', `url ${why}`);
+  const fail = (why: string) => new WebhookValidationError('invalid_url', `url ${why}`, 'url');
   if (typeof raw !== 'string' || raw.length === 0) throw fail('must be a non-empty string');
   if (raw.length > MAX_URL_LENGTH) throw fail(`must be at most ${MAX_URL_LENGTH} characters`);
   if (hasWhitespaceOrControl(raw)) throw fail('must not contain whitespace or control characters');
@@ -71,7 +71,7 @@ export function validateWebhookUrl(raw: unknown): URL {
 
 export function validateWebhookSecret(secret: unknown): string {
   const fail = (why: string) =>
-    new WebhookValidationError('invalid_secret', 'secret', `secret ${why}`);
+    new WebhookValidationError('invalid_secret', `secret ${why}`, 'secret');
   if (typeof secret !== 'string') throw fail('must be a string');
   const bytes = Buffer.byteLength(secret, 'utf8');
   if (bytes < SECRET_MIN_BYTES || bytes > SECRET_MAX_BYTES) {
@@ -85,7 +85,7 @@ export function validateWebhookSecret(secret: unknown): string {
 export function validateEventTypes(types: unknown): string[] | null {
   if (types === undefined || types === null) return null;
   const fail = (why: string) =>
-    new WebhookValidationError('invalid_event_types', 'eventTypes', `eventTypes ${why}`);
+    new WebhookValidationError('invalid_event_types', `eventTypes ${why}`, 'eventTypes');
   if (!Array.isArray(types) || types.length === 0) throw fail('must be a non-empty array');
   if (types.length > 50) throw fail('must list at most 50 types');
   for (const type of types) {
@@ -99,8 +99,8 @@ export function assertSubscriptionCapacity(existing: number): void {
   if (existing >= MAX_SUBSCRIPTIONS_PER_WORKSPACE) {
     throw new WebhookValidationError(
       'too_many_subscriptions',
-      'workspace',
       `a workspace has at most ${MAX_SUBSCRIPTIONS_PER_WORKSPACE} webhook subscriptions`,
+      'workspace',
     );
   }
 }

@@ -37,7 +37,6 @@ export class QuotaExceededError extends DomainError {
     readonly requestedBytes: number,
   ) {
     super(
-      'quota',
       'quota_exceeded',
       scope === 'workspace'
         ? `the workspace storage quota (${limitBytes} bytes) would be exceeded`
@@ -67,11 +66,7 @@ export class BlobNotFoundError extends Error {
 export class ReservationLostError extends DomainError {
   override name = 'ReservationLostError';
   constructor(readonly cleanupId: number) {
-    super(
-      'unavailable',
-      'reservation_expired',
-      'the upload took longer than its reservation; nothing was stored',
-    );
+    super('reservation_expired', 'the upload took longer than its reservation; nothing was stored');
   }
 }
 

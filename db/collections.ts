@@ -140,7 +140,7 @@ async function requireParent(client: PoolClient, workspaceId: number, parentId: 
     [workspaceId, parentId],
   );
   if (rowCount === 0) {
-    throw new DomainError('invalid', 'parent_not_found', 'the parent collection does not exist');
+    throw new DomainError('parent_not_found', 'the parent collection does not exist');
   }
 }
 
@@ -288,7 +288,6 @@ export async function deleteCollection(
     const { collections, items } = inside.rows[0];
     if (collections > 0 || items > 0) {
       throw new DomainError(
-        'conflict',
         'collection_not_empty',
         'only an empty collection can be deleted: move or delete its items and sub-collections first',
         { collections, items },

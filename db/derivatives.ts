@@ -48,7 +48,7 @@ export async function pagesNeedingDerivative(
 export class DerivativeNotAttachedError extends DomainError {
   override name = 'DerivativeNotAttachedError';
   constructor(readonly pageId: number) {
-    super('conflict', 'derivative_not_attached', 'the page no longer takes this derivative');
+    super('derivative_not_attached', 'the page no longer takes this derivative');
   }
 }
 

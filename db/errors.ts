@@ -1,19 +1,46 @@
-import { DomainError } from '../core/errors';
+import { DomainError, type ErrorCodeOfKind, type ErrorKind } from '../core/errors';
 import type { RevisionConflict } from './revisions';
 
 /** Typed repository errors with stable codes; web/lib/errors.ts maps them to HTTP statuses. */
 export class NotFoundError extends DomainError {
   override name = 'NotFoundError';
-  constructor(code: string, message: string) {
-    super('not_found', code, message);
+  constructor(
+    override readonly code: ErrorCodeOfKind<'not_found'>,
+    message?: string,
+  ) {
+    super(code, message);
   }
 }
 
 export class ConflictError extends DomainError {
   override name = 'ConflictError';
-  constructor(code: string, message: string) {
-    super('conflict', code, message);
+  constructor(
+    override readonly code: ErrorCodeOfKind<'conflict'>,
+    message?: string,
+  ) {
+    super(code, message);
   }
+}
+
+/**
+ * A thing the request's body names (not its URL) does not exist: the request is invalid (422),
+ * the resource addressed is there. The code is the thing's own not-found code.
+ */
+export class MissingReferenceError extends DomainError {
+  override name = 'MissingReferenceError';
+  override readonly kind: ErrorKind = 'invalid';
+  constructor(code: ErrorCodeOfKind<'not_found'>, message?: string) {
+    super(code, message);
+  }
+}
+
+/**
+ * A one-time link that no longer opens anything is not found to whoever holds it, whatever
+ * closed it (used, revoked, expired): the code says which, the status gives nothing away.
+ */
+export class ClosedLinkError extends DomainError {
+  override name = 'ClosedLinkError';
+  override readonly kind: ErrorKind = 'not_found';
 }
 
 /**

@@ -3,7 +3,7 @@ import { DomainError } from '../core/errors';
 import type { Role } from '../core/roles';
 import { type Account, createAccount, getAccount } from './accounts';
 import { type AuditActor, recordAudit } from './auditLog';
-import { ConflictError, NotFoundError } from './errors';
+import { ClosedLinkError, ConflictError, NotFoundError } from './errors';
 import { type Pool, type Queryable, withTransaction } from './pool';
 
 /**
@@ -154,14 +154,12 @@ export async function openInvitation(
 
 export const invitationClosed = () =>
   new DomainError(
-    'not_found',
     'invitation_not_found',
     'this invitation link is not valid: used, revoked or expired',
   );
 
 export const invitationRevoked = () =>
-  new DomainError(
-    'not_found',
+  new ClosedLinkError(
     'invitation_revoked',
     'this invitation was revoked by an owner of the workspace; ask them for a new one',
   );

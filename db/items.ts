@@ -3,7 +3,7 @@ import { type MetadataEntry, searchConfigFor } from '../core/archive';
 import { DomainError } from '../core/errors';
 import { type AuditActor, recordAudit } from './auditLog';
 import { scheduleBlobDeletion } from './blobs';
-import { ConflictError, NotFoundError } from './errors';
+import { ConflictError, MissingReferenceError, NotFoundError } from './errors';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 
@@ -265,7 +265,7 @@ export async function updateItem(
         [workspaceId, patch.collectionId],
       );
       if (target.rowCount === 0) {
-        throw new DomainError('invalid', 'collection_not_found', 'the collection does not exist');
+        throw new MissingReferenceError('collection_not_found', 'the collection does not exist');
       }
     }
     const updated = await client.query(
@@ -380,7 +380,7 @@ export async function arrangeItemPages(
   pageIds: number[],
 ): Promise<ArrangedPages> {
   if (new Set(pageIds).size !== pageIds.length) {
-    throw new DomainError('invalid', 'duplicate_pages', 'a page is listed more than once');
+    throw new DomainError('duplicate_pages', 'a page is listed more than once');
   }
   return withTransaction(pool, async (client) => {
     const existing = await client.query<{ deleted: boolean }>(
@@ -442,7 +442,6 @@ export async function arrangeItemPages(
     const left = before[itemId]!.filter((id) => !listed.has(id));
     if (left.length > 0) {
       throw new DomainError(
-        'invalid',
         'pages_missing',
         "every live page of the item must be listed; move a page out by listing it in its new item's order",
         { pageIds: left },

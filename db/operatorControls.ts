@@ -1,4 +1,4 @@
-import { DomainError } from '../core/errors';
+import { DomainError, type ErrorCode } from '../core/errors';
 import { KNOWN_PROVIDERS } from '../core/providerCatalogue';
 import { type AuditActor, type AuditEntryInput, recordAudit } from './auditLog';
 import { blobUsage, GLOBAL_QUOTA_SETTING } from './blobs';
@@ -33,9 +33,14 @@ export interface InstallationControls {
 
 const INSTALLATION_LOCK_CLASS = 7_401_122;
 
-const invalid = (code: string, message: string) => new DomainError('invalid', code, message);
+const invalid = (code: ErrorCode, message: string) => new DomainError(code, message);
 
-function checkCount(name: string, value: number | null, min: number, max: number): void {
+function checkCount(
+  name: 'dailyBudgetMicros' | 'quotaBytes' | 'activeJobCap',
+  value: number | null,
+  min: number,
+  max: number,
+): void {
   if (value !== null && (!Number.isSafeInteger(value) || value < min || value > max)) {
     throw invalid(`invalid_${name}`, `${name} must be an integer from ${min} to ${max}, or null`);
   }

@@ -23,9 +23,9 @@ export class WebhookNotFoundError extends DomainError {
   override name = 'WebhookNotFoundError';
   constructor(
     override readonly code: 'webhook_not_found' | 'delivery_not_found' | 'workspace_not_found',
-    message: string,
+    message?: string,
   ) {
-    super('not_found', code, message);
+    super(code, message);
   }
 }
 
@@ -33,9 +33,9 @@ export class DeliveryStateError extends DomainError {
   override name = 'DeliveryStateError';
   constructor(
     override readonly code: 'delivery_not_replayable' | 'subscription_disabled',
-    message: string,
+    message?: string,
   ) {
-    super('conflict', code, message);
+    super(code, message);
   }
 }
 
@@ -44,7 +44,6 @@ export class DuplicateWebhookError extends DomainError {
   override name = 'DuplicateWebhookError';
   constructor() {
     super(
-      'conflict',
       'webhook_url_exists',
       'this workspace already has a webhook for that url; delete it first to register it again',
     );

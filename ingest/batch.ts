@@ -118,12 +118,11 @@ export async function ingestBatch(
         );
         if (earlier) return earlier;
       }
-      throw new IngestError('no_files', 'malformed', 'the request carries no files in files[]');
+      throw new IngestError('no_files', 'the request carries no files in files[]');
     }
     if (fields.mode === 'perFile' && fields.itemId) {
       throw new IngestError(
         'invalid_field',
-        'invalid',
         'itemId names one item; it cannot be combined with mode=perFile',
       );
     }
@@ -146,11 +145,7 @@ export async function ingestBatch(
     await discardStagedUploads(deps.pool, deps.blobStore, uploads.staged, now());
     if (settled instanceof Replay) return settled.result;
     if (settled instanceof Error && /Unexpected end of form|Malformed/i.test(settled.message)) {
-      throw new IngestError(
-        'malformed_multipart',
-        'malformed',
-        'the multipart body is malformed or truncated',
-      );
+      throw new IngestError('malformed_multipart', 'the multipart body is malformed or truncated');
     }
     throw settled;
   }

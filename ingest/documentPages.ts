@@ -35,7 +35,6 @@ export async function storeDocumentPages(
   if (format === 'tiff' && frames > room) {
     throw new IngestError(
       'too_many_pages',
-      'too_large',
       `a request makes at most ${limits.maxPagesPerRequest} pages`,
       index,
     );
@@ -45,7 +44,7 @@ export async function storeDocumentPages(
     const written = await writeUpload(uploads, index, image, limits.maxFileBytes, false);
     const file = await settleUpload(uploads, index, written, filename);
     if (file.info.kind !== 'image' || !file.info.width || !file.info.height) {
-      throw new IngestError('malformed_media', 'invalid', 'a page is not an image', index);
+      throw new IngestError('malformed_media', 'a page is not an image', index);
     }
     file.page = page;
     pages.push(file);

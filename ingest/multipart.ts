@@ -49,21 +49,16 @@ export interface IngestRequest {
 export function openIngestRequest(request: Request, limits: IngestLimits): IngestRequest {
   const contentType = request.headers.get('content-type') ?? '';
   if (!/^multipart\/form-data\b/i.test(contentType)) {
-    throw new IngestError(
-      'invalid_content_type',
-      'unsupported',
-      'the request must be multipart/form-data',
-    );
+    throw new IngestError('invalid_content_type', 'the request must be multipart/form-data');
   }
   const declaredLength = Number(request.headers.get('content-length') ?? Number.NaN);
   if (Number.isFinite(declaredLength) && declaredLength > limits.maxRequestBytes) {
     throw new IngestError(
       'request_too_large',
-      'too_large',
       `the request is larger than ${limits.maxRequestBytes} bytes`,
     );
   }
-  if (!request.body) throw new IngestError('no_files', 'malformed', 'the request carries no files');
+  if (!request.body) throw new IngestError('no_files', 'the request carries no files');
 
   const fields = emptyFields(request);
   const source = Readable.fromWeb(request.body as unknown as NodeWebReadableStream<Uint8Array>);
@@ -80,7 +75,7 @@ export function openIngestRequest(request: Request, limits: IngestLimits): Inges
       },
     });
   } catch {
-    throw new IngestError('invalid_request', 'malformed', 'the multipart body has no boundary');
+    throw new IngestError('invalid_request', 'the multipart body has no boundary');
   }
   const body = new MultipartBody(source, parser, limits, fields);
   return {
@@ -145,7 +140,6 @@ class MultipartBody {
         fail(
           new IngestError(
             'request_too_large',
-            'too_large',
             `the request is larger than ${limits.maxRequestBytes} bytes`,
           ),
         );
@@ -156,11 +150,7 @@ class MultipartBody {
     parser.on('field', (name, value, info) => {
       try {
         if (info.valueTruncated) {
-          throw new IngestError(
-            'field_too_large',
-            'too_large',
-            `the field ${safeName(name)} is too large`,
-          );
+          throw new IngestError('field_too_large', `the field ${safeName(name)} is too large`);
         }
         applyField(this.fields, name, value, limits);
       } catch (error) {
@@ -179,11 +169,7 @@ class MultipartBody {
       if (fileCount >= limits.maxFiles) {
         stream.resume();
         fail(
-          new IngestError(
-            'too_many_files',
-            'too_large',
-            `a request carries at most ${limits.maxFiles} files`,
-          ),
+          new IngestError('too_many_files', `a request carries at most ${limits.maxFiles} files`),
         );
         return;
       }
@@ -192,7 +178,6 @@ class MultipartBody {
         if (!FILE_FIELDS.has(name)) {
           throw new IngestError(
             'unexpected_field',
-            'malformed',
             `unexpected file field ${safeName(name)}; use files[]`,
           );
         }
@@ -200,19 +185,13 @@ class MultipartBody {
       });
     });
     parser.on('filesLimit', () =>
-      fail(
-        new IngestError(
-          'too_many_files',
-          'too_large',
-          `a request carries at most ${limits.maxFiles} files`,
-        ),
-      ),
+      fail(new IngestError('too_many_files', `a request carries at most ${limits.maxFiles} files`)),
     );
     parser.on('partsLimit', () =>
-      fail(new IngestError('too_many_parts', 'too_large', 'the request has too many parts')),
+      fail(new IngestError('too_many_parts', 'the request has too many parts')),
     );
     parser.on('fieldsLimit', () =>
-      fail(new IngestError('too_many_fields', 'too_large', 'the request has too many fields')),
+      fail(new IngestError('too_many_fields', 'the request has too many fields')),
     );
   }
 

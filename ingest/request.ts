@@ -1,4 +1,4 @@
-import { DomainError, type ErrorKind } from '../core/errors';
+import { DomainError, type ErrorCode } from '../core/errors';
 import {
   DEFAULT_TRANSCRIPT_LIMITS,
   type TranscriptLimits,
@@ -46,13 +46,12 @@ export interface IngestRequestFields {
 export class IngestError extends DomainError {
   override name = 'IngestError';
   constructor(
-    code: string,
-    kind: ErrorKind,
-    message: string,
+    code: ErrorCode,
+    message?: string,
     /** Index of the file (in upload order) the error is about, when it is about one. */
     readonly fileIndex?: number,
   ) {
-    super(kind, code, message, fileIndex !== undefined ? { fileIndex } : undefined);
+    super(code, message, fileIndex !== undefined ? { fileIndex } : undefined);
   }
 }
 
@@ -97,22 +96,20 @@ export function applyField(
   limits: IngestLimits,
 ): void {
   if (!TEXT_FIELDS.has(name)) {
-    throw new IngestError('unexpected_field', 'malformed', `unexpected field ${safeName(name)}`);
+    throw new IngestError('unexpected_field', `unexpected field ${safeName(name)}`);
   }
   // R6: text PostgreSQL cannot hold is a 400 here, not an error when the batch is written.
   const fault = textFault(value);
-  if (fault)
-    throw new IngestError('invalid_text', 'malformed', `${name} ${describeTextFault(fault)}`);
+  if (fault) throw new IngestError('invalid_text', `${name} ${describeTextFault(fault)}`);
   switch (name) {
     case 'itemId':
     case 'idempotencyKey':
       if (name === 'itemId' && itemIdRefusal(value)) {
-        throw new IngestError('invalid_field', 'invalid', itemIdRefusal(value)!);
+        throw new IngestError('invalid_field', itemIdRefusal(value)!);
       }
       if (!ID_PATTERN.test(value)) {
         throw new IngestError(
           'invalid_field',
-          'invalid',
           `${name} must be 1-200 letters, digits or . _ : ~ -`,
         );
       }
@@ -120,24 +117,19 @@ export function applyField(
       return;
     case 'externalReferenceId':
       if (value.length < 1 || value.length > 200) {
-        throw new IngestError(
-          'invalid_field',
-          'invalid',
-          'externalReferenceId must be 1-200 characters',
-        );
+        throw new IngestError('invalid_field', 'externalReferenceId must be 1-200 characters');
       }
       fields.externalReferenceId = value;
       return;
     case 'provider':
       if (!/^[a-z0-9_-]{1,64}$/.test(value))
-        throw new IngestError('invalid_field', 'invalid', 'provider is not a name');
+        throw new IngestError('invalid_field', 'provider is not a name');
       fields.provider = value;
       return;
     case 'mode':
       if (value !== 'single' && value !== 'perFile') {
         throw new IngestError(
           'invalid_field',
-          'invalid',
           'mode must be single (one item) or perFile (one item per file)',
         );
       }
@@ -145,11 +137,7 @@ export function applyField(
       return;
     case 'transcribeTextLayer':
       if (value !== 'true' && value !== 'false') {
-        throw new IngestError(
-          'invalid_field',
-          'invalid',
-          'transcribeTextLayer must be true or false',
-        );
+        throw new IngestError('invalid_field', 'transcribeTextLayer must be true or false');
       }
       fields.transcribeTextLayer = value === 'true';
       return;
@@ -157,7 +145,6 @@ export function applyField(
       if (Buffer.byteLength(value) > limits.maxMetadataBytes) {
         throw new IngestError(
           'metadata_too_large',
-          'too_large',
           `metadata is larger than ${limits.maxMetadataBytes} bytes`,
         );
       }
@@ -165,17 +152,16 @@ export function applyField(
       try {
         parsed = JSON.parse(value);
       } catch {
-        throw new IngestError('invalid_metadata', 'invalid', 'metadata must be a JSON object');
+        throw new IngestError('invalid_metadata', 'metadata must be a JSON object');
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-        throw new IngestError('invalid_metadata', 'invalid', 'metadata must be a JSON object');
+        throw new IngestError('invalid_metadata', 'metadata must be a JSON object');
       }
       // A `\u0000` or lone-surrogate escape in the JSON is such text once parsed.
       const inner = findTextFault(parsed);
       if (inner) {
         throw new IngestError(
           'invalid_text',
-          'malformed',
           `metadata.${inner.path} ${describeTextFault(inner.fault)}`,
         );
       }
@@ -191,7 +177,6 @@ function headerIdempotencyKey(request: Request): string | null {
   if (!ID_PATTERN.test(value)) {
     throw new IngestError(
       'invalid_field',
-      'invalid',
       'Idempotency-Key must be 1-200 letters, digits or . _ : ~ -',
     );
   }

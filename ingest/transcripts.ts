@@ -35,7 +35,6 @@ async function readBounded(stream: Readable, maxBytes: number, index: number): P
       stream.resume();
       throw new IngestError(
         'transcript_too_large',
-        'too_large',
         `a transcript is larger than ${maxBytes} bytes`,
         index,
       );
@@ -60,14 +59,12 @@ export async function readTranscriptPart(
   if (!image) {
     throw new IngestError(
       'transcript_without_image',
-      'malformed',
       'a transcript must follow the image it describes in files[]',
     );
   }
   if (image.page !== undefined) {
     throw new IngestError(
       'transcript_for_document',
-      'invalid',
       'a PDF or multi-page TIFF is split into pages; upload a transcript beside a single image',
       image.index,
     );
@@ -75,7 +72,6 @@ export async function readTranscriptPart(
   if (image.transcript) {
     throw new IngestError(
       'duplicate_transcript',
-      'malformed',
       'an image takes at most one transcript',
       image.index,
     );
@@ -83,7 +79,6 @@ export async function readTranscriptPart(
   if (image.info.kind !== 'image') {
     throw new IngestError(
       'transcript_for_audio',
-      'invalid',
       'PAGE and ALTO transcripts describe images, not recordings',
       image.index,
     );
@@ -94,13 +89,12 @@ export async function readTranscriptPart(
     parsed = parseTranscript(bytes, limits);
   } catch (error) {
     if (error instanceof TranscriptRejection)
-      throw new IngestError(error.code, error.kind, error.message, image.index);
+      throw new IngestError(error.code, error.message, image.index);
     throw error;
   }
   if (parsed.width !== image.info.width || parsed.height !== image.info.height) {
     throw new IngestError(
       'transcript_size_mismatch',
-      'invalid',
       `the transcript describes a ${parsed.width}x${parsed.height} page; the image is ${image.info.width}x${image.info.height}`,
       image.index,
     );

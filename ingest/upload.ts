@@ -128,7 +128,6 @@ export async function writeUpload(
     if (error instanceof BlobTooLargeError) {
       throw new IngestError(
         'file_too_large',
-        'too_large',
         `a file is larger than ${limits.maxFileBytes} bytes`,
         index,
       );
@@ -191,8 +190,7 @@ export async function settleUpload(
 
 /** A media refusal as the refusal of the request's file `index`; anything else unchanged. */
 export function fileRefusal(error: unknown, index: number): unknown {
-  if (error instanceof MediaRejection)
-    return new IngestError(error.code, error.kind, error.message, index);
+  if (error instanceof MediaRejection) return new IngestError(error.code, error.message, index);
   return error;
 }
 

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { httpErrorOf } from '../../web/lib/errors';
+import { errorBody, httpErrorOf } from '../../web/lib/errors';
 
 /**
  * The web's batch upload route behind a bare HTTP server, for benchmarks that measure the
@@ -39,9 +39,7 @@ export function serveIngest(options: {
     } catch (error) {
       const mapped = httpErrorOf(error);
       res.statusCode = mapped?.status ?? 500;
-      res.end(
-        JSON.stringify(mapped?.body ?? { error: { code: 'internal', message: 'internal error' } }),
-      );
+      res.end(JSON.stringify(mapped?.body ?? errorBody('internal', 'internal error')));
     }
   });
   server.listen(0, '127.0.0.1', () => {

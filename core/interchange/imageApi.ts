@@ -6,7 +6,7 @@
  * link to (a page's service, its thumbnail). No I/O: the blob side renders the plan.
  */
 
-import { DomainError } from '../errors';
+import { DomainError, type ErrorCodeOfKind } from '../errors';
 
 export const IMAGE_3_CONTEXT = 'http://iiif.io/api/image/3/context.json';
 export const IMAGE_3_MEDIA_TYPE = `application/ld+json;profile="${IMAGE_3_CONTEXT}"`;
@@ -49,8 +49,8 @@ export interface ImagePlan {
 
 export class ImageRequestError extends DomainError {
   override name = 'ImageRequestError';
-  constructor(code: string, message: string) {
-    super('malformed', code, message);
+  constructor(code: ErrorCodeOfKind<'malformed'>, message?: string) {
+    super(code, message);
   }
 }
 

@@ -5,7 +5,7 @@
  */
 
 import type { Box, Segment } from '../annotation';
-import { DomainError, type ErrorKind } from '../errors';
+import { DomainError, type ErrorCode } from '../errors';
 
 /** I3 PAGE and ALTO, I6 hOCR; I5 `pdf` is a PDF's own text layer (core/interchange/pdfText.ts). */
 export type TranscriptFormat = 'page' | 'alto' | 'hocr' | 'pdf';
@@ -22,22 +22,23 @@ export interface ImportedTranscript {
   segments: Segment[];
 }
 
-export const TRANSCRIPT_REJECTIONS = {
-  transcript_malformed: 'malformed',
-  transcript_unsupported: 'unsupported',
-  transcript_too_large: 'too_large',
-  transcript_invalid: 'invalid',
-  transcript_size_mismatch: 'invalid',
+/** The codes a transcript file is refused with (kinds in core/errorCodes.ts). */
+export const TRANSCRIPT_REJECTIONS = [
+  'transcript_malformed',
+  'transcript_unsupported',
+  'transcript_too_large',
+  'transcript_invalid',
+  'transcript_size_mismatch',
   // R6: the API's own limits, applied to what a file says.
-  transcript_too_deep: 'invalid',
-  transcript_reserved_name: 'invalid',
-  transcript_invalid_text: 'invalid',
-  transcript_line_too_long: 'invalid',
-  transcript_invalid_language: 'invalid',
-  transcript_invalid_namespace: 'invalid',
-} as const satisfies Record<string, ErrorKind>;
+  'transcript_too_deep',
+  'transcript_reserved_name',
+  'transcript_invalid_text',
+  'transcript_line_too_long',
+  'transcript_invalid_language',
+  'transcript_invalid_namespace',
+] as const satisfies readonly ErrorCode[];
 
-export type TranscriptRejectionCode = keyof typeof TRANSCRIPT_REJECTIONS;
+export type TranscriptRejectionCode = (typeof TRANSCRIPT_REJECTIONS)[number];
 
 export class TranscriptRejection extends DomainError {
   override name = 'TranscriptRejection';
@@ -45,7 +46,7 @@ export class TranscriptRejection extends DomainError {
     override readonly code: TranscriptRejectionCode,
     message: string,
   ) {
-    super(TRANSCRIPT_REJECTIONS[code], code, message);
+    super(code, message);
   }
 }
 

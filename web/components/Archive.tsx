@@ -6,7 +6,8 @@ import {
 } from '@quire/core/archive';
 import type { CollectionSummary } from '@quire/db/collections';
 import type { ItemSummary } from '@quire/db/items';
-import { ARCHIVE_DONE, ARCHIVE_ERRORS } from '@quire/web/lib/archiveForms';
+import { ARCHIVE_DONE } from '@quire/web/lib/archiveForms';
+import { sentenceOf } from '@quire/web/lib/errors';
 import Link from 'next/link';
 
 /** F1-F4: the pieces the archive's pages share: lists, progress, metadata rows, snippets. */
@@ -18,7 +19,7 @@ export function FormNotice({ error, done }: { error?: string; done?: string }) {
   if (error) {
     return (
       <p role="alert" className="notice notice-error" data-code={error}>
-        {ARCHIVE_ERRORS[error] ?? 'That could not be done; nothing was changed. Try again.'}
+        {sentenceOf(error) ?? 'That could not be done; nothing was changed. Try again.'}
       </p>
     );
   }

@@ -18,7 +18,6 @@ export class DiffTooLargeError extends DomainError {
     readonly addedLines: number,
   ) {
     super(
-      'too_large',
       'diff_too_large',
       `the revisions differ over ${removedLines} and ${addedLines} lines, more than can be compared at once; export both revisions to compare them elsewhere`,
     );

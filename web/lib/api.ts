@@ -46,7 +46,7 @@ export function checkPathParams(params: Record<string, unknown>): void {
   for (const [name, value] of Object.entries(params)) {
     if (typeof value !== 'string') continue;
     const fault = textFault(value);
-    if (fault) throw new ApiError(400, 'invalid_path', `${name} ${describeTextFault(fault)}`);
+    if (fault) throw new ApiError('invalid_path', `${name} ${describeTextFault(fault)}`);
   }
 }
 
@@ -56,7 +56,7 @@ export function decodedPathParam(value: string, name: string): string {
   try {
     decoded = decodeURIComponent(value);
   } catch {
-    throw new ApiError(400, 'invalid_path', `${name} is not valid percent-encoding`);
+    throw new ApiError('invalid_path', `${name} is not valid percent-encoding`);
   }
   checkPathParams({ [name]: decoded });
   return decoded;
@@ -92,7 +92,7 @@ export function errorResponse(error: unknown, request?: Request): NextResponse {
       error: redactError(error),
     }),
   );
-  return apiError(500, 'internal', 'the request could not be completed');
+  return apiError('internal', 'the request could not be completed');
 }
 
 function describeIssues(error: z.ZodError): string {
@@ -114,7 +114,7 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > maxBytes) {
     if (request.body) discardRest(request.body);
-    throw new ApiError(413, 'payload_too_large', `the body must be at most ${maxBytes} bytes`);
+    throw new ApiError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
   }
   if (!request.body) return new Uint8Array();
   const reader = request.body.getReader();
@@ -127,7 +127,7 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     if (total > maxBytes) {
       // Read to the end, never cancelled: see ingest/requestBody.ts (R6).
       discardRest(reader);
-      throw new ApiError(413, 'payload_too_large', `the body must be at most ${maxBytes} bytes`);
+      throw new ApiError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
     }
     chunks.push(value);
   }
@@ -141,19 +141,19 @@ export async function readJson<S extends z.ZodType>(
   maxBytes = DEFAULT_MAX_BODY_BYTES,
 ): Promise<z.output<S>> {
   if (!isJsonMediaType(request.headers.get('content-type'))) {
-    throw new ApiError(415, 'unsupported_media_type', 'the body must be application/json');
+    throw new ApiError('unsupported_media_type', 'the body must be application/json');
   }
   const bytes = await readBodyBytes(request, maxBytes);
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
   } catch {
-    throw new ApiError(400, 'malformed_json', 'the body is not valid JSON');
+    throw new ApiError('malformed_json', 'the body is not valid JSON');
   }
   // R6: before the schema, so no field of any route lets a NUL or lone surrogate through.
   assertAcceptedText(value);
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ApiError(400, 'invalid_request', describeIssues(parsed.error));
+  if (!parsed.success) throw new ApiError('invalid_request', describeIssues(parsed.error));
   return parsed.data;
 }
 
@@ -162,23 +162,23 @@ export function readQuery<S extends z.ZodType>(request: Request, schema: S): z.o
   const params = new URL(request.url).searchParams;
   const object: Record<string, string> = {};
   for (const [key, value] of params) {
-    if (key in object) throw new ApiError(400, 'invalid_query', `${key}: given more than once`);
+    if (key in object) throw new ApiError('invalid_query', `${key}: given more than once`);
     const fault = textFault(key) ?? textFault(value);
     if (fault) {
       const name = /^[A-Za-z0-9_-]{1,40}$/.test(key) ? key : 'a parameter';
-      throw new ApiError(400, 'invalid_query', `${name} ${describeTextFault(fault)}`);
+      throw new ApiError('invalid_query', `${name} ${describeTextFault(fault)}`);
     }
     object[key] = value;
   }
   const parsed = schema.safeParse(object);
-  if (!parsed.success) throw new ApiError(400, 'invalid_query', describeIssues(parsed.error));
+  if (!parsed.success) throw new ApiError('invalid_query', describeIssues(parsed.error));
   return parsed.data;
 }
 
 /** A positive integer path id; anything else is a 400 (a well-formed foreign id is a 404 later). */
 export function pathId(value: string, name: string): number {
   if (!/^[1-9][0-9]{0,15}$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new ApiError(400, 'invalid_path', `${name} must be a positive integer`);
+    throw new ApiError('invalid_path', `${name} must be a positive integer`);
   }
   return Number(value);
 }

@@ -16,7 +16,7 @@ export function liveTopics(requested: string | null): LiveTopic[] {
   const topics = (requested ?? '')
     .split(',')
     .filter((t): t is LiveTopic => t === 'jobs' || t === 'providers');
-  if (topics.length === 0) throw new ApiError(400, 'invalid_query', 'topics: jobs, providers');
+  if (topics.length === 0) throw new ApiError('invalid_query', 'topics: jobs, providers');
   return topics;
 }
 

@@ -158,7 +158,7 @@ export function resumeCursor(request: Request, queryValue: number | undefined): 
   const header = request.headers.get('last-event-id');
   if (header !== null && header.trim() !== '') {
     if (!/^\d{1,15}$/.test(header.trim())) {
-      throw new ApiError(400, 'invalid_last_event_id', 'Last-Event-ID must be an event id');
+      throw new ApiError('invalid_last_event_id', 'Last-Event-ID must be an event id');
     }
     return Number(header.trim());
   }
@@ -176,7 +176,6 @@ async function assertResumable(resumeAfter: number | undefined, hubCursor: numbe
   const newest = await newestEventId(pool());
   if (resumeAfter > newest) {
     throw new ApiError(
-      400,
       'last_event_id_ahead',
       `Last-Event-ID ${resumeAfter} is ahead of the newest event (${newest}); reconnect without it`,
     );

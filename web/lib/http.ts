@@ -1,18 +1,14 @@
 import 'server-only';
 import { bearerKey } from '@quire/core/apiKeys';
+import type { ErrorCode } from '@quire/core/errors';
 import { authenticateApiKey, type Principal } from '@quire/db/workspaces';
 import { NextResponse } from 'next/server';
-import type { HttpError } from './errors';
+import { errorBody, type HttpError, statusOfCode } from './errors';
 import { pool } from './server';
 
 /** JSON errors with a stable code (SPEC §7). */
-export function apiError(
-  status: number,
-  code: string,
-  message: string,
-  headers?: HeadersInit,
-): NextResponse {
-  return NextResponse.json({ error: { code, message } }, { status, headers });
+export function apiError(code: ErrorCode, message?: string, headers?: HeadersInit): NextResponse {
+  return NextResponse.json(errorBody(code, message), { status: statusOfCode(code), headers });
 }
 
 /** The answer to a refusal that web/lib/errors.ts knows. */
@@ -31,20 +27,15 @@ export async function authorize(
   const key = bearerKey(request.headers.get('authorization'));
   if (!key) {
     return {
-      response: apiError(
-        401,
-        'unauthenticated',
-        'an API key is required: Authorization: Bearer <key>',
-        {
-          'WWW-Authenticate': 'Bearer',
-        },
-      ),
+      response: apiError('unauthenticated', 'an API key is required: Authorization: Bearer <key>', {
+        'WWW-Authenticate': 'Bearer',
+      }),
     };
   }
   const principal = await authenticateApiKey(pool(), key);
   if (!principal) {
     return {
-      response: apiError(401, 'unauthenticated', 'the API key is not valid', {
+      response: apiError('unauthenticated', 'the API key is not valid', {
         'WWW-Authenticate': 'Bearer',
       }),
     };
@@ -55,7 +46,7 @@ export async function authorize(
     workspaceId <= 0 ||
     workspaceId !== principal.workspaceId
   ) {
-    return { response: apiError(404, 'workspace_not_found', 'workspace not found') };
+    return { response: apiError('workspace_not_found', 'workspace not found') };
   }
   return { principal };
 }

@@ -43,7 +43,7 @@ export function iiifPreflight(): Response {
 }
 
 function notFound(): never {
-  throw new ApiError(404, 'not_found', 'no such IIIF resource');
+  throw new ApiError('not_found', 'no such IIIF resource');
 }
 
 /** Which view the caller gets of workspace `wsParam`: `draft` for its own principal. */
@@ -55,7 +55,7 @@ export async function iiifViewOf(request: Request, wsParam: string): Promise<Iii
     const key = bearerKey(header);
     const principal = key ? await authenticateApiKey(pool(), key) : undefined;
     if (!principal) {
-      throw new ApiError(401, 'unauthenticated', 'the API key is not valid', {
+      throw new ApiError('unauthenticated', 'the API key is not valid', {
         'WWW-Authenticate': 'Bearer',
       });
     }

@@ -25,7 +25,7 @@ import { config, pool } from './server';
  */
 
 function notFound(): never {
-  throw new ApiError(404, 'not_found', 'no such IIIF resource');
+  throw new ApiError('not_found', 'no such IIIF resource');
 }
 
 function withCors(response: Response): Response {
@@ -123,7 +123,7 @@ export async function imageRequestResponse(
     const bytes = await renderImage(source, { width, height }, plan).catch(() => {
       // libvips refused the bytes (a truncated or corrupt master): the same request can never
       // succeed, so a stable refusal rather than a 500. Store outages fail earlier, in localPath.
-      throw new ApiError(422, 'image_undecodable', "the page's image cannot be decoded");
+      throw new ApiError('image_undecodable', "the page's image cannot be decoded");
     });
     return new Response(new Uint8Array(bytes), {
       headers: {

@@ -20,14 +20,14 @@ export async function withOperator<P = Record<string, never>>(
     const header = request.headers.get('authorization');
     const operatorKey = bearerOperatorKey(header);
     if (!operatorKey) {
-      if (bearerKey(header)) return apiError(404, 'not_found', 'not found');
-      return apiError(401, 'unauthenticated', 'an operator key is required: Bearer qo_...', {
+      if (bearerKey(header)) return apiError('not_found', 'not found');
+      return apiError('unauthenticated', 'an operator key is required: Bearer qo_...', {
         'WWW-Authenticate': 'Bearer',
       });
     }
     const operator = await authenticateOperatorKey(pool(), operatorKey);
     if (!operator) {
-      return apiError(401, 'unauthenticated', 'the operator key is not valid', {
+      return apiError('unauthenticated', 'the operator key is not valid', {
         'WWW-Authenticate': 'Bearer',
       });
     }

@@ -40,14 +40,12 @@ export function originRefusal(
   if (origin === null) {
     if (headers.get('sec-fetch-site') === 'same-origin') return undefined;
     return new ApiError(
-      403,
       'origin_mismatch',
       `a change from the console must come from ${expected}: the request names no Origin`,
     );
   }
   if (origin === expected) return undefined;
   return new ApiError(
-    403,
     'origin_mismatch',
     `a change from the console must come from ${expected} (QUIRE_PUBLIC_URL)`,
   );

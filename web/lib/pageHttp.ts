@@ -1,11 +1,11 @@
 import 'server-only';
-import { type AnnotationPage, segmentsOf } from '@quire/core/annotation';
+import { pageLanguage, segmentsOf } from '@quire/core/annotation';
 import { type ExportFormat, exportPage } from '@quire/core/exports';
 import { type ExportProvenance, provenanceOf } from '@quire/core/interchange/provenance';
 import { listRevisions, type PageRow } from '@quire/db/pages';
 import type { Queryable } from '@quire/db/pool';
 import type { EditPageResult } from '@quire/web/services/pages';
-import { ApiError } from './errors';
+import { ApiError, errorBody, statusOfCode } from './errors';
 
 /**
  * A page over HTTP: its ETag, the If-Match an edit names, its JSON and its export responses.
@@ -24,14 +24,13 @@ export function pageEtag(revision: number): string {
 export function ifMatchRevision(header: string | null): number {
   if (header === null || header.trim() === '') {
     throw new ApiError(
-      428,
       'precondition_required',
       'If-Match with the revision you edited is required',
     );
   }
   const match = /^\s*(?:W\/)?"?(\d{1,9})"?\s*$/.exec(header);
   if (!match) {
-    throw new ApiError(400, 'invalid_if_match', 'If-Match must name one revision, e.g. "3"');
+    throw new ApiError('invalid_if_match', 'If-Match must name one revision, e.g. "3"');
   }
   return Number(match[1]);
 }
@@ -60,28 +59,21 @@ export function pageEditResponse(result: EditPageResult, expectedRevision: numbe
       headers: { ...headers, ETag: pageEtag(result.revision) },
     });
   }
-  const error =
+  const code = result.state === 'conflict' ? 'line_conflict' : 'stale_revision';
+  const body =
     result.state === 'conflict'
-      ? {
-          code: 'line_conflict',
-          message: `${result.conflicts.length} line(s) changed since revision ${expectedRevision} were changed by this save too`,
+      ? errorBody(
+          code,
+          `${result.conflicts.length} line(s) changed since revision ${expectedRevision} were changed by this save too`,
+          { currentRevision: result.revision, conflicts: result.conflicts },
+        )
+      : errorBody(code, `the page is at revision ${result.revision}, not ${expectedRevision}`, {
           currentRevision: result.revision,
-          conflicts: result.conflicts,
-        }
-      : {
-          code: 'stale_revision',
-          message: `the page is at revision ${result.revision}, not ${expectedRevision}`,
-          currentRevision: result.revision,
-        };
-  return new Response(JSON.stringify({ error }), {
-    status: result.state === 'conflict' ? 409 : 412,
+        });
+  return new Response(JSON.stringify(body), {
+    status: statusOfCode(code),
     headers: { ...headers, ETag: pageEtag(result.revision) },
   });
-}
-
-/** The language a page's transcript declares, if any. */
-export function pageLanguage(annotationPage: AnnotationPage): string | undefined {
-  return annotationPage.items.find((a) => a.body.language)?.body.language;
 }
 
 /** Revisions kept for a page's provenance; a page edited more often names its latest edits. */

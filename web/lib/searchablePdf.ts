@@ -108,7 +108,7 @@ export function searchablePdfResponse(
 ): Response {
   const images = pages.filter((p) => p.kind === 'image' && p.blobKey);
   if (images.length === 0) {
-    throw new ApiError(422, 'unsupported_format', 'a searchable PDF needs at least one image page');
+    throw new ApiError('unsupported_format', 'a searchable PDF needs at least one image page');
   }
   const dpi = config().QUIRE_PDF_DPI;
   const writer = new SearchablePdfWriter({

@@ -61,7 +61,6 @@ export function quireClient(): Promise<QuireClient> {
 export function availableQuireClient(): Promise<QuireClient> {
   return quireClient().catch(() => {
     throw new DomainError(
-      'unavailable',
       'temporal_unavailable',
       'the workflow service does not answer; try again',
     );

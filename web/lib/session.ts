@@ -169,7 +169,7 @@ export async function withSession(
       ? await touchSession(pool(), id, config().QUIRE_SESSION_IDLE_SECONDS)
       : undefined;
     const principal = principalOfSession(session);
-    if (!principal) throw new ApiError(401, 'unauthenticated', 'sign in first');
+    if (!principal) throw new ApiError('unauthenticated', 'sign in first');
     return await work(principal);
   } catch (error) {
     return errorResponse(error, request);

@@ -103,11 +103,10 @@ export async function acquireStreamSlot(args: {
   });
   if (!result.acquired) {
     throw result.limit === 'principal'
-      ? new ApiError(429, 'too_many_streams', `at most ${result.max} ${args.describe}`, {
+      ? new ApiError('too_many_streams', `at most ${result.max} ${args.describe}`, {
           'Retry-After': '5',
         })
       : new ApiError(
-          429,
           'too_many_workspace_streams',
           `at most ${result.max} open streams per workspace`,
           { 'Retry-After': '5' },

@@ -15,7 +15,7 @@ export function requireAction(principal: Principal, action: Action): void {
     principal.grant.kind === 'role'
       ? `the ${principal.grant.role} role`
       : `a ${principal.grant.scope}-scoped key`;
-  throw new DomainError('forbidden', 'forbidden', `${who} may not do ${action}`, { action });
+  throw new DomainError('forbidden', `${who} may not do ${action}`, { action });
 }
 
 /** R5: the audit log's actor for a workspace principal. */

@@ -61,7 +61,7 @@ export function arrangePages(
   requireAction(principal, 'item.arrange');
   // The item is created when new (F2): it takes only an id an upload could have given it (R6).
   const refused = itemIdRefusal(itemId);
-  if (refused) return Promise.reject(new DomainError('invalid', 'invalid_item_id', refused));
+  if (refused) return Promise.reject(new DomainError('invalid_item_id', refused));
   return arrangeItemPages(pool(), actorOf(principal), principal.workspaceId, itemId, pageIds);
 }
 

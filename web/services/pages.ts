@@ -3,6 +3,7 @@ import {
   type LineAuthor,
   type LineState,
   lineStateOf,
+  pageLanguage,
   type Segment,
   segmentsOf,
 } from '@quire/core/annotation';
@@ -19,7 +20,6 @@ import {
 } from '@quire/db/pages';
 import { withTransaction } from '@quire/db/pool';
 import type { Principal } from '@quire/db/workspaces';
-import { pageLanguage } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
 import { actorOf, requireAction } from './access';
 
@@ -166,7 +166,6 @@ async function restoredLines(
   const line = earlier && segmentsOf(earlier.annotationPage).find((s) => s.index === restore.index);
   if (!line || !base.some((s) => s.index === restore.index)) {
     throw new DomainError(
-      'invalid',
       'unknown_line',
       `line ${restore.index} is not in revision ${restore.revision}`,
     );
@@ -191,22 +190,15 @@ function savedLines(
     'texts' in edit ? edit.texts.map((e) => e.index) : 'verify' in edit ? edit.verify : [];
   const unknown = indexes.find((i) => !known.has(i));
   if (unknown !== undefined) {
-    throw new DomainError(
-      'invalid',
-      'unknown_line',
-      `line ${unknown} is not a line of the revision read`,
-      { index: unknown },
-    );
+    throw new DomainError('unknown_line', `line ${unknown} is not a line of the revision read`, {
+      index: unknown,
+    });
   }
   if ('verify' in edit) return { mine: stampVerified(base, edit.verify, author, at) };
   if ('renameSpeaker' in edit) {
     const { from, to } = edit.renameSpeaker;
     if (!base.some((s) => s.speaker === from)) {
-      throw new DomainError(
-        'invalid',
-        'unknown_speaker',
-        `no line of the page has speaker ${from}`,
-      );
+      throw new DomainError('unknown_speaker', `no line of the page has speaker ${from}`);
     }
     const renamed = base.map((s) => (s.speaker === from ? { ...s, speaker: to } : s));
     return { mine: stampEdit(base, renamed, author, at) };
@@ -222,7 +214,6 @@ function checkSegmentsFit(page: PageRow, segments: Segment[]): void {
   for (const segment of segments) {
     if (seen.has(segment.index)) {
       throw new DomainError(
-        'invalid',
         'duplicate_segment_index',
         `segment index ${segment.index} appears twice`,
       );
@@ -231,14 +222,12 @@ function checkSegmentsFit(page: PageRow, segments: Segment[]): void {
     const expected = page.kind === 'image' ? 'xywh' : 't';
     if (segment.target.kind !== expected) {
       throw new DomainError(
-        'invalid',
         'segment_kind_mismatch',
         `segments of ${page.kind} pages target #${expected}=`,
       );
     }
     if (segment.target.kind === 't' && segment.target.end < segment.target.start) {
       throw new DomainError(
-        'invalid',
         'invalid_segment_span',
         `segment ${segment.index} ends before it starts`,
       );

@@ -46,7 +46,7 @@ import { operatorActor } from './operator';
  */
 
 const wrongCredentials = () =>
-  new DomainError('unauthenticated', 'invalid_credentials', 'the email or password is wrong');
+  new DomainError('invalid_credentials', 'the email or password is wrong');
 
 /**
  * R2: an email and password in; the account out, or a refusal. Too many failures of the
@@ -73,7 +73,6 @@ export async function signInWithPassword(input: {
     failures.address >= settings.QUIRE_SIGNIN_MAX_FAILURES_PER_ADDRESS
   ) {
     throw new DomainError(
-      'rate_limited',
       'too_many_attempts',
       'too many failed sign-ins; wait a few minutes and try again',
     );
@@ -98,7 +97,7 @@ export async function firstWorkspaceOf(account: Account): Promise<number | null>
 const ownerActor = (principal: Principal) => {
   if (principal.actor.type !== 'account') {
     // The matrix lets no key manage people or keys; this is the type's proof of it.
-    throw new DomainError('forbidden', 'forbidden', 'only a person manages members and keys');
+    throw new DomainError('forbidden', 'only a person manages members and keys');
   }
   return { kind: 'account' as const, accountId: principal.actor.id, name: principal.actor.name };
 };
@@ -110,8 +109,8 @@ export async function inviteMember(
 ): Promise<{ token: string; invitationId: number; expiresAt: Date }> {
   requireAction(principal, 'member.invite');
   const email = normalizeEmail(input.email);
-  if (!email) throw new DomainError('invalid', 'invalid_email', 'that is not an email address');
-  if (!isRole(input.role)) throw new DomainError('invalid', 'invalid_role', 'unknown role');
+  if (!email) throw new DomainError('invalid_email', 'that is not an email address');
+  if (!isRole(input.role)) throw new DomainError('invalid_role', 'unknown role');
   const { invitation, token } = await createInvitation(pool(), ownerActor(principal), {
     workspaceId: principal.workspaceId,
     email,
@@ -143,10 +142,10 @@ export async function acceptInvitationLink(input: {
     return acceptInvitation(pool(), input.token, { kind: 'existing', accountId: account.id });
   }
   const problem = passwordProblem(input.password);
-  if (problem) throw new DomainError('invalid', 'weak_password', problem);
+  if (problem) throw new DomainError('weak_password', problem);
   const name = input.name.trim();
   if (name.length < 1 || name.length > 200) {
-    throw new DomainError('invalid', 'invalid_name', 'a name has 1 to 200 characters');
+    throw new DomainError('invalid_name', 'a name has 1 to 200 characters');
   }
   return acceptInvitation(pool(), input.token, {
     kind: 'new',
@@ -175,7 +174,7 @@ export async function changeRole(
   input: { accountId: number; role: string },
 ): Promise<void> {
   requireAction(principal, 'member.change_role');
-  if (!isRole(input.role)) throw new DomainError('invalid', 'invalid_role', 'unknown role');
+  if (!isRole(input.role)) throw new DomainError('invalid_role', 'unknown role');
   await changeMemberRole(pool(), ownerActor(principal), {
     workspaceId: principal.workspaceId,
     accountId: input.accountId,
@@ -203,10 +202,10 @@ export async function createWorkspaceKey(
   requireAction(principal, 'api_key.create');
   const name = input.name.trim();
   if (name.length < 1 || name.length > 200) {
-    throw new DomainError('invalid', 'invalid_name', 'a key has a name of 1 to 200 characters');
+    throw new DomainError('invalid_name', 'a key has a name of 1 to 200 characters');
   }
   if (!isKeyScope(input.scope)) {
-    throw new DomainError('invalid', 'invalid_scope', 'a key is scoped read or write');
+    throw new DomainError('invalid_scope', 'a key is scoped read or write');
   }
   const scope: KeyScope = input.scope;
   const made = await createApiKey(pool(), ownerActor(principal), {
@@ -237,7 +236,6 @@ export async function disableAccount(
 ): Promise<{ account: Account; endedSessions: number }> {
   if (disabled && 'accountId' in operator && operator.accountId === accountId) {
     throw new DomainError(
-      'conflict',
       'cannot_disable_self',
       'an operator cannot disable their own account; another operator can',
     );
@@ -259,11 +257,10 @@ export async function listInstallationAccounts(
   const search = filter.search?.trim() ?? '';
   const fault = textFault(search);
   if (fault) {
-    throw new DomainError('malformed', 'invalid_text', `the search ${describeTextFault(fault)}`);
+    throw new DomainError('invalid_text', `the search ${describeTextFault(fault)}`);
   }
   if (search.length > MAX_ACCOUNT_SEARCH_CHARS) {
     throw new DomainError(
-      'invalid',
       'invalid_search',
       `search for at most ${MAX_ACCOUNT_SEARCH_CHARS} characters`,
     );
@@ -285,7 +282,7 @@ export async function signInWithOidcClaims(
   const subject = typeof claims.sub === 'string' ? claims.sub : undefined;
   const email = typeof claims.email === 'string' ? normalizeEmail(claims.email) : undefined;
   if (!subject || !email || claims.email_verified === false) {
-    throw new DomainError('unauthenticated', 'oidc_claims', 'the provider gave no verified email');
+    throw new DomainError('oidc_claims', 'the provider gave no verified email');
   }
   const name =
     typeof claims.name === 'string' && claims.name.trim()

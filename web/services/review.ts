@@ -39,7 +39,7 @@ export async function reviewQueue(
       cursor.length !== 3 ||
       !cursor.every((n) => typeof n === 'number' && Number.isFinite(n))
     ) {
-      throw new ApiError(400, 'invalid_page_token', 'page token is malformed');
+      throw new ApiError('invalid_page_token', 'page token is malformed');
     }
     const [confidence, pageId, index] = cursor as [number, number, number];
     after = { confidence, pageId, index };

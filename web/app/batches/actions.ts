@@ -1,5 +1,5 @@
 'use server';
-import { NotFoundError } from '@quire/db/errors';
+import { refusalOf } from '@quire/web/lib/errors';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { cancelBatch } from '@quire/web/services/jobs';
 import { refresh } from 'next/cache';
@@ -20,7 +20,9 @@ export async function cancelBatchAction(
     refresh();
     return { error: null, done: canceled === 1 ? '1 job canceled.' : `${canceled} jobs canceled.` };
   } catch (error) {
-    if (error instanceof NotFoundError) return { error: 'That batch does not exist.', done: null };
-    return { error: 'The batch could not be canceled; try again.', done: null };
+    return {
+      error: refusalOf(error, 'The batch could not be canceled; try again.').message,
+      done: null,
+    };
   }
 }

@@ -1,7 +1,8 @@
 'use server';
-import { DomainError } from '@quire/core/errors';
-import { metadataOf } from '@quire/web/lib/archiveForms';
+import type { ErrorCode } from '@quire/core/errors';
+import { metadataOf, refusedHref } from '@quire/web/lib/archiveForms';
 import { createCollectionBody, updateCollectionBody } from '@quire/web/lib/archiveSchemas';
+import { refusalOf } from '@quire/web/lib/errors';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { createCollection, deleteCollection, updateCollection } from '@quire/web/services/archive';
 import { redirect } from 'next/navigation';
@@ -17,10 +18,7 @@ function parentOf(form: FormData): number | null {
   return /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null;
 }
 
-function codeOf(error: unknown): string {
-  if (error instanceof DomainError) return error.code;
-  throw error;
-}
+const codeOf = (error: unknown): ErrorCode => refusalOf(error).code;
 
 export async function createCollectionAction(form: FormData): Promise<void> {
   const principal = await requirePrincipal();
@@ -31,15 +29,15 @@ export async function createCollectionAction(form: FormData): Promise<void> {
     description: String(form.get('description') ?? '') || null,
     parentId,
   });
-  if (!body.success) redirect(`${back}?error=invalid_collection`);
+  if (!body.success) redirect(refusedHref(back, 'invalid_collection'));
   let id: number | undefined;
-  let error: string | undefined;
+  let error: ErrorCode | undefined;
   try {
     id = (await createCollection(principal, body.data)).id;
   } catch (e) {
     error = codeOf(e);
   }
-  redirect(error ? `${back}?error=${error}` : `/collections/${id}`);
+  redirect(error ? refusedHref(back, error) : `/collections/${id}`);
 }
 
 export async function updateCollectionAction(form: FormData): Promise<void> {
@@ -52,39 +50,39 @@ export async function updateCollectionAction(form: FormData): Promise<void> {
     description: String(form.get('description') ?? '') || null,
     ...(metadata.success ? { metadata: metadata.data } : {}),
   });
-  if (!body.success || !metadata.success) redirect(`${back}?error=invalid_collection`);
-  let error: string | undefined;
+  if (!body.success || !metadata.success) redirect(refusedHref(back, 'invalid_collection'));
+  let error: ErrorCode | undefined;
   try {
     await updateCollection(principal, id, body.data);
   } catch (e) {
     error = codeOf(e);
   }
-  redirect(error ? `${back}?error=${error}` : `${back}?done=saved`);
+  redirect(error ? refusedHref(back, error) : `${back}?done=saved`);
 }
 
 export async function moveCollectionAction(form: FormData): Promise<void> {
   const principal = await requirePrincipal();
   const id = Number(form.get('collectionId'));
   const back = `/collections/${id}`;
-  let error: string | undefined;
+  let error: ErrorCode | undefined;
   try {
     await updateCollection(principal, id, { parentId: parentOf(form) });
   } catch (e) {
     error = codeOf(e);
   }
-  redirect(error ? `${back}?error=${error}` : `${back}?done=moved`);
+  redirect(error ? refusedHref(back, error) : `${back}?done=moved`);
 }
 
 export async function deleteCollectionAction(form: FormData): Promise<void> {
   const principal = await requirePrincipal();
   const id = Number(form.get('collectionId'));
   const parentId = parentOf(form);
-  let error: string | undefined;
+  let error: ErrorCode | undefined;
   try {
     await deleteCollection(principal, id);
   } catch (e) {
     error = codeOf(e);
   }
-  if (error) redirect(`/collections/${id}?error=${error}`);
+  if (error) redirect(refusedHref(`/collections/${id}`, error));
   redirect(parentId === null ? '/?done=deleted' : `/collections/${parentId}?done=deleted`);
 }

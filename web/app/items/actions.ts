@@ -1,8 +1,9 @@
 'use server';
-import { DomainError } from '@quire/core/errors';
+import type { ErrorCode } from '@quire/core/errors';
 import { listItemPages } from '@quire/db/items';
-import { metadataOf } from '@quire/web/lib/archiveForms';
+import { metadataOf, refusedHref } from '@quire/web/lib/archiveForms';
 import { updateItemBody } from '@quire/web/lib/archiveSchemas';
+import { refusalOf } from '@quire/web/lib/errors';
 import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { arrangePages, updateItem } from '@quire/web/services/archive';
@@ -16,10 +17,7 @@ import { redirect } from 'next/navigation';
 
 const itemPath = (itemId: string) => `/items/${encodeURIComponent(itemId)}`;
 
-function codeOf(error: unknown): string {
-  if (error instanceof DomainError) return error.code;
-  throw error;
-}
+const codeOf = (error: unknown): ErrorCode => refusalOf(error).code;
 
 export async function updateItemAction(form: FormData): Promise<void> {
   const principal = await requirePrincipal();
@@ -34,14 +32,14 @@ export async function updateItemAction(form: FormData): Promise<void> {
     collectionId: /^[1-9][0-9]{0,15}$/.test(collection) ? Number(collection) : null,
     ...(metadata.success ? { metadata: metadata.data } : {}),
   });
-  if (!body.success || !metadata.success) redirect(`${back}?error=invalid_item`);
-  let error: string | undefined;
+  if (!body.success || !metadata.success) redirect(refusedHref(back, 'invalid_item'));
+  let error: ErrorCode | undefined;
   try {
     await updateItem(principal, itemId, body.data);
   } catch (e) {
     error = codeOf(e);
   }
-  redirect(error ? `${back}?error=${error}` : `${back}?done=saved`);
+  redirect(error ? refusedHref(back, error) : `${back}?done=saved`);
 }
 
 /** The order a form sent (`order`: page ids, comma-separated). */
@@ -56,14 +54,14 @@ export async function arrangePagesAction(form: FormData): Promise<void> {
   const itemId = String(form.get('itemId') ?? '');
   const back = itemPath(itemId);
   const order = orderOf(form);
-  if (!order) redirect(`${back}?error=invalid_order`);
-  let error: string | undefined;
+  if (!order) redirect(refusedHref(back, 'invalid_order'));
+  let error: ErrorCode | undefined;
   try {
     await arrangePages(principal, itemId, order);
   } catch (e) {
     error = codeOf(e);
   }
-  redirect(error ? `${back}?error=${error}` : `${back}?done=reordered`);
+  redirect(error ? refusedHref(back, error) : `${back}?done=reordered`);
 }
 
 /** Moves one page to the end of another item (made when it does not exist yet). */
@@ -74,14 +72,14 @@ export async function movePageAction(form: FormData): Promise<void> {
   const target = String(form.get('targetItemId') ?? '').trim();
   const back = itemPath(itemId);
   if (!target || target.length > 200 || target === itemId || !Number.isSafeInteger(pageId)) {
-    redirect(`${back}?error=invalid_target`);
+    redirect(refusedHref(back, 'invalid_target'));
   }
-  let error: string | undefined;
+  let error: ErrorCode | undefined;
   try {
     const pages = await listItemPages(pool(), principal.workspaceId, target);
     await arrangePages(principal, target, [...pages.map((p) => p.pageId), pageId]);
   } catch (e) {
     error = codeOf(e);
   }
-  redirect(error ? `${back}?error=${error}` : `${back}?done=moved`);
+  redirect(error ? refusedHref(back, error) : `${back}?done=moved`);
 }

@@ -1,5 +1,5 @@
 'use server';
-import { ConflictError, NotFoundError } from '@quire/db/errors';
+import { refusalOf } from '@quire/web/lib/errors';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { cancelJob, rerunJob } from '@quire/web/services/jobs';
 import { refresh } from 'next/cache';
@@ -19,10 +19,10 @@ export async function cancelJobAction(
   try {
     await cancelJob(principal, String(form.get('jobId') ?? ''));
   } catch (error) {
-    if (error instanceof NotFoundError) return { error: 'That job does not exist.', done: null };
-    if (error instanceof ConflictError)
-      return { error: 'The job has already finished.', done: null };
-    return { error: 'The job could not be canceled; try again.', done: null };
+    return {
+      error: refusalOf(error, 'The job could not be canceled; try again.').message,
+      done: null,
+    };
   }
   refresh();
   return { error: null, done: 'Canceled.' };
@@ -38,8 +38,10 @@ export async function rerunJobAction(
   try {
     ({ jobId: newJobId } = await rerunJob(principal, String(form.get('jobId') ?? '')));
   } catch (error) {
-    if (error instanceof NotFoundError) return { error: 'That job does not exist.', done: null };
-    return { error: 'The new job could not be started; try again.', done: null };
+    return {
+      error: refusalOf(error, 'The new job could not be started; try again.').message,
+      done: null,
+    };
   }
   redirect(`/jobs/${newJobId}`);
 }

@@ -1,5 +1,5 @@
 'use server';
-import { DomainError } from '@quire/core/errors';
+import { refusalOf } from '@quire/web/lib/errors';
 import { config } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import {
@@ -20,10 +20,10 @@ export interface MembersActionState {
   secret?: string;
 }
 
-const refusal = (error: unknown): MembersActionState => {
-  if (error instanceof DomainError) return { error: error.message, done: null };
-  throw error;
-};
+const refusal = (error: unknown): MembersActionState => ({
+  error: refusalOf(error).message,
+  done: null,
+});
 
 export async function inviteAction(
   _previous: MembersActionState,

@@ -1,6 +1,6 @@
 'use server';
-import { DomainError } from '@quire/core/errors';
 import { getInstallationControls, getWorkspaceControls } from '@quire/db/operatorControls';
+import { refusalOf } from '@quire/web/lib/errors';
 import { pool } from '@quire/web/lib/server';
 import { requireOperator } from '@quire/web/lib/session';
 import {
@@ -28,10 +28,8 @@ function limitField(form: FormData, name: string): number | null | 'invalid' {
   return Number(raw);
 }
 
-function describe(error: unknown): string {
-  if (error instanceof DomainError) return error.message;
-  return 'The change could not be saved; try again.';
-}
+const describe = (error: unknown) =>
+  refusalOf(error, 'The change could not be saved; try again.').message;
 
 export async function updateWorkspaceControlsAction(
   _previous: OperatorActionState,

@@ -1,8 +1,7 @@
 'use server';
 import { segmentsOf } from '@quire/core/annotation';
-import { DomainError } from '@quire/core/errors';
-import { NotFoundError } from '@quire/db/errors';
 import type { PageRow } from '@quire/db/pages';
+import { refusalOf } from '@quire/web/lib/errors';
 import { requirePrincipal } from '@quire/web/lib/session';
 import {
   type EditPageResult,
@@ -111,11 +110,8 @@ async function consoleEdit(
       channel: 'console',
     });
   } catch (error) {
-    if (error instanceof NotFoundError)
-      return { state: 'error', message: 'That page does not exist.' };
     // R6: text the database cannot hold or index is refused with the reason, nothing saved.
-    if (error instanceof DomainError) return { state: 'error', message: error.message };
-    throw error;
+    return { state: 'error', message: refusalOf(error).message };
   }
   if (result.state === 'stale') {
     return { state: 'stale', revision: result.revision, current: lineTexts(result.current) };
@@ -152,9 +148,9 @@ export async function publishPageAction(
   try {
     result = await publishPage(principal, { pageId, expectedRevision });
   } catch (error) {
-    if (!(error instanceof NotFoundError)) throw error;
+    const refused = refusalOf(error);
     refresh();
-    return { error: 'That page does not exist.', done: null };
+    return { error: refused.message, done: null };
   }
   refresh();
   switch (result.state) {

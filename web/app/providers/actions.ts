@@ -1,5 +1,5 @@
 'use server';
-import { NotFoundError } from '@quire/db/errors';
+import { refusalOf } from '@quire/web/lib/errors';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { resumeProvider } from '@quire/web/services/providers';
 import { refresh } from 'next/cache';
@@ -19,9 +19,10 @@ export async function resumeProviderAction(
   try {
     await resumeProvider(principal, name);
   } catch (error) {
-    if (error instanceof NotFoundError)
-      return { error: 'Only an operator can resume that provider.', resumed: null };
-    return { error: 'The workflow service did not answer; try again.', resumed: null };
+    return {
+      error: refusalOf(error, 'The workflow service did not answer; try again.').message,
+      resumed: null,
+    };
   }
   refresh();
   return { error: null, resumed: name };

@@ -1,9 +1,9 @@
 import { MEDIA_KINDS } from '@quire/core/media';
 import { listCollectionChoices } from '@quire/db/collections';
-import { NotFoundError } from '@quire/db/errors';
 import type { SearchHit } from '@quire/db/search';
 import { CollectionSelect, itemHref, SnippetText } from '@quire/web/components/Archive';
 import { queryValue } from '@quire/web/lib/archiveForms';
+import { refusalOf } from '@quire/web/lib/errors';
 import { searchQuery } from '@quire/web/lib/schemas';
 import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
@@ -43,8 +43,7 @@ export default async function SearchPage({
     try {
       hits = await search(principal, parsed.data);
     } catch (error) {
-      if (!(error instanceof NotFoundError)) throw error;
-      problem = 'That collection no longer exists.';
+      problem = refusalOf(error).message;
     }
   } else if (q !== '') {
     problem = 'Search for at most 200 characters.';

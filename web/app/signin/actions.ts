@@ -1,8 +1,8 @@
 'use server';
-import { DomainError } from '@quire/core/errors';
 import { isOperatorKeyShape } from '@quire/core/operatorKeys';
 import { authenticateOperatorKey } from '@quire/db/operatorKeys';
 import { authenticateApiKey } from '@quire/db/workspaces';
+import { refusalOf } from '@quire/web/lib/errors';
 import { pool } from '@quire/web/lib/server';
 import { endCurrentSession, startSession } from '@quire/web/lib/session';
 import { clientAddress } from '@quire/web/lib/signin';
@@ -33,13 +33,8 @@ export async function signInWithPasswordAction(
     await startSession({ accountId: account.id, workspaceId });
     target = account.operator ? '/operator' : workspaceId === null ? '/workspaces' : '/';
   } catch (error) {
-    if (error instanceof DomainError && error.code === 'too_many_attempts') {
-      return { error: 'Too many failed sign-ins. Wait a few minutes and try again.' };
-    }
-    if (error instanceof DomainError && error.code === 'invalid_credentials') {
-      return { error: 'That email or password is not valid.' };
-    }
-    throw error;
+    // R2: too_many_attempts and invalid_credentials; anything but a refusal is thrown on.
+    return { error: refusalOf(error).message };
   }
   redirect(target);
 }

@@ -1,10 +1,6 @@
 'use server';
-import { ForbiddenTargetError, WebhookValidationError } from '@quire/core/webhookValidation';
-import {
-  DeliveryStateError,
-  DuplicateWebhookError,
-  WebhookNotFoundError,
-} from '@quire/db/webhooks';
+import { WebhookNotFoundError } from '@quire/db/webhooks';
+import { refusalOf } from '@quire/web/lib/errors';
 import { config } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { createWebhook, deleteWebhook, replayDelivery } from '@quire/web/services/webhooks';
@@ -40,14 +36,10 @@ export async function createWebhookAction(
     refresh();
     return { error: null, created: { id: subscription.id, url: subscription.url } };
   } catch (error) {
-    if (error instanceof ForbiddenTargetError) {
-      return { error: `That URL ${error.reason}.`, created: null };
-    }
-    if (error instanceof WebhookValidationError) return { error: error.message, created: null };
-    if (error instanceof DuplicateWebhookError) {
-      return { error: 'This workspace already has a webhook for that URL.', created: null };
-    }
-    return { error: 'The webhook could not be created; try again.', created: null };
+    return {
+      error: refusalOf(error, 'The webhook could not be created; try again.').message,
+      created: null,
+    };
   }
 }
 
@@ -78,10 +70,10 @@ export async function replayDeliveryAction(
   try {
     await replayDelivery(principal, { deliveryId });
   } catch (error) {
-    if (error instanceof WebhookNotFoundError || error instanceof DeliveryStateError) {
-      return { error: error.message, done: null };
-    }
-    return { error: 'The delivery could not be replayed; try again.', done: null };
+    return {
+      error: refusalOf(error, 'The delivery could not be replayed; try again.').message,
+      done: null,
+    };
   }
   refresh();
   return { error: null, done: 'Queued for delivery now.' };

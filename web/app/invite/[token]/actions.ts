@@ -1,5 +1,5 @@
 'use server';
-import { DomainError } from '@quire/core/errors';
+import { refusalOf } from '@quire/web/lib/errors';
 import { startSession } from '@quire/web/lib/session';
 import { clientAddress } from '@quire/web/lib/signin';
 import { acceptInvitationLink } from '@quire/web/services/people';
@@ -24,8 +24,7 @@ export async function acceptInvitationAction(
     });
     await startSession({ accountId: accepted.account.id, workspaceId: accepted.workspaceId });
   } catch (error) {
-    if (error instanceof DomainError) return { error: error.message };
-    throw error;
+    return { error: refusalOf(error).message };
   }
   // F4: an editor lands on the archive.
   redirect('/');

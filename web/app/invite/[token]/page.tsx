@@ -1,5 +1,6 @@
 import { findAccountByEmail } from '@quire/db/accounts';
 import { closedInvitationError, invitationClosed, openInvitation } from '@quire/db/invitations';
+import { refusalOf } from '@quire/web/lib/errors';
 import { pool } from '@quire/web/lib/server';
 import { AcceptForm } from './AcceptForm';
 
@@ -14,15 +15,16 @@ export default async function InvitationPage({ params }: { params: Promise<{ tok
     : undefined;
   if (!invitation) {
     // A revoked link says so (the person knows to ask again); any other closed link is alike.
-    const refusal = /^qi_[A-Za-z0-9_-]{43}$/.test(token)
-      ? await closedInvitationError(pool(), token)
-      : invitationClosed();
+    const refusal = refusalOf(
+      /^qi_[A-Za-z0-9_-]{43}$/.test(token)
+        ? await closedInvitationError(pool(), token)
+        : invitationClosed(),
+    );
     return (
       <main className="narrow">
         <h1>Invitation</h1>
         <p className="card error" data-code={refusal.code}>
-          {refusal.message.charAt(0).toUpperCase()}
-          {refusal.message.slice(1)}.
+          {refusal.message}
         </p>
       </main>
     );

@@ -1,8 +1,8 @@
-import { DomainError } from '@quire/core/errors';
 import type { AccountListing } from '@quire/db/accounts';
 import { AccountDisabledButton } from '@quire/web/components/OperatorForms';
 import { Time } from '@quire/web/components/Time';
 import { queryValue } from '@quire/web/lib/archiveForms';
+import { refusalOf } from '@quire/web/lib/errors';
 import { requireOperator } from '@quire/web/lib/session';
 import { listInstallationAccounts, MAX_ACCOUNT_SEARCH_CHARS } from '@quire/web/services/people';
 import Link from 'next/link';
@@ -31,8 +31,7 @@ export default async function OperatorAccountsPage({
   try {
     ({ accounts, nextAfterId } = await listInstallationAccounts(operator, { search: q, afterId }));
   } catch (error) {
-    if (!(error instanceof DomainError)) throw error;
-    problem = `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`;
+    problem = refusalOf(error).message;
   }
   const self = 'accountId' in operator ? operator.accountId : null;
   const pageHref = (after?: number) => {

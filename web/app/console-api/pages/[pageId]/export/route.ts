@@ -1,5 +1,6 @@
-import { isExportFormat, UnsupportedExportError } from '@quire/core/exports';
+import { isExportFormat } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
+import { apiError } from '@quire/web/lib/http';
 import { pageExportResponse, pageProvenance } from '@quire/web/lib/pageHttp';
 import { pool } from '@quire/web/lib/server';
 import { withSession } from '@quire/web/lib/session';
@@ -16,36 +17,15 @@ export async function GET(request: Request, { params }: { params: Promise<{ page
     const { pageId } = await params;
     const format = new URL(request.url).searchParams.get('format') ?? '';
     if (format !== 'iiif' && !isExportFormat(format)) {
-      return Response.json(
-        {
-          error: {
-            code: 'invalid_query',
-            message: 'format: iiif, text, alto, page, hocr, vtt or srt',
-          },
-        },
-        { status: 400 },
-      );
+      return apiError('invalid_query', 'format: iiif, text, alto, page, hocr, vtt or srt');
     }
     const page = /^\d{1,15}$/.test(pageId)
       ? await getPage(pool(), principal.workspaceId, Number(pageId))
       : undefined;
-    if (!page)
-      return Response.json(
-        { error: { code: 'page_not_found', message: 'page not found' } },
-        { status: 404 },
-      );
-    try {
-      const provenance =
-        format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
-      return pageExportResponse(page, format, provenance);
-    } catch (error) {
-      if (error instanceof UnsupportedExportError) {
-        return Response.json(
-          { error: { code: 'unsupported_format', message: error.message } },
-          { status: 422 },
-        );
-      }
-      throw error;
-    }
+    if (!page) return apiError('page_not_found', 'page not found');
+    // An export that does not fit the page's kind is UnsupportedExportError: 422 unsupported_format.
+    const provenance =
+      format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
+    return pageExportResponse(page, format, provenance);
   });
 }

@@ -1,5 +1,6 @@
 import { pageMedia } from '@quire/db/console';
 import { blobStore } from '@quire/web/lib/blobs';
+import { apiError } from '@quire/web/lib/http';
 import { mediaResponse } from '@quire/web/lib/media';
 import { pool } from '@quire/web/lib/server';
 import { withSession } from '@quire/web/lib/session';
@@ -7,8 +8,7 @@ import { withSession } from '@quire/web/lib/session';
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
-const notFound = () =>
-  Response.json({ error: { code: 'page_not_found', message: 'page not found' } }, { status: 404 });
+const notFound = () => apiError('page_not_found', 'page not found');
 
 /**
  * GET /console-api/pages/{pageId}/media: the page's image or recording, for the signed-in

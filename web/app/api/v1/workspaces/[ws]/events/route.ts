@@ -24,12 +24,12 @@ async function streamPrincipal(request: Request, ws: string): Promise<Principal 
     principal = undefined;
   }
   if (!principal) {
-    throw new ApiError(401, 'unauthenticated', 'an API key or a console session is required', {
+    throw new ApiError('unauthenticated', 'an API key or a console session is required', {
       'WWW-Authenticate': 'Bearer',
     });
   }
   if (String(principal.workspaceId) !== ws)
-    throw new ApiError(404, 'workspace_not_found', 'workspace not found');
+    throw new ApiError('workspace_not_found', 'workspace not found');
   return principal;
 }
 

@@ -60,7 +60,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
     if (query.pageToken !== undefined) {
       const cursor = decodePageToken(secret, binding, query.pageToken);
       if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > 64) {
-        throw new ApiError(400, 'invalid_page_token', 'page token is malformed');
+        throw new ApiError('invalid_page_token', 'page token is malformed');
       }
       beforeId = cursor;
     }

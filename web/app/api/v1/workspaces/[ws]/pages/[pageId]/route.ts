@@ -16,7 +16,7 @@ const MAX_EDIT_BYTES = 5 * 1024 * 1024;
 export async function GET(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, params) => {
     const page = await getPage(pool(), principal.workspaceId, pathId(params.pageId, 'pageId'));
-    if (!page) throw new ApiError(404, 'page_not_found', 'page not found');
+    if (!page) throw new ApiError('page_not_found', 'page not found');
     return json(pageJson(page), {
       headers: { ETag: pageEtag(page.revision), 'Cache-Control': 'no-store' },
     });

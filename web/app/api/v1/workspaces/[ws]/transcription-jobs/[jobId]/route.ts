@@ -36,9 +36,9 @@ async function liveProgress(jobId: string, workflowId: string): Promise<JobProgr
 export async function GET(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, { jobId }) => {
     if (jobId.length === 0 || jobId.length > 64)
-      throw new ApiError(404, 'job_not_found', 'job not found');
+      throw new ApiError('job_not_found', 'job not found');
     const job = await getJob(pool(), principal.workspaceId, jobId);
-    if (!job) throw new ApiError(404, 'job_not_found', 'job not found');
+    if (!job) throw new ApiError('job_not_found', 'job not found');
     const [attempts, live] = await Promise.all([
       listAttempts(pool(), job.id),
       // A job waiting for a slot (M4) has no workflow to ask yet.

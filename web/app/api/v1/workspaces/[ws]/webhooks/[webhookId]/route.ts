@@ -11,7 +11,7 @@ type Params = { ws: string; webhookId: string };
 
 function checkId(id: string): string {
   if (id.length === 0 || id.length > 64)
-    throw new ApiError(404, 'webhook_not_found', 'webhook not found');
+    throw new ApiError('webhook_not_found', 'webhook not found');
   return id;
 }
 
@@ -23,7 +23,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
       principal.workspaceId,
       checkId(params.webhookId),
     );
-    if (!subscription) throw new ApiError(404, 'webhook_not_found', 'webhook not found');
+    if (!subscription) throw new ApiError('webhook_not_found', 'webhook not found');
     return json(subscriptionJson(subscription));
   });
 }

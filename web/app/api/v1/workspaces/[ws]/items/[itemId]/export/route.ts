@@ -22,7 +22,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
       itemId.length >= 1 && itemId.length <= 200
         ? await iiifItemPages(pool(), principal.workspaceId, itemId, 'draft')
         : undefined;
-    if (!found) throw new ApiError(404, 'item_not_found', 'item not found');
+    if (!found) throw new ApiError('item_not_found', 'item not found');
     return searchablePdfResponse(found.pages, {
       filename: `item-${itemId.replace(/[^A-Za-z0-9._-]/g, '_')}`,
       ...(found.title ? { title: found.title } : {}),

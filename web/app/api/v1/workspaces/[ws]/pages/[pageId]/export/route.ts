@@ -1,4 +1,3 @@
-import { UnsupportedExportError } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
 import { ApiError, pathId, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
 import { pageEtag, pageExportResponse, pageProvenance } from '@quire/web/lib/pageHttp';
@@ -21,7 +20,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
     const pageId = pathId(params.pageId, 'pageId');
     const { format } = readQuery(request, exportQuery);
     const page = await getPage(pool(), principal.workspaceId, pageId);
-    if (!page) throw new ApiError(404, 'page_not_found', 'page not found');
+    if (!page) throw new ApiError('page_not_found', 'page not found');
     if (format === 'pdf') {
       // I7: the page's image with its current lines as invisible text.
       return searchablePdfResponse([page], {
@@ -30,14 +29,9 @@ export async function GET(request: Request, context: RouteContext<Params>) {
         headers: { ETag: pageEtag(page.revision) },
       });
     }
-    try {
-      const provenance =
-        format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
-      return pageExportResponse(page, format, provenance);
-    } catch (error) {
-      if (error instanceof UnsupportedExportError)
-        throw new ApiError(422, 'unsupported_format', error.message);
-      throw error;
-    }
+    // An export that does not fit the page's kind is UnsupportedExportError: 422 unsupported_format.
+    const provenance =
+      format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
+    return pageExportResponse(page, format, provenance);
   });
 }

@@ -1,4 +1,5 @@
 import { json, pathId, type RouteContext, readJson, withApi } from '@quire/web/lib/api';
+import { errorBody, statusOfCode } from '@quire/web/lib/errors';
 import { publishBody } from '@quire/web/lib/schemas';
 import { publishPage } from '@quire/web/services/pages';
 
@@ -20,14 +21,14 @@ export async function POST(request: Request, context: RouteContext<Params>) {
     switch (result.state) {
       case 'mismatch':
         return json(
-          {
-            error: {
-              code: 'revision_mismatch',
-              message: `the page is at revision ${result.revision}, not ${expectedRevision}`,
+          errorBody(
+            'revision_mismatch',
+            `the page is at revision ${result.revision}, not ${expectedRevision}`,
+            {
               currentRevision: result.revision,
             },
-          },
-          { status: 409 },
+          ),
+          { status: statusOfCode('revision_mismatch') },
         );
       case 'unchanged':
         return json({ pageId, publishedRevision: result.revision, eventId: null, changed: false });

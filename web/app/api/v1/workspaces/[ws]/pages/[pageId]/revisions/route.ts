@@ -17,7 +17,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
       beforeRevision: query.before,
       limit: query.pageSize + 1,
     });
-    if (!rows) throw new ApiError(404, 'page_not_found', 'page not found');
+    if (!rows) throw new ApiError('page_not_found', 'page not found');
     const revisions = rows.slice(0, query.pageSize);
     const last = revisions[revisions.length - 1];
     return json({

@@ -18,7 +18,7 @@ type Params = { ws: string; webhookId: string };
 export async function GET(request: Request, context: RouteContext<Params>) {
   return withApi(request, context, async (principal, { webhookId }) => {
     if (webhookId.length === 0 || webhookId.length > 64) {
-      throw new ApiError(404, 'webhook_not_found', 'webhook not found');
+      throw new ApiError('webhook_not_found', 'webhook not found');
     }
     const query = readQuery(request, deliveriesQuery);
     const binding = {
@@ -31,7 +31,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
     if (query.pageToken !== undefined) {
       const cursor = decodePageToken(secret, binding, query.pageToken);
       if (typeof cursor !== 'number' || !Number.isSafeInteger(cursor) || cursor <= 0) {
-        throw new ApiError(400, 'invalid_page_token', 'page token is malformed');
+        throw new ApiError('invalid_page_token', 'page token is malformed');
       }
       beforeId = cursor;
     }

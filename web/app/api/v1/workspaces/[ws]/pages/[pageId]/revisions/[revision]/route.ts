@@ -13,7 +13,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
     const pageId = pathId(params.pageId, 'pageId');
     const revision = params.revision === '0' ? 0 : pathId(params.revision, 'revision');
     const found = await getRevision(pool(), principal.workspaceId, pageId, revision);
-    if (!found) throw new ApiError(404, 'revision_not_found', 'revision not found');
+    if (!found) throw new ApiError('revision_not_found', 'revision not found');
     return json({ pageId, ...found, createdAt: found.createdAt.toISOString() });
   });
 }
