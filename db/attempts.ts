@@ -1,3 +1,4 @@
+import { EVENT_TYPES } from '../core/cloudevents';
 import type { FailureClass, PauseReason } from '../core/failures';
 import { polishProviderOf } from '../core/jobOptions';
 import type { MediaKind } from '../core/media';
@@ -7,7 +8,7 @@ import { isActiveStatus } from '../core/temporal';
 import { workspaceBudgetPause } from './budget';
 import { appendEvent } from './events';
 import { type AttemptFence, lockRunningAttempt, updateRunningAttempt } from './fence';
-import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
+import { failJobIn, jobEventData } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { currentPause, nextUtcMidnight, pauseProviderIn } from './providerState';
 import { ACTIVE_STATUS_LIST } from './sql';

@@ -1,4 +1,5 @@
 import type { Segment } from '../core/annotation';
+import { EVENT_TYPES } from '../core/cloudevents';
 import type { EngineIdentity } from '../core/provider';
 import { closeAttemptIn } from './attempts';
 import { appendEvent } from './events';
@@ -9,7 +10,7 @@ import {
   type RunningAttempt,
   updateRunningAttempt,
 } from './fence';
-import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
+import { failJobIn, jobEventData } from './jobs';
 import { type Pool, type PoolClient, withTransaction } from './pool';
 import { resetOutageBackoff } from './providerState';
 import { commitRevision, type RevisionConflict } from './revisions';

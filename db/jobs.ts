@@ -1,3 +1,4 @@
+import { EVENT_TYPES } from '../core/cloudevents';
 import type { FailureClass } from '../core/failures';
 import { uuidv7, workflowIdForJob } from '../core/ids';
 import type { NewJobRecord } from '../core/jobStore';
@@ -15,19 +16,6 @@ import { appendEvent } from './events';
 import { getPageForUpdate } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
-
-export const EVENT_TYPES = {
-  completed: 'dev.quire.transcription.completed',
-  failed: 'dev.quire.transcription.failed',
-  canceled: 'dev.quire.transcription.canceled',
-  taskStarted: 'dev.quire.transcription.task.started',
-  taskCompleted: 'dev.quire.transcription.task.completed',
-  published: 'dev.quire.annotations.published',
-  /** V5: the revision that makes every line of a page verified. */
-  pageVerified: 'dev.quire.page.verified',
-  providerPaused: 'dev.quire.provider.paused',
-  providerResumed: 'dev.quire.provider.resumed',
-} as const;
 
 export interface JobRow {
   id: string;

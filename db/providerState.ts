@@ -1,7 +1,7 @@
 import { backoffCeilingMs } from '../core/backoff';
+import { EVENT_TYPES } from '../core/cloudevents';
 import type { FailureClass, PauseReason } from '../core/failures';
 import { appendEvent } from './events';
-import { EVENT_TYPES } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 

@@ -1,9 +1,9 @@
 import { buildAnnotationPage, lineStateOf, type Segment, targetFragment } from '../core/annotation';
+import { EVENT_TYPES } from '../core/cloudevents';
 import { countLineStates } from '../core/lineStates';
 import type { EngineIdentity } from '../core/provider';
 import { assertLinesAccepted, assertPageTextFits, searchTextOf } from '../core/text';
 import { appendEvent } from './events';
-import { EVENT_TYPES } from './jobs';
 import type { PoolClient } from './pool';
 
 /**

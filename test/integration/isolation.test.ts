@@ -1,13 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QuireClient } from '../../client';
+import { EVENT_TYPES } from '../../core/cloudevents';
 import { parseConfig } from '../../core/config';
 import { DomainError } from '../../core/errors';
 import { buildSnapshot } from '../../core/pricing';
 import { auditInvariants } from '../../db/audit';
 import { readEventsAfter } from '../../db/events';
 import { createJobStore } from '../../db/jobStore';
-import { createJob, EVENT_TYPES, getJob } from '../../db/jobs';
+import { createJob, getJob } from '../../db/jobs';
 import { withTransaction } from '../../db/pool';
 import { getProviderStates, pauseProviderIn, resumeProvider } from '../../db/providerState';
 import { createWorkspace } from '../../db/workspaces';
