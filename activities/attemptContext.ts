@@ -13,7 +13,7 @@ import {
   StaleAttemptError,
 } from '../core/failures';
 import type { Logger } from '../core/logger';
-import { type BilledProvider, billedProvider } from '../core/pricing';
+import { type BilledProvider, billedProvider, costMicros } from '../core/pricing';
 import type { CallContext, CallCost, JobSnapshot, MediaInput } from '../core/provider';
 import { redactError } from '../core/redact';
 import { KEY_MISMATCH, openWithAnyKey, SecretKeyMismatchError } from '../core/secretKeys';
@@ -272,11 +272,10 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     by?: BilledProvider,
   ) {
     await recordProviderCall(pool, {
-      by,
+      by: by ?? billedProvider(ctx.snapshot, 'engine'),
       workspaceId: ctx.workspaceId,
       jobId: ctx.fence.jobId,
       attemptNumber: ctx.fence.attemptNumber,
-      snapshot: ctx.snapshot,
       operation,
       cost,
       outcome,
@@ -303,7 +302,7 @@ export function createAttemptKit(deps: TranscriptionDeps) {
     cost: CallCost,
     by: BilledProvider = billedProvider(ctx.snapshot, 'engine'),
   ): Promise<void> {
-    const estimatedMicros = Math.round(cost.units * (by.price[cost.unit] ?? 0));
+    const estimatedMicros = costMicros(by.price, cost);
     if (estimatedMicros <= 0) return;
     const now = deps.now?.() ?? new Date();
     const check = await checkBudget(pool, {

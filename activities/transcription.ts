@@ -27,6 +27,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
 
 export type TranscriptionActivities = ReturnType<typeof createTranscriptionActivities>;
 
+export type { RevisionWriteOutcome } from '../db/revisions';
 export type {
   AttemptRef,
   PauseRequest,
@@ -36,4 +37,3 @@ export type {
 } from './attemptContext';
 export type { ClaimOutcome } from './attempts';
 export type { SliceOutcome } from './imageStages';
-export type { Committed } from './transcriptStages';

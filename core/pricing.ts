@@ -1,5 +1,5 @@
 import type { MediaKind } from './media';
-import type { CostUnit, JobSnapshot } from './provider';
+import type { CallCost, CostUnit, JobSnapshot } from './provider';
 import { PROVIDER_CATALOGUE } from './providerCatalogue';
 
 /**
@@ -69,4 +69,13 @@ export function billedProvider(snapshot: JobSnapshot, stage: 'engine' | 'polish'
     return { provider: polish, price: snapshot.polishPrice ?? {} };
   }
   return { provider: snapshot.provider, price: snapshot.price };
+}
+
+/**
+ * B1: what a call costs, in micro-units, at the price its provider had when the job was
+ * created; the one formula behind the ledger's rows and the budget's estimates. A unit the
+ * table does not price is free.
+ */
+export function costMicros(price: PriceTable, cost: CallCost | null): number {
+  return cost ? Math.round(cost.units * (price[cost.unit] ?? 0)) : 0;
 }

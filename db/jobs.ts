@@ -100,25 +100,9 @@ export interface CreatedJob {
   superseded: { id: string; workflowId: string } | null;
 }
 
-/**
- * Creates a job for a page (J4, J6). In one transaction: an existing job with the same
- * idempotency key is returned as it is; otherwise the page's active job, if any, becomes
- * `superseded` with its running attempt closed (its token dies), and the new job is inserted.
- */
-export async function createJob(pool: Pool, input: NewJob): Promise<CreatedJob> {
-  for (let tries = 0; ; tries++) {
-    try {
-      return await withTransaction(pool, (client) => createJobIn(client, input));
-    } catch (error) {
-      // A concurrent request with the same idempotency key won the insert: return its job.
-      if (
-        tries === 0 &&
-        isUniqueViolation(error, 'transcription_jobs_workspace_id_idempotency_key_key')
-      )
-        continue;
-      throw error;
-    }
-  }
+/** J6: a concurrent creation with the same idempotency key won the insert. */
+export function isJobKeyRace(error: unknown): boolean {
+  return isUniqueViolation(error, 'transcription_jobs_workspace_id_idempotency_key_key');
 }
 
 /** M4: the advisory lock that serialises a workspace's admissions and capped recordings. */
@@ -127,7 +111,14 @@ export async function lockWorkspaceSlots(client: Queryable, workspaceId: number)
   await client.query('SELECT pg_advisory_xact_lock($1, $2)', [SLOT_LOCK_CLASS, workspaceId]);
 }
 
-export async function createJobIn(client: PoolClient, input: NewJob): Promise<CreatedJob> {
+/**
+ * Creates a job for a page (J4, J6), in the caller's transaction: an existing job with the
+ * same idempotency key is returned as it is; otherwise the page's active job, if any, becomes
+ * `superseded` with its running attempt closed (its token dies), and the new job is inserted.
+ * A concurrent request with the same key that wins the insert is a unique violation
+ * (`isJobKeyRace`): the caller runs its transaction again and finds that job.
+ */
+export async function createJob(client: PoolClient, input: NewJob): Promise<CreatedJob> {
   if (input.idempotencyKey) {
     const existing = await client.query(
       `SELECT ${JOB_COLUMNS}, p.kind FROM transcription_jobs j JOIN pages p ON p.id = j.page_id
@@ -313,7 +304,7 @@ async function appendJobEvent(
 }
 
 /** Marks a job failed (from an active status) with its completion-less failure event. */
-export async function failJobIn(
+export async function failJob(
   client: PoolClient,
   jobId: string,
   category: FailureClass,

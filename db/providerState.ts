@@ -34,9 +34,10 @@ export function nextUtcMidnight(now: Date): Date {
 
 /**
  * Pauses a provider's queue in the caller's transaction and opens a new episode; an already
- * paused provider keeps its episode and its resume time.
+ * paused provider keeps its episode and its resume time. An attempt's pausing failure pauses
+ * through `pauseProvider` (db/attempts.ts), which closes the attempt beside it.
  */
-export async function pauseProviderIn(
+export async function pauseQueue(
   client: PoolClient,
   provider: string,
   reason: PauseReason,

@@ -3,7 +3,7 @@ import type { JobRecord } from '../core/jobStore';
 import { buildSnapshot, type PriceTable } from '../core/pricing';
 import { resolveProvider } from '../core/providerCatalogue';
 import type { JobPriority } from '../core/temporal';
-import { createJobIn } from '../db/jobs';
+import { createJob } from '../db/jobs';
 import type { IngestDeps } from './batch';
 
 /**
@@ -29,7 +29,7 @@ export function recordJobsForIngest(args: {
     checkJobRequest({ provider, options: args.options }, args.enabled);
     const jobs = [];
     for (const page of pages) {
-      const { job, kind } = await createJobIn(tx, {
+      const { job, kind } = await createJob(tx, {
         workspaceId: args.workspaceId,
         pageId: page.pageId,
         batchId,

@@ -8,8 +8,8 @@ import {
 import type {
   AttemptRef,
   ClaimOutcome,
-  Committed,
   PauseRequest,
+  RevisionWriteOutcome,
 } from '../activities/transcription';
 import { cappedBackoffMs } from '../core/backoff';
 import {
@@ -357,7 +357,7 @@ export async function transcriptionJob(
     await sleep(keyFaultPauseMs(keyFaults++));
   }
 
-  function committedEnd(committed: Committed): AttemptEnd {
+  function committedEnd(committed: RevisionWriteOutcome): AttemptEnd {
     if (committed.state === 'conflict') return final('failed', null, 'conflict');
     return final('completed', committed.revision, null);
   }
