@@ -4,12 +4,7 @@ import type { JobSnapshot } from '../core/provider';
 import type { AttemptFence } from '../db/fence';
 import type { Pool } from '../db/pool';
 import type { ProviderRegistry } from '../providers/registry';
-import { createActivityBoundary } from './activityBoundary';
-import { createAttemptBilling } from './attemptBilling';
-import { createAttemptFences } from './attemptFence';
-import { createAttemptSaving } from './attemptSaving';
-import { createPageMedia } from './pageMedia';
-import { PagesInHand } from './pagesInHand';
+import type { PagesInHand } from './pagesInHand';
 
 /**
  * What every transcription activity shares: the attempt's fence and context
@@ -120,31 +115,3 @@ export interface AttemptContext {
  * that Temporal retries through transient errors (a Postgres restart).
  */
 export type ActivityProfile = 'engine' | 'db';
-
-/**
- * The kit every transcription activity is made over (activities-dependency-injection): each
- * concept in its own part, the kit their one surface.
- */
-export function createAttemptKit(deps: TranscriptionDeps) {
-  const hand = deps.pagesInHand ?? new PagesInHand();
-  const fences = createAttemptFences(deps);
-  const saving = createAttemptSaving(deps);
-  const boundary = createActivityBoundary(deps, {
-    hand,
-    attemptContext: fences.attemptContext,
-    untilSaved: saving.untilSaved,
-  });
-  return {
-    deps,
-    pool: deps.pool,
-    hand,
-    fenceOf: fences.fenceOf,
-    assertFleetKey: fences.assertFleetKey,
-    ...createPageMedia(deps),
-    ...createAttemptBilling(deps),
-    ...saving,
-    ...boundary,
-  };
-}
-
-export type AttemptKit = ReturnType<typeof createAttemptKit>;

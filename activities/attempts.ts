@@ -12,7 +12,8 @@ import {
 import { lockRunningAttempt } from '../db/fence';
 import { cancelJobIfActive } from '../db/jobs';
 import { withTransaction } from '../db/pool';
-import type { AttemptKit, AttemptRef, PauseRequest } from './attemptContext';
+import type { AttemptRef, PauseRequest } from './attemptContext';
+import type { AttemptKit } from './attemptKit';
 import { deleteEngineCopies } from './audioStages';
 
 export type ClaimOutcome =

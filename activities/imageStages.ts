@@ -28,12 +28,12 @@ import { saveReadPage } from '../db/readPage';
 import type { RevisionWriteOutcome } from '../db/revisions';
 import {
   type AttemptContext,
-  type AttemptKit,
   type AttemptRef,
   pauseFrom,
   type RecognizeOutcome,
   type SegmentFailure,
 } from './attemptContext';
+import type { AttemptKit } from './attemptKit';
 import {
   commitAttempt,
   commitInputOf,

@@ -24,7 +24,8 @@ import { type AttemptFence, lockRunningAttempt } from '../db/fence';
 import { type PageRow, readAttemptPage } from '../db/pages';
 import { type Pool, withTransaction } from '../db/pool';
 import type { RevisionConflict, RevisionWriteOutcome } from '../db/revisions';
-import type { AttemptContext, AttemptKit, AttemptRef } from './attemptContext';
+import type { AttemptContext, AttemptRef } from './attemptContext';
+import type { AttemptKit } from './attemptKit';
 
 /** The provider that polishes a job's text: the one named in its options, or its engine. */
 export function polishProviderOf(ctx: AttemptContext): string {
