@@ -331,7 +331,7 @@ export interface CanceledJobs {
   canceledJobIds: string[];
 }
 
-async function cancelJobsIn(client: PoolClient, jobIds: string[]): Promise<CanceledJobs> {
+async function cancelJobRows(client: PoolClient, jobIds: string[]): Promise<CanceledJobs> {
   if (jobIds.length === 0) return { workflowIds: [], canceledJobIds: [] };
   await client.query(
     `UPDATE transcription_job_attempts SET outcome = 'canceled', ended_at = now()
@@ -364,7 +364,7 @@ export async function cancelJob(pool: Pool, workspaceId: number, jobId: string) 
     if (!isActiveStatus(job.status)) {
       throw new ConflictError('job_not_active', `job ${jobId} is already ${job.status}`);
     }
-    return cancelJobsIn(client, [jobId]);
+    return cancelJobRows(client, [jobId]);
   });
 }
 
@@ -382,7 +382,7 @@ export async function cancelBatch(pool: Pool, workspaceId: number, batchId: stri
       `SELECT id FROM transcription_jobs WHERE batch_id = $1 AND status IN ${ACTIVE_STATUS_LIST} ORDER BY id FOR UPDATE`,
       [batchId],
     );
-    return cancelJobsIn(
+    return cancelJobRows(
       client,
       rows.map((r) => r.id),
     );
@@ -442,7 +442,7 @@ export async function cancelJobIfActive(pool: Pool, jobId: string): Promise<JobS
     const status = rows[0]?.status as JobStatus | undefined;
     if (!status) throw new NotFoundError('job_not_found', `job ${jobId} not found`);
     if (!isActiveStatus(status)) return status;
-    await cancelJobsIn(client, [jobId]);
+    await cancelJobRows(client, [jobId]);
     return 'canceled';
   });
 }

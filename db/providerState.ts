@@ -93,7 +93,7 @@ export async function pauseQueue(
  * Resumes the paused rows of a provider: the row of `key` when given, every row of the
  * provider (the installation's and each workspace's) when `key` is undefined.
  */
-async function resumeProviderIn(
+async function resumeQueue(
   client: PoolClient,
   provider: string,
   by: 'operator' | 'workspace' | 'timer',
@@ -162,7 +162,7 @@ export async function resumeProvider(
   key?: PauseKey,
 ): Promise<boolean> {
   return withTransaction(pool, (client) =>
-    resumeProviderIn(client, provider, typeof key === 'number' ? 'workspace' : 'operator', key),
+    resumeQueue(client, provider, typeof key === 'number' ? 'workspace' : 'operator', key),
   );
 }
 
@@ -236,7 +236,7 @@ export async function currentPause(
     const resumeAt: Date | null = row.resume_at;
     if (resumeAt === null || resumeAt > now) return { reason: row.reason, resumeAt };
     const key = row.workspace_id === null ? null : Number(row.workspace_id);
-    await resumeProviderIn(client, provider, 'timer', key);
+    await resumeQueue(client, provider, 'timer', key);
   }
   return null;
 }
