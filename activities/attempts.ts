@@ -9,8 +9,11 @@ import {
   closeAttempt as closeAttemptRow,
   pauseProvider as pauseProviderRow,
 } from '../db/attempts';
+import { lockRunningAttempt } from '../db/fence';
 import { cancelJobIfActive } from '../db/jobs';
-import type { AttemptKit, AttemptRef, PauseRequest } from './attemptContext';
+import { withTransaction } from '../db/pool';
+import type { AttemptRef, PauseRequest } from './attemptContext';
+import type { AttemptKit } from './attemptKit';
 import { deleteEngineCopies } from './audioStages';
 
 export type ClaimOutcome =
@@ -113,17 +116,16 @@ export function createAttemptActivities(kit: AttemptKit) {
     ): Promise<{ jobStatus: string }> {
       const fence = kit.fenceOf(ref);
       return kit.guarded('db', undefined, async () => {
-        const result = await closeAttemptRow(
-          pool,
-          fence,
-          {
-            outcome: args.outcome,
-            category: args.category,
-            detail: args.detail,
-            counts: args.counts,
-          },
-          args.maxAttempts,
-        );
+        const close = {
+          outcome: args.outcome,
+          category: args.category,
+          detail: args.detail,
+          counts: args.counts,
+        };
+        const result = await withTransaction(pool, async (client) => {
+          await lockRunningAttempt(client, fence, 'UPDATE');
+          return closeAttemptRow(client, fence, close, args.maxAttempts);
+        });
         kit.hand.release(ref.jobId);
         deps.logger.info(
           {
@@ -172,14 +174,17 @@ export function createAttemptActivities(kit: AttemptKit) {
       return kit.withAttempt('db', ref, async (ctx) => {
         // M3: the provider whose call failed: the polish provider when polish failed.
         const { provider } = billedProvider(ctx.snapshot, args.stage ?? 'engine');
-        const paused = await pauseProviderRow(pool, ctx.fence, {
-          provider,
-          reason: args.reason,
-          detail: `provider ${provider} paused: ${args.reason}`,
-          retryAfterMs: args.retryAfterMs ?? undefined,
-          counts: args.counts,
-          scope: args.scope,
-          now: deps.now?.(),
+        const paused = await withTransaction(pool, async (client) => {
+          const attempt = await lockRunningAttempt(client, ctx.fence, 'UPDATE');
+          return pauseProviderRow(client, ctx.fence, attempt, {
+            provider,
+            reason: args.reason,
+            detail: `provider ${provider} paused: ${args.reason}`,
+            retryAfterMs: args.retryAfterMs ?? undefined,
+            counts: args.counts,
+            scope: args.scope,
+            now: deps.now?.(),
+          });
         });
         // The attempt is refunded: the job waits for the provider, not in this worker's hand.
         kit.hand.release(ref.jobId);

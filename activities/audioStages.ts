@@ -4,12 +4,8 @@ import { payloadsOf } from '../core/checkpoints';
 import { isPausing, ProviderError } from '../core/failures';
 import { loadCheckpoints, saveAudioSegments, saveEngineSubmission } from '../db/checkpoints';
 import { listUndeletedEngineJobs, markEngineCopyDeleted } from '../db/engineJobs';
-import {
-  type AttemptKit,
-  type AttemptRef,
-  pauseFrom,
-  type RecognizeOutcome,
-} from './attemptContext';
+import { type AttemptRef, pauseFrom, type RecognizeOutcome } from './attemptContext';
+import type { AttemptKit } from './attemptKit';
 
 /** T2 for recordings: `submit` hands the recording to the engine, `recognize` awaits it. */
 export function createAudioStages(kit: AttemptKit) {

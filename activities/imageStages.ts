@@ -2,34 +2,36 @@ import { Context } from '@temporalio/activity';
 import { segmentsOf } from '../core/annotation';
 import { type Checkpoint, payloadsOf, readingCheckpoints } from '../core/checkpoints';
 import { isPausing, ProviderError } from '../core/failures';
-import type { CallContext, ImageEngine } from '../core/provider';
+import { billedProvider } from '../core/pricing';
+import type { CallContext, EngineIdentity, ImageEngine, PageReading } from '../core/provider';
 import { describeProvider } from '../core/providerCatalogue';
 import { redactError } from '../core/redact';
 import { linesFromAnnotation, recognizedSegments } from '../core/transcript';
 import { appendTaskEvent } from '../db/attempts';
 import {
-  insertCheckpoint,
   loadCheckpoints,
   refreshRecognizeProgress,
+  saveCheckpoints,
   saveSegmentCheckpoint,
   saveSegmentedLines,
 } from '../db/checkpoints';
-import type { RunningAttempt } from '../db/fence';
+import { type CommitInput, commitPageRevision, failOnConflict } from '../db/commit';
+import { lockRunningAttempt, type RunningAttempt } from '../db/fence';
 import { recordProviderCall } from '../db/ledger';
-import { type PoolClient, underSavepoint } from '../db/pool';
+import { type PoolClient, underSavepoint, withTransaction } from '../db/pool';
 import { saveReadPage } from '../db/readPage';
+import type { RevisionWriteOutcome } from '../db/revisions';
 import {
   type AttemptContext,
-  type AttemptKit,
   type AttemptRef,
   pauseFrom,
   type RecognizeOutcome,
   type SegmentFailure,
 } from './attemptContext';
+import type { AttemptKit } from './attemptKit';
 import {
-  type Committed,
   commitAttempt,
-  commitAttemptIn,
+  commitInputOf,
   type PolishPass,
   polishCheckpointed,
   polishPass,
@@ -63,7 +65,7 @@ export interface Segmented {
     completed: number;
     failures: SegmentFailure[];
     polished: boolean;
-    committed?: Committed;
+    committed?: RevisionWriteOutcome;
   };
   /** P7: lines were read here, but some are left for `recognize`, or a pause stopped them. */
   partial?: SliceOutcome;
@@ -73,16 +75,36 @@ export interface Segmented {
  * One slice of a page's lines, as `segment` and `recognize` report it; `polished` says the
  * polish ran in the same activity (absent from results recorded before P7).
  */
-export type SliceOutcome = RecognizeOutcome & { polished?: boolean; committed?: Committed };
+export type SliceOutcome = RecognizeOutcome & {
+  polished?: boolean;
+  committed?: RevisionWriteOutcome;
+};
 
 type PageMedia = Awaited<ReturnType<AttemptKit['pageMedia']>>;
+
+/** A page as one engine pass read it, with the engine that read it. */
+type ReadPage = PageReading & { engine: EngineIdentity };
+
+/**
+ * P6: what a fresh read's save also writes, planned before the save: the polish pass made
+ * (its ledger row), its texts (its checkpoint), and the checkpoints the commit reads.
+ */
+interface CommitInRead {
+  page: PageMedia['page'];
+  checkpoints: Checkpoint[];
+  outcome: { completed: number; failures: SegmentFailure[] };
+  /** J3: the attempt polishes. */
+  polish: boolean;
+  pass?: PolishPass;
+  texts: Record<string, string> | null;
+}
 
 /** P6: what a fresh read's save wrote after its lines: the polish, and the commit when made. */
 interface SavedInRead {
   completed: number;
   failures: SegmentFailure[];
   polished: boolean;
-  commit?: Awaited<ReturnType<typeof commitAttemptIn>>;
+  commit?: { input: CommitInput; result: RevisionWriteOutcome };
 }
 
 /** A slice of a page's lines for one activity. */
@@ -147,7 +169,7 @@ export function createImageStages(kit: AttemptKit) {
    * P1: one engine pass over a fresh page, saved as the segment and line checkpoints at once.
    * P6: when the workflow asks for the commit and the read leaves nothing else to run, the
    * polish (the engine's own, offline) runs on the lines in memory, and the save writes the
-   * polish and commits the page in its one transaction (`readAndCommit`).
+   * polish and commits the page in its one transaction (`planCommitInRead`).
    */
   async function readWholePage(
     ctx: AttemptContext,
@@ -162,18 +184,10 @@ export function createImageStages(kit: AttemptKit) {
       reading.engine ??
       provider.identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
     const read = { ...reading, engine };
-    const saveCall = {
-      workspaceId: ctx.workspaceId,
-      provider: ctx.snapshot.provider,
-      costMicros: Math.round(reading.cost.units * (ctx.snapshot.price[reading.cost.unit] ?? 0)),
-      occurredAt: deps.now?.(),
-    };
     const total = reading.lines.length;
-    const inOne = args.commit ? await readAndCommit(ctx, loaded.page, read, args) : {};
+    const inOne = args.commit ? await planCommitInRead(ctx, loaded.page, read, args) : {};
     // D7: the page is read; an outage of our own database now waits instead of losing it.
-    const saved = await kit.untilSaved('save read page', () =>
-      saveReadPage(pool, ctx.fence, read, saveCall, inOne.write),
-    );
+    const saved = await kit.untilSaved('save read page', () => saveRead(ctx, read, inOne.plan));
     if (inOne.error !== undefined) throw inOne.error;
     if (saved.written) {
       const { commit, ...outcome } = saved.written;
@@ -193,22 +207,43 @@ export function createImageStages(kit: AttemptKit) {
   }
 
   /**
-   * P6: what `saveReadPage` also writes after a fresh read when the workflow asked for the
-   * commit: the polish pass's ledger row and checkpoint, then the commit, under a savepoint so
-   * that a commit that fails keeps the read and the polish (paid work) and leaves the commit
-   * to its own step, as before. No writer where the read cannot commit as it stands (no line
-   * read; a polish that is not the engine's own offline pass): the save is the read alone. An
-   * error of the polish (a cancel, a bug) is returned, to be thrown once the read is saved.
+   * P1 + P6: the read's save, in one transaction: the read (its ledger row, its checkpoints,
+   * `saveReadPage`), then, after a fresh save (not a replayed one) and when planned, the
+   * polish and the commit (`writeCommitInRead`). Locked in the fence's order: the page when
+   * committing, the job, then the attempt (db/fence.ts).
    */
-  async function readAndCommit(
+  async function saveRead(
+    ctx: AttemptContext,
+    read: ReadPage,
+    plan: CommitInRead | undefined,
+  ): Promise<{ written?: SavedInRead }> {
+    return withTransaction(pool, async (client) => {
+      const attempt = plan
+        ? await lockRunningAttempt(client, ctx.fence, 'UPDATE', { lockPage: true })
+        : await lockRunningAttempt(client, ctx.fence, 'SHARE');
+      const saved = await saveReadPage(client, ctx.fence, read, {
+        workspaceId: ctx.workspaceId,
+        by: billedProvider(ctx.snapshot, 'engine'),
+        occurredAt: deps.now?.(),
+      });
+      if (!saved.saved || !plan) return {};
+      return { written: await writeCommitInRead(ctx, client, attempt, plan) };
+    });
+  }
+
+  /**
+   * P6: what the read's save also writes after a fresh read when the workflow asked for the
+   * commit: the polish pass (run here, before the save) and the checkpoints the commit reads.
+   * No plan where the read cannot commit as it stands (no line read; a polish that is not the
+   * engine's own offline pass): the save is the read alone. An error of the polish (a cancel,
+   * a bug) is returned, to be thrown once the read is saved.
+   */
+  async function planCommitInRead(
     ctx: AttemptContext,
     page: PageMedia['page'],
-    read: Parameters<typeof saveReadPage>[2],
+    read: ReadPage,
     args: SegmentArgs,
-  ): Promise<{
-    write?: (client: PoolClient, attempt: RunningAttempt) => Promise<SavedInRead>;
-    error?: unknown;
-  }> {
+  ): Promise<{ plan?: CommitInRead; error?: unknown }> {
     const { segment, recognized } = readingCheckpoints(ctx.fence.attemptNumber, read);
     if (recognized.length === 0 && read.lines.length > 0) return {};
     const polish = args.polish === true;
@@ -223,41 +258,58 @@ export function createImageStages(kit: AttemptKit) {
         if (!(error instanceof ProviderError) || Context.current().cancellationSignal.aborted)
           return { error };
         // Refused before any call (the budget, B1): the `polish` stage decides, as before.
-        return { write: async () => ({ ...outcome, polished: false }) };
+        return { plan: { page, checkpoints, outcome, polish, texts: null } };
       }
     }
     const texts = pass?.outcome === 'ok' ? pass.texts : null;
     const attemptNumber = ctx.fence.attemptNumber;
     if (texts) checkpoints.push({ stage: 'polish', seq: 0, attemptNumber, payload: { texts } });
-    const write = async (client: PoolClient, attempt: RunningAttempt): Promise<SavedInRead> => {
-      if (pass) {
-        await recordProviderCall(client, {
-          by: pass.by,
-          workspaceId: ctx.workspaceId,
-          jobId: ctx.fence.jobId,
-          attemptNumber,
-          snapshot: ctx.snapshot,
-          operation: 'polish',
-          cost: pass.cost,
-          outcome: pass.outcome,
-          occurredAt: deps.now?.(),
-        });
-      }
-      if (texts) await insertCheckpoint(client, ctx.fence, 'polish', 0, { texts });
-      // A polish asked for and not saved is left to the `polish` stage, as before.
-      if (polish && !texts) return { ...outcome, polished: false };
-      const usePolish = texts !== null;
-      const commit = await underSavepoint(client, () =>
-        commitAttemptIn(kit, ctx, client, attempt, checkpoints, page, { usePolish }),
-      );
-      if (commit.ok) return { ...outcome, polished: usePolish, commit: commit.value };
-      deps.logger.warn(
-        { jobId: ctx.fence.jobId, attempt: attemptNumber, error: redactError(commit.error) },
-        'commit in the read refused; the read is saved and the commit step runs',
-      );
-      return { ...outcome, polished: usePolish };
-    };
-    return { write };
+    return { plan: { page, checkpoints, outcome, polish, pass, texts } };
+  }
+
+  /**
+   * P6: the polish's ledger row and checkpoint, then the commit, in the read's transaction,
+   * which holds the page, the job and the attempt locked for update. The commit runs under a
+   * savepoint, so that a commit that fails keeps the read and the polish (paid work) and
+   * leaves the commit to its own step, as before.
+   */
+  async function writeCommitInRead(
+    ctx: AttemptContext,
+    client: PoolClient,
+    attempt: RunningAttempt,
+    plan: CommitInRead,
+  ): Promise<SavedInRead> {
+    const { pass, texts, outcome } = plan;
+    const { fence } = ctx;
+    if (pass) {
+      await recordProviderCall(client, {
+        by: pass.by,
+        workspaceId: ctx.workspaceId,
+        jobId: fence.jobId,
+        attemptNumber: fence.attemptNumber,
+        operation: 'polish',
+        cost: pass.cost,
+        outcome: pass.outcome,
+        occurredAt: deps.now?.(),
+      });
+    }
+    if (texts)
+      await saveCheckpoints(client, fence, [{ stage: 'polish', seq: 0, payload: { texts } }]);
+    // A polish asked for and not saved is left to the `polish` stage, as before.
+    if (plan.polish && !texts) return { ...outcome, polished: false };
+    const usePolish = texts !== null;
+    const commit = await underSavepoint(client, async () => {
+      const input = commitInputOf(kit, ctx, plan.checkpoints, plan.page, { usePolish });
+      const result = await commitPageRevision(client, fence, attempt, input);
+      if (result.state === 'conflict') await failOnConflict(client, fence, result);
+      return { input, result };
+    });
+    if (commit.ok) return { ...outcome, polished: usePolish, commit: commit.value };
+    deps.logger.warn(
+      { jobId: fence.jobId, attempt: fence.attemptNumber, error: redactError(commit.error) },
+      'commit in the read refused; the read is saved and the commit step runs',
+    );
+    return { ...outcome, polished: usePolish };
   }
 
   /**
@@ -318,12 +370,8 @@ export function createImageStages(kit: AttemptKit) {
                 { text: result.text, confidence: result.confidence ?? null },
                 {
                   workspaceId: ctx.workspaceId,
-                  provider: ctx.snapshot.provider,
-                  units: result.cost.units,
-                  unit: result.cost.unit,
-                  costMicros: Math.round(
-                    result.cost.units * (ctx.snapshot.price[result.cost.unit] ?? 0),
-                  ),
+                  by: billedProvider(ctx.snapshot, 'engine'),
+                  cost: result.cost,
                   occurredAt: deps.now?.(),
                 },
               ),
@@ -399,7 +447,7 @@ export function createImageStages(kit: AttemptKit) {
       remaining?: number;
       pause?: unknown;
     },
-  ): Promise<Committed | undefined> {
+  ): Promise<RevisionWriteOutcome | undefined> {
     if (!args.commit || (read.remaining ?? 0) > 0 || (read.pause ?? null) !== null)
       return undefined;
     if (read.completed === 0 && read.total > 0) return undefined;

@@ -13,19 +13,19 @@ import {
   recognizedSegments,
 } from '../core/transcript';
 import { recordProgress } from '../db/attempts';
-import { loadCheckpoints, saveCheckpoint } from '../db/checkpoints';
+import { loadCheckpoints, saveCheckpoints } from '../db/checkpoints';
 import {
   type CommitInput,
-  type CommitResult,
   commitPageRevision,
-  commitPageRevisionIn,
+  committedRevision,
   failOnConflict,
-  failOnConflictIn,
 } from '../db/commit';
-import type { RunningAttempt } from '../db/fence';
+import { type AttemptFence, lockRunningAttempt } from '../db/fence';
 import { type PageRow, readAttemptPage } from '../db/pages';
-import type { PoolClient } from '../db/pool';
-import type { AttemptContext, AttemptKit, AttemptRef } from './attemptContext';
+import { type Pool, withTransaction } from '../db/pool';
+import type { RevisionConflict, RevisionWriteOutcome } from '../db/revisions';
+import type { AttemptContext, AttemptRef } from './attemptContext';
+import type { AttemptKit } from './attemptKit';
 
 /** The provider that polishes a job's text: the one named in its options, or its engine. */
 export function polishProviderOf(ctx: AttemptContext): string {
@@ -59,7 +59,10 @@ export async function polishCheckpointed(kit: AttemptKit, ctx: AttemptContext): 
   if (!pass.texts) return false;
   const texts = pass.texts;
   await kit.untilSaved('save polish', () =>
-    saveCheckpoint(pool, ctx.fence, 'polish', 0, { texts }),
+    withTransaction(pool, async (client) => {
+      await lockRunningAttempt(client, ctx.fence, 'SHARE');
+      await saveCheckpoints(client, ctx.fence, [{ stage: 'polish', seq: 0, payload: { texts } }]);
+    }),
   );
   return true;
 }
@@ -100,63 +103,69 @@ export async function polishPass(
   }
 }
 
-/** How a commit ended: the page revision written, or a CAS miss that failed the job. */
-export type Committed = { state: 'committed'; revision: number } | { state: 'conflict' };
-
 /**
  * J1 + J2: builds the transcript from the checkpoints (failed segments keep their previous
  * text) and commits it in one fenced transaction; a CAS miss fails the job `conflict`. Run by
- * the `commit` step, or (P6) by the engine step whose read left nothing else to do.
+ * the `commit` step; the engine step whose read left nothing else to do commits in its own
+ * save instead (P6, activities/imageStages.ts).
  */
 export async function commitAttempt(
   kit: AttemptKit,
   ctx: AttemptContext,
   args: { usePolish: boolean },
-): Promise<Committed> {
+): Promise<RevisionWriteOutcome> {
   const { pool } = kit;
   const saved = await loadCheckpoints(pool, ctx.fence.jobId);
   const page = await readAttemptPage(pool, ctx.pageId);
-  const input = commitInputOf(kit, ctx, saved, segmentsOf(page.annotationPage), args);
-  const result = await commitPageRevision(pool, ctx.fence, input);
-  if (result.state === 'conflict') await failOnConflict(pool, ctx.fence, result.currentRevision);
+  const input = commitInputOf(kit, ctx, saved, page, args);
+  const result = await commitPage(pool, ctx.fence, input);
+  if (result.state === 'conflict') await failJobOnConflict(pool, ctx.fence, result);
   return settleCommit(kit, ctx, input, result);
 }
 
 /**
- * P6: `commitAttempt` in the caller's transaction, which holds the page, the job and the
- * attempt locked (`saveReadPage`'s `alsoWrite`): `saved` are the attempt's checkpoints as that
- * transaction wrote them, `page` the page as the step read it. The page may be read before
- * the lock: the commit is a compare-and-set from the attempt's input revision, so a page
- * that moved on since fails the job `conflict` whichever of its versions was read. The
- * caller settles the result once its transaction has committed (`settleCommit`).
+ * J1: the commit in a transaction of its own, locked in the fence's order (page, job,
+ * attempt); a retry after a lost reply finds its own attempt completed and writes nothing.
  */
-export async function commitAttemptIn(
+export async function commitPage(
+  pool: Pool,
+  fence: AttemptFence,
+  input: CommitInput,
+): Promise<RevisionWriteOutcome> {
+  return withTransaction(pool, async (client) => {
+    const replayed = await committedRevision(client, fence);
+    if (replayed) return replayed;
+    const attempt = await lockRunningAttempt(client, fence, 'UPDATE', { lockPage: true });
+    return commitPageRevision(client, fence, attempt, input);
+  });
+}
+
+/** J1: the job failed `conflict` after a commit's miss, in a transaction of its own. */
+export async function failJobOnConflict(
+  pool: Pool,
+  fence: AttemptFence,
+  conflict: RevisionConflict,
+): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'UPDATE');
+    await failOnConflict(client, fence, conflict);
+  });
+}
+
+/**
+ * The transcript a commit writes, from the attempt's checkpoints over the page's lines. The
+ * page may be read before the commit's lock: the commit is a compare-and-set from the
+ * attempt's input revision, so a page that moved on since fails the job `conflict` whichever
+ * of its versions was read.
+ */
+export function commitInputOf(
   kit: AttemptKit,
   ctx: AttemptContext,
-  client: PoolClient,
-  attempt: RunningAttempt,
   saved: readonly Checkpoint[],
   page: PageRow,
   args: { usePolish: boolean },
-): Promise<{ input: CommitInput; result: CommitResult }> {
-  const input = commitInputOf(kit, ctx, saved, segmentsOf(page.annotationPage), args);
-  const result = await commitPageRevisionIn(client, ctx.fence, attempt, {
-    ...input,
-    canvasUri: page.canvasUri,
-  });
-  if (result.state === 'conflict')
-    await failOnConflictIn(client, ctx.fence, result.currentRevision);
-  return { input, result };
-}
-
-/** The transcript a commit writes, from the attempt's checkpoints over the page's lines. */
-function commitInputOf(
-  kit: AttemptKit,
-  ctx: AttemptContext,
-  saved: readonly Checkpoint[],
-  previous: readonly Segment[],
-  args: { usePolish: boolean },
 ): CommitInput {
+  const previous = segmentsOf(page.annotationPage);
   const { segments, completed, total, kept } = assembleTranscript(saved, previous, {
     ...args,
     protectedLines: protectedLinesOf(ctx, previous),
@@ -168,7 +177,15 @@ function commitInputOf(
     kit.deps.providers
       .get(ctx.snapshot.provider)
       .identity(ctx.snapshot.model === 'default' ? undefined : ctx.snapshot.model);
-  return { segments, completed, failed: total - completed, total, kept, engine };
+  return {
+    segments,
+    completed,
+    failed: total - completed,
+    total,
+    kept,
+    engine,
+    canvasUri: page.canvasUri,
+  };
 }
 
 /** After a commit has landed, committed or failed on a conflict: the attempt has ended. */
@@ -176,21 +193,21 @@ export function settleCommit(
   kit: AttemptKit,
   ctx: AttemptContext,
   input: CommitInput,
-  result: CommitResult,
-): Committed {
+  result: RevisionWriteOutcome,
+): RevisionWriteOutcome {
   const { jobId, attemptNumber } = ctx.fence;
   // M5: the page leaves this process's hand.
   kit.hand.release(jobId);
   if (result.state === 'conflict') {
     kit.deps.logger.warn({ jobId, attempt: attemptNumber, errorClass: 'conflict' }, 'page changed');
-    return { state: 'conflict' };
+    return result;
   }
   const { completed, total, kept } = input;
   kit.deps.logger.info(
     { jobId, attempt: attemptNumber, revision: result.revision, completed, total, kept },
     'transcript committed',
   );
-  return { state: 'committed', revision: result.revision };
+  return result;
 }
 
 /** The stages every page ends with: `polish` the recognized text, `commit` the transcript. */
@@ -207,7 +224,10 @@ export function createTranscriptStages(kit: AttemptKit) {
      * J1 + J2: builds the transcript from the checkpoints (failed segments keep their
      * previous text) and commits it in one transaction. A CAS miss fails the job `conflict`.
      */
-    async commitTranscript(ref: AttemptRef, args: { usePolish: boolean }): Promise<Committed> {
+    async commitTranscript(
+      ref: AttemptRef,
+      args: { usePolish: boolean },
+    ): Promise<RevisionWriteOutcome> {
       return kit.withAttempt('db', ref, (ctx) => commitAttempt(kit, ctx, args));
     },
   };

@@ -1,4 +1,5 @@
-import { createAttemptKit, type TranscriptionDeps } from './attemptContext';
+import type { TranscriptionDeps } from './attemptContext';
+import { createAttemptKit } from './attemptKit';
 import { createAttemptActivities } from './attempts';
 import { createAudioStages } from './audioStages';
 import { createImageStages } from './imageStages';
@@ -12,7 +13,8 @@ import { createTranscriptStages } from './transcriptStages';
  * Where each lives: the attempt's life (claim, close, pause, cancel) in ./attempts.ts; the
  * stages of image pages in ./imageStages.ts, of recordings in ./audioStages.ts, polish and
  * commit in ./transcriptStages.ts; what they share (fence, budget, ledger, heartbeat, the
- * error boundary) in ./attemptContext.ts. The property names are the activity types Temporal
+ * error boundary) in the kit, ./attemptKit.ts, its parts each in its own module and its types
+ * in ./attemptContext.ts. The property names are the activity types Temporal
  * records in histories: renaming one breaks replay of running workflows.
  */
 export function createTranscriptionActivities(deps: TranscriptionDeps) {
@@ -27,6 +29,7 @@ export function createTranscriptionActivities(deps: TranscriptionDeps) {
 
 export type TranscriptionActivities = ReturnType<typeof createTranscriptionActivities>;
 
+export type { RevisionWriteOutcome } from '../db/revisions';
 export type {
   AttemptRef,
   PauseRequest,
@@ -36,4 +39,3 @@ export type {
 } from './attemptContext';
 export type { ClaimOutcome } from './attempts';
 export type { SliceOutcome } from './imageStages';
-export type { Committed } from './transcriptStages';

@@ -44,7 +44,7 @@ export function payloadsOf<S extends CheckpointStage>(
 ): Map<number, CheckpointPayloads[S]> {
   const out = new Map<number, CheckpointPayloads[S]>();
   for (const row of saved) {
-    // The stage column names the payload's type (see `saveCheckpoint`).
+    // The stage column names the payload's type (see `saveCheckpoints`).
     if (row.stage === stage) out.set(row.seq, row.payload as CheckpointPayloads[S]);
   }
   return out;

@@ -18,6 +18,20 @@ export const QUIRE_EVENT_TYPES = [
 
 export type QuireEventType = (typeof QUIRE_EVENT_TYPES)[number];
 
+/** The same types by name, for the writers of the outbox. */
+export const EVENT_TYPES = {
+  completed: 'dev.quire.transcription.completed',
+  failed: 'dev.quire.transcription.failed',
+  canceled: 'dev.quire.transcription.canceled',
+  taskStarted: 'dev.quire.transcription.task.started',
+  taskCompleted: 'dev.quire.transcription.task.completed',
+  published: 'dev.quire.annotations.published',
+  /** V5: the revision that makes every line of a page verified. */
+  pageVerified: 'dev.quire.page.verified',
+  providerPaused: 'dev.quire.provider.paused',
+  providerResumed: 'dev.quire.provider.resumed',
+} as const satisfies Record<string, QuireEventType>;
+
 export function isQuireEventType(value: string): value is QuireEventType {
   return (QUIRE_EVENT_TYPES as readonly string[]).includes(value);
 }

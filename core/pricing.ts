@@ -3,7 +3,7 @@
  * job's immutable context snapshot made from them when a job is created.
  */
 import type { MediaKind } from './media';
-import type { JobSnapshot, PriceTable } from './provider';
+import type { CallCost, CostUnit, JobSnapshot, PriceTable } from './provider';
 import { PROVIDER_CATALOGUE } from './providerCatalogue';
 
 /** Each catalogued provider's default prices (core/providerCatalogue.ts). */
@@ -67,4 +67,13 @@ export function billedProvider(snapshot: JobSnapshot, stage: 'engine' | 'polish'
     return { provider: polish, price: snapshot.polishPrice ?? {} };
   }
   return { provider: snapshot.provider, price: snapshot.price };
+}
+
+/**
+ * B1: what a call costs, in micro-units, at the price its provider had when the job was
+ * created; the one formula behind the ledger's rows and the budget's estimates. A unit the
+ * table does not price is free.
+ */
+export function costMicros(price: PriceTable, cost: CallCost | null): number {
+  return cost ? Math.round(cost.units * (price[cost.unit] ?? 0)) : 0;
 }

@@ -1,3 +1,4 @@
+import { EVENT_TYPES } from '../core/cloudevents';
 import type { FailureClass, PauseReason } from '../core/failures';
 import { polishProviderOf } from '../core/jobOptions';
 import type { MediaKind } from '../core/media';
@@ -6,10 +7,15 @@ import { pauseKey } from '../core/providerCatalogue';
 import { isActiveStatus } from '../core/temporal';
 import { workspaceBudgetPause } from './budget';
 import { appendEvent } from './events';
-import { type AttemptFence, lockRunningAttempt, updateRunningAttempt } from './fence';
-import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
+import {
+  type AttemptFence,
+  lockRunningAttempt,
+  type RunningAttempt,
+  updateRunningAttempt,
+} from './fence';
+import { failJob, jobEventData } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
-import { currentPause, nextUtcMidnight, pauseProviderIn } from './providerState';
+import { currentPause, nextUtcMidnight, pauseQueue } from './providerState';
 import { ACTIVE_STATUS_LIST } from './sql';
 
 /**
@@ -103,7 +109,7 @@ export async function claimAttempt(
         [args.jobId],
       );
       const category: FailureClass = last.rows[0]?.error_category ?? 'internal';
-      await failJobIn(
+      await failJob(
         client,
         args.jobId,
         category,
@@ -226,58 +232,52 @@ export interface AttemptClose {
 }
 
 /**
- * Closes a running attempt without a commit. `failed` also fails the job; a charged
- * `retryable_failed` that used the last allowed attempt fails the job too (J3). Returns the
- * job's status afterwards.
+ * Closes a running attempt without a commit, in the caller's transaction, which holds the
+ * attempt locked for update (`lockRunningAttempt`). `failed` also fails the job; a charged
+ * `retryable_failed` that used the last allowed attempt (`maxAttempts`) fails the job too
+ * (J3). Returns the job's status afterwards.
  */
 export async function closeAttempt(
-  pool: Pool,
+  client: PoolClient,
   fence: AttemptFence,
   close: AttemptClose,
   maxAttempts: number,
 ): Promise<{ jobStatus: string }> {
-  return withTransaction(pool, async (client) => {
-    await lockRunningAttempt(client, fence, 'UPDATE');
-    await closeAttemptIn(client, fence, close);
-    if (close.outcome === 'failed') {
-      await failJobIn(
+  await endAttempt(client, fence, close);
+  if (close.outcome === 'failed') {
+    await failJob(
+      client,
+      fence.jobId,
+      close.category ?? 'internal',
+      close.detail ?? '',
+      fence.attemptNumber,
+    );
+  } else if (close.outcome === 'retryable_failed' && !close.refunded) {
+    const charged = await chargedAttempts(client, fence.jobId);
+    if (charged >= maxAttempts) {
+      await failJob(
         client,
         fence.jobId,
         close.category ?? 'internal',
-        close.detail ?? '',
+        `attempts exhausted (${charged} of ${maxAttempts})`,
         fence.attemptNumber,
       );
-    } else if (close.outcome === 'retryable_failed' && !close.refunded) {
-      const charged = await chargedAttempts(client, fence.jobId);
-      if (charged >= maxAttempts) {
-        await failJobIn(
-          client,
-          fence.jobId,
-          close.category ?? 'internal',
-          `attempts exhausted (${charged} of ${maxAttempts})`,
-          fence.attemptNumber,
-        );
-      }
-    } else if (close.outcome === 'canceled') {
-      await client.query(
-        `UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), updated_at = now(), stage = 'done'
-          WHERE id = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
-        [fence.jobId],
-      );
     }
-    const { rows } = await client.query('SELECT status FROM transcription_jobs WHERE id = $1', [
-      fence.jobId,
-    ]);
-    return { jobStatus: rows[0].status };
-  });
+  } else if (close.outcome === 'canceled') {
+    await client.query(
+      `UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), updated_at = now(), stage = 'done'
+        WHERE id = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
+      [fence.jobId],
+    );
+  }
+  const { rows } = await client.query('SELECT status FROM transcription_jobs WHERE id = $1', [
+    fence.jobId,
+  ]);
+  return { jobStatus: rows[0].status };
 }
 
-/** Closes the running attempt in the caller's transaction, which holds its lock. */
-export async function closeAttemptIn(
-  client: PoolClient,
-  fence: AttemptFence,
-  close: AttemptClose,
-): Promise<void> {
+/** The attempt row of a close (fenced: a miss is a `StaleAttemptError`). */
+async function endAttempt(client: PoolClient, fence: AttemptFence, close: AttemptClose) {
   await updateRunningAttempt(
     client,
     fence,
@@ -296,13 +296,15 @@ export async function closeAttemptIn(
 }
 
 /**
- * Q3: a pausing failure. In one transaction: the attempt closes `retryable_failed`, refunded
- * (it does not count), and the provider's queue pauses; an already paused provider keeps its
- * episode. Returns when the queue may open again (null: only an operator's Resume).
+ * Q3: a pausing failure, in the caller's transaction, which holds the attempt locked for
+ * update (`attempt`): the attempt closes `retryable_failed`, refunded (it does not count),
+ * and the provider's queue pauses; an already paused provider keeps its episode. Returns
+ * when the queue may open again (null: only an operator's Resume).
  */
 export async function pauseProvider(
-  pool: Pool,
+  client: PoolClient,
   fence: AttemptFence,
+  attempt: RunningAttempt,
   args: {
     provider: string;
     reason: PauseReason;
@@ -314,39 +316,36 @@ export async function pauseProvider(
     now?: Date;
   },
 ): Promise<{ resumeAt: Date | null; episode: number; newEpisode: boolean }> {
-  return withTransaction(pool, async (client) => {
-    const attempt = await lockRunningAttempt(client, fence, 'UPDATE');
-    await closeAttemptIn(client, fence, {
-      outcome: 'retryable_failed',
-      category: args.reason,
-      detail: args.detail,
-      refunded: true,
-      counts: args.counts,
-    });
-    await client.query(
-      `UPDATE transcription_jobs SET status = 'pending', stage = 'paused', updated_at = now()
-        WHERE id = $1 AND status = 'running'`,
-      [fence.jobId],
-    );
-    const now = args.now ?? new Date();
-    if (args.scope === 'workspace') {
-      const resumeAt = args.retryAfterMs
-        ? new Date(now.getTime() + args.retryAfterMs)
-        : nextUtcMidnight(now);
-      if (args.reason === 'budget') {
-        // Remembered, so that the workspace's next claims wait without an attempt each.
-        await client.query(
-          `UPDATE workspaces SET budget_paused_until = greatest(budget_paused_until, $2)
-            WHERE id = (SELECT workspace_id FROM transcription_jobs WHERE id = $1)`,
-          [fence.jobId, resumeAt],
-        );
-      }
-      return { resumeAt, episode: 0, newEpisode: false };
-    }
-    // M3: shared credentials pause the installation, a workspace's own only that workspace.
-    const key = pauseKey(args.provider, Number(attempt.workspace_id));
-    return pauseProviderIn(client, args.provider, args.reason, args.retryAfterMs, now, key);
+  await endAttempt(client, fence, {
+    outcome: 'retryable_failed',
+    category: args.reason,
+    detail: args.detail,
+    refunded: true,
+    counts: args.counts,
   });
+  await client.query(
+    `UPDATE transcription_jobs SET status = 'pending', stage = 'paused', updated_at = now()
+        WHERE id = $1 AND status = 'running'`,
+    [fence.jobId],
+  );
+  const now = args.now ?? new Date();
+  if (args.scope === 'workspace') {
+    const resumeAt = args.retryAfterMs
+      ? new Date(now.getTime() + args.retryAfterMs)
+      : nextUtcMidnight(now);
+    if (args.reason === 'budget') {
+      // Remembered, so that the workspace's next claims wait without an attempt each.
+      await client.query(
+        `UPDATE workspaces SET budget_paused_until = greatest(budget_paused_until, $2)
+            WHERE id = (SELECT workspace_id FROM transcription_jobs WHERE id = $1)`,
+        [fence.jobId, resumeAt],
+      );
+    }
+    return { resumeAt, episode: 0, newEpisode: false };
+  }
+  // M3: shared credentials pause the installation, a workspace's own only that workspace.
+  const key = pauseKey(args.provider, Number(attempt.workspace_id));
+  return pauseQueue(client, args.provider, args.reason, args.retryAfterMs, now, key);
 }
 
 /**

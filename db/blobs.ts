@@ -2,6 +2,7 @@ import { cappedBackoffMs } from '../core/backoff';
 import { DomainError } from '../core/errors';
 import type { Pool, PoolClient, Queryable } from './pool';
 import { withTransaction } from './pool';
+import { readCountSetting, SETTINGS } from './settings';
 
 /**
  * Blobs, staged cleanups and quota (SPEC U2, U3). Every byte Quire stores is held by a row
@@ -21,7 +22,6 @@ const QUOTA_GUARD_CLASS = 7_401_120;
 const GLOBAL_GUARD = 0;
 /** `('staged', 'due', 'failing')`: cleanup rows not yet done; their bytes still count. */
 export const PENDING_CLEANUP_LIST = `('staged', 'due', 'failing')`;
-export const GLOBAL_QUOTA_SETTING = 'global_quota_bytes';
 /** How long a cleanup runner owns a claimed row before another runner may take it over. */
 export const CLEANUP_LEASE_MS = 15 * 60 * 1000;
 /** U3: deletion retries without limit, the pause between tries capped at one hour. */
@@ -110,12 +110,7 @@ export async function globalQuotaBytes(
   db: Queryable,
   fallback?: number | null,
 ): Promise<number | null> {
-  const { rows } = await db.query<{ value: unknown }>('SELECT value FROM settings WHERE key = $1', [
-    GLOBAL_QUOTA_SETTING,
-  ]);
-  const value = rows[0]?.value;
-  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
-  return fallback ?? null;
+  return (await readCountSetting(db, SETTINGS.globalQuotaBytes)) ?? fallback ?? null;
 }
 
 export interface QuotaLimit {

@@ -1,5 +1,12 @@
 import { NotFoundError } from './errors';
 import type { Queryable } from './pool';
+import {
+  readCountSetting,
+  SETTINGS,
+  settingCount,
+  settingValueSql,
+  writeCountSetting,
+} from './settings';
 
 /**
  * B1: daily spend budgets, per workspace (`workspaces.daily_budget_micros`) and global
@@ -10,8 +17,6 @@ import type { Queryable } from './pool';
  * The check runs before a paid call and is not a reservation: callers racing each other may
  * overshoot by at most their own in-flight calls, which the next check then sees.
  */
-export const GLOBAL_BUDGET_KEY = 'global_daily_budget_micros';
-
 export type BudgetCheck =
   | { ok: true }
   | {
@@ -53,9 +58,7 @@ async function workspaceBudget(db: Queryable, workspaceId: number): Promise<numb
 }
 
 export async function getGlobalBudget(db: Queryable): Promise<number | null> {
-  const { rows } = await db.query('SELECT value FROM settings WHERE key = $1', [GLOBAL_BUDGET_KEY]);
-  const value: unknown = rows[0]?.value;
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
+  return readCountSetting(db, SETTINGS.globalDailyBudgetMicros);
 }
 
 /**
@@ -70,15 +73,14 @@ export async function checkBudget(
   if (args.estimatedMicros <= 0) return { ok: true };
   // Both limits in one round trip: this runs before every paid call.
   const limits = await db.query(
-    `SELECT w.daily_budget_micros AS ws, (SELECT value FROM settings WHERE key = $2) AS global
+    `SELECT w.daily_budget_micros AS ws, ${settingValueSql('$2')} AS global
        FROM workspaces w WHERE w.id = $1`,
-    [args.workspaceId, GLOBAL_BUDGET_KEY],
+    [args.workspaceId, SETTINGS.globalDailyBudgetMicros],
   );
   if (!limits.rows[0]) {
     throw new NotFoundError('workspace_not_found', `workspace ${args.workspaceId} does not exist`);
   }
   const ws = limits.rows[0].ws === null ? null : Number(limits.rows[0].ws);
-  const globalValue: unknown = limits.rows[0].global;
   const { start, end } = utcDayBounds(args.now);
   if (ws !== null) {
     const spent = await spentBetween(db, args.workspaceId, start, end);
@@ -92,10 +94,7 @@ export async function checkBudget(
       };
     }
   }
-  const global =
-    typeof globalValue === 'number' && Number.isFinite(globalValue) && globalValue >= 0
-      ? globalValue
-      : null;
+  const global = settingCount(limits.rows[0].global);
   if (global !== null) {
     const spent = await spentBetween(db, null, start, end);
     if (spent + args.estimatedMicros > global) {
@@ -156,15 +155,7 @@ export async function setWorkspaceBudget(
 /** Sets (or with null, lifts) the global daily budget. */
 export async function setGlobalBudget(db: Queryable, micros: number | null): Promise<void> {
   assertBudget(micros);
-  if (micros === null) {
-    await db.query('DELETE FROM settings WHERE key = $1', [GLOBAL_BUDGET_KEY]);
-    return;
-  }
-  await db.query(
-    `INSERT INTO settings (key, value, updated_at) VALUES ($1, $2::jsonb, now())
-     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
-    [GLOBAL_BUDGET_KEY, JSON.stringify(micros)],
-  );
+  await writeCountSetting(db, SETTINGS.globalDailyBudgetMicros, micros);
 }
 
 export interface SpendSummary {

@@ -9,6 +9,7 @@ import { StaleAttemptError } from '../core/failures';
 import type { LineBox } from '../core/provider';
 import { recordEngineJob } from './engineJobs';
 import { type AttemptFence, FENCE_JOB_THEN_ATTEMPT, lockRunningAttempt } from './fence';
+import { type ProviderCall, providerCallInsert } from './ledger';
 import { releaseRecordedAudio } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 
@@ -19,42 +20,34 @@ import { type Pool, type PoolClient, type Queryable, withTransaction } from './p
  * whose input is not saved. Payload types per stage: core/checkpoints.ts.
  */
 
-/**
- * T2: saves a stage's output. Idempotent per (stage, seq): a retried call finds the row.
- */
-export async function saveCheckpoint<S extends CheckpointStage>(
-  pool: Pool,
-  fence: AttemptFence,
-  stage: S,
-  seq: number,
-  payload: CheckpointPayloads[S],
-  /** Runs in the same transaction, told whether the row is new (false on a replayed save). */
-  alsoWrite?: (client: PoolClient, inserted: boolean) => Promise<void>,
-): Promise<void> {
-  await withTransaction(pool, async (client) => {
-    await lockRunningAttempt(client, fence, 'SHARE');
-    const inserted = await insertCheckpoint(client, fence, stage, seq, payload);
-    await alsoWrite?.(client, inserted);
-  });
-}
+/** A checkpoint row to save: a stage's output at `seq`, of this attempt. */
+export type CheckpointRow = {
+  [S in CheckpointStage]: { stage: S; seq: number; payload: CheckpointPayloads[S] };
+}[CheckpointStage];
 
 /**
- * `saveCheckpoint`'s row in the caller's transaction, which holds the running attempt locked;
- * returns whether the row is new.
+ * T2: saves stage outputs, in the caller's transaction, which holds the running attempt
+ * locked (`lockRunningAttempt`). Idempotent per (stage, seq): a retried save finds its rows
+ * and writes nothing. Returns how many rows are new. The one writer of checkpoint rows but
+ * the line hot path's single statement (`saveSegmentCheckpoint`).
  */
-export async function insertCheckpoint<S extends CheckpointStage>(
+export async function saveCheckpoints(
   client: PoolClient,
   fence: AttemptFence,
-  stage: S,
-  seq: number,
-  payload: CheckpointPayloads[S],
-): Promise<boolean> {
+  rows: readonly CheckpointRow[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
   const inserted = await client.query(
-    `INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload) VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload)
+     SELECT $1, r->>'stage', (r->>'seq')::int, $2, r->'payload' FROM jsonb_array_elements($3::jsonb) r
      ON CONFLICT (job_id, stage, seq) DO NOTHING`,
-    [fence.jobId, stage, seq, fence.attemptNumber, JSON.stringify(payload)],
+    [
+      fence.jobId,
+      fence.attemptNumber,
+      JSON.stringify(rows.map((r) => ({ stage: r.stage, seq: r.seq, payload: r.payload }))),
+    ],
   );
-  return inserted.rowCount === 1;
+  return inserted.rowCount ?? 0;
 }
 
 /** A job's checkpoints, of one stage or all, ordered by stage then seq. */
@@ -68,7 +61,7 @@ export async function loadCheckpoints(
       WHERE job_id = $1 AND ($2::text IS NULL OR stage = $2) ORDER BY stage, seq`,
     [jobId, stage ?? null],
   );
-  // The stage column names the payload's type: rows are written only by `saveCheckpoint`
+  // The stage column names the payload's type: rows are written only by `saveCheckpoints`
   // and `saveSegmentCheckpoint`, which take the payload type of their stage.
   return rows.map(
     (r) =>
@@ -91,25 +84,25 @@ export async function saveSegmentCheckpoint(
   fence: AttemptFence,
   seq: number,
   payload: RecognizedLine,
-  call: {
-    workspaceId: number;
-    provider: string;
-    units: number;
-    unit: string;
-    costMicros: number;
-    occurredAt?: Date;
-  },
+  call: Omit<ProviderCall, 'jobId' | 'attemptNumber' | 'operation' | 'outcome'>,
 ): Promise<boolean> {
+  const ledger = providerCallInsert(
+    {
+      ...call,
+      jobId: fence.jobId,
+      attemptNumber: fence.attemptNumber,
+      operation: 'recognize',
+      outcome: 'ok',
+    },
+    6,
+  );
   const { rows } = await db.query<{ fenced: number; inserted: number }>(
     `WITH ${FENCE_JOB_THEN_ATTEMPT},
      saved AS (
        INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload)
        SELECT job_id, 'recognize', $4, $2, $5 FROM fence
        ON CONFLICT (job_id, stage, seq) DO NOTHING RETURNING 1),
-     ledger AS (
-       INSERT INTO provider_calls (workspace_id, job_id, attempt_number, provider, operation, units, unit,
-                                   cost_micros, outcome, occurred_at)
-       VALUES ($6, $1, $2, $7, 'recognize', $8, $9, $10, 'ok', coalesce($11, now())) RETURNING 1)
+     ledger AS (${ledger.sql} RETURNING 1)
      SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM saved)::int AS inserted,
             (SELECT count(*) FROM ledger)::int AS recorded`,
     [
@@ -118,12 +111,7 @@ export async function saveSegmentCheckpoint(
       fence.tokenHash,
       seq,
       JSON.stringify(payload),
-      call.workspaceId,
-      call.provider,
-      call.units,
-      call.unit,
-      call.costMicros,
-      call.occurredAt ?? null,
+      ...ledger.values,
     ],
   );
   if (rows[0]?.fenced !== 1) {
@@ -153,7 +141,9 @@ export async function saveSegmentedLines(
   fence: AttemptFence,
   lines: LineBox[],
 ): Promise<void> {
-  await saveCheckpoint(pool, fence, 'segment', 0, { lines }, async (client) => {
+  await withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'SHARE');
+    await saveCheckpoints(client, fence, [{ stage: 'segment', seq: 0, payload: { lines } }]);
     await client.query(
       `UPDATE transcription_jobs SET stage = 'recognize', total_segments = $2, updated_at = now() WHERE id = $1`,
       [fence.jobId, lines.length],
@@ -173,8 +163,11 @@ export async function saveEngineSubmission(
   submission: { provider: string; engineJobId: string; workspaceId: number; pageId: number },
 ): Promise<void> {
   const { engineJobId } = submission;
-  await saveCheckpoint(pool, fence, 'submit', 0, { engineJobId }, async (client, inserted) => {
-    if (!inserted) return;
+  await withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'SHARE');
+    const payload = { engineJobId };
+    if ((await saveCheckpoints(client, fence, [{ stage: 'submit', seq: 0, payload }])) === 0)
+      return;
     await recordEngineJob(client, {
       provider: submission.provider,
       engineJobId,
@@ -194,7 +187,9 @@ export async function saveAudioSegments(
   fence: AttemptFence,
   segments: Segment[],
 ): Promise<void> {
-  await saveCheckpoint(pool, fence, 'recognize', 0, { segments }, async (client) => {
+  await withTransaction(pool, async (client) => {
+    await lockRunningAttempt(client, fence, 'SHARE');
+    await saveCheckpoints(client, fence, [{ stage: 'recognize', seq: 0, payload: { segments } }]);
     await client.query(
       `UPDATE transcription_jobs SET completed_segments = $2, total_segments = $2, updated_at = now() WHERE id = $1`,
       [fence.jobId, segments.length],

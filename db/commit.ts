@@ -1,18 +1,23 @@
 import type { Segment } from '../core/annotation';
+import { EVENT_TYPES } from '../core/cloudevents';
 import type { EngineIdentity } from '../core/provider';
-import { closeAttemptIn } from './attempts';
+import { closeAttempt } from './attempts';
 import { appendEvent } from './events';
 import {
   type AttemptFence,
   fencedAttemptOutcome,
-  lockRunningAttempt,
   type RunningAttempt,
   updateRunningAttempt,
 } from './fence';
-import { EVENT_TYPES, failJobIn, jobEventData } from './jobs';
-import { type Pool, type PoolClient, withTransaction } from './pool';
+import { jobEventData } from './jobs';
+import type { PoolClient, Queryable } from './pool';
 import { resetOutageBackoff } from './providerState';
-import { commitRevision, type RevisionConflict } from './revisions';
+import {
+  commitRevision,
+  type RevisionCommitted,
+  type RevisionConflict,
+  type RevisionWriteOutcome,
+} from './revisions';
 
 /** J1: the one commit of a job, the page revision its attempt read the page for. */
 
@@ -24,55 +29,38 @@ export interface CommitInput {
   /** V3: lines a person edited or verified that this run kept as they were. */
   kept?: number;
   engine: EngineIdentity;
+  /** The page's canvas URI, when the caller has read the page. */
+  canvasUri?: string;
 }
 
-export type CommitResult =
-  | { state: 'committed'; revision: number; eventId: number }
-  | RevisionConflict;
+/**
+ * J1: the revision an attempt committed, when it has: a commit retried after its reply was
+ * lost finds its own attempt completed, and writes nothing again.
+ */
+export async function committedRevision(
+  db: Queryable,
+  fence: AttemptFence,
+): Promise<RevisionCommitted | undefined> {
+  const previous = await fencedAttemptOutcome(db, fence);
+  return previous?.outcome === 'completed'
+    ? { state: 'committed', revision: previous.resultRevision! }
+    : undefined;
+}
 
 /**
- * J1: in one transaction: the page revision after the attempt's input revision
- * (`commitRevision`, with the engine's provenance), the attempt `completed`, the job
- * `completed` with its counts, the derived full-text index, and the completion event. A CAS
- * miss writes nothing here; the caller fails the job with `conflict` (`failOnConflict`) in a
- * transaction of its own. Idempotent: a retry after a lost reply finds its own completed
- * attempt and returns it.
+ * J1: the commit, in the caller's transaction, which holds the page, the job and the running
+ * attempt locked for update (`lockRunningAttempt` with `lockPage`): the page revision after
+ * the attempt's input revision (`commitRevision`, with the engine's provenance), the attempt
+ * `completed`, the job `completed` with its counts, the derived full-text index, and the
+ * completion event. A compare-and-set miss writes nothing here and is returned: the caller
+ * fails the job with `conflict` (`failOnConflict`).
  */
 export async function commitPageRevision(
-  pool: Pool,
-  fence: AttemptFence,
-  input: CommitInput,
-): Promise<CommitResult> {
-  return withTransaction(pool, async (client) => {
-    const previous = await fencedAttemptOutcome(client, fence);
-    if (previous?.outcome === 'completed') {
-      const event = await client.query(
-        `SELECT id FROM event_outbox WHERE type = $1 AND data->>'jobId' = $2 ORDER BY id LIMIT 1`,
-        [EVENT_TYPES.completed, fence.jobId],
-      );
-      return {
-        state: 'committed',
-        revision: previous.resultRevision!,
-        eventId: event.rows[0]?.id ?? 0,
-      };
-    }
-    const attempt = await lockRunningAttempt(client, fence, 'UPDATE', { lockPage: true });
-    return commitPageRevisionIn(client, fence, attempt, input);
-  });
-}
-
-/**
- * The writes of `commitPageRevision` in the caller's transaction, which holds the page, the
- * job and the running attempt locked for update (`lockRunningAttempt` with `lockPage`), as
- * the read of a fresh page does when it commits in its own save (P6). `canvasUri`: the page's,
- * when the caller has read it.
- */
-export async function commitPageRevisionIn(
   client: PoolClient,
   fence: AttemptFence,
   attempt: RunningAttempt,
-  input: CommitInput & { canvasUri?: string },
-): Promise<CommitResult> {
+  input: CommitInput,
+): Promise<RevisionWriteOutcome> {
   const written = await commitRevision(client, {
     pageId: attempt.page_id,
     canvasUri: input.canvasUri,
@@ -110,34 +98,30 @@ export async function commitPageRevisionIn(
     failedSegments: input.failed,
     totalSegments: input.total,
   });
-  const eventId = await appendEvent(client, {
+  await appendEvent(client, {
     workspaceId,
     type: EVENT_TYPES.completed,
     subject: `transcription-jobs/${fence.jobId}`,
     data,
   });
-  return { state: 'committed', revision, eventId };
+  return written;
 }
 
-/** J1: a CAS miss fails the job with `conflict`; nothing of the attempt's work is written. */
+/**
+ * J1: a compare-and-set miss fails the job with `conflict`; nothing of the attempt's work is
+ * written. In the caller's transaction, which holds the running attempt locked for update.
+ */
 export async function failOnConflict(
-  pool: Pool,
-  fence: AttemptFence,
-  currentRevision: number,
-): Promise<void> {
-  await withTransaction(pool, async (client) => {
-    await lockRunningAttempt(client, fence, 'UPDATE');
-    await failOnConflictIn(client, fence, currentRevision);
-  });
-}
-
-/** `failOnConflict` in the caller's transaction, which holds the running attempt locked. */
-export async function failOnConflictIn(
   client: PoolClient,
   fence: AttemptFence,
-  currentRevision: number,
+  conflict: RevisionConflict,
 ): Promise<void> {
-  const detail = `page changed since the input revision (now at ${currentRevision})`;
-  await closeAttemptIn(client, fence, { outcome: 'failed', category: 'conflict', detail });
-  await failJobIn(client, fence.jobId, 'conflict', detail, fence.attemptNumber);
+  const detail = `page changed since the input revision (now at ${conflict.currentRevision})`;
+  // A failed close fails the job whatever the attempts used: no cap is read.
+  await closeAttempt(
+    client,
+    fence,
+    { outcome: 'failed', category: 'conflict', detail },
+    Number.POSITIVE_INFINITY,
+  );
 }

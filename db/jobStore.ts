@@ -4,16 +4,19 @@ import { releaseIncompleteBatchPages } from './items';
 import { admitWaitingJobs, workspacesWithWaitingJobs } from './jobSlots';
 import {
   activeWorkflowsForProvider,
+  type CreatedJob,
   cancelBatch,
   cancelJob,
   createJob,
   findUnstartedJobs,
+  isJobKeyRace,
   type JobRow,
   markWorkflowStarted,
+  type NewJob,
 } from './jobs';
 import { activeJobsToCheck, settleLostJob, type WorkflowState } from './lostWorkflows';
 import { providersEnabledFor } from './operatorControls';
-import type { Pool } from './pool';
+import { type Pool, withTransaction } from './pool';
 import { resumeProvider } from './providerState';
 
 function record(job: JobRow, kind: MediaKind): JobRecord {
@@ -31,11 +34,26 @@ function record(job: JobRow, kind: MediaKind): JobRecord {
   };
 }
 
+/**
+ * J6: a job created in its own transaction; a concurrent request with the same idempotency
+ * key that won the insert is found by running the transaction once more.
+ */
+async function createJobInTransaction(pool: Pool, input: NewJob): Promise<CreatedJob> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await withTransaction(pool, (client) => createJob(client, input));
+    } catch (error) {
+      if (tries === 0 && isJobKeyRace(error)) continue;
+      throw error;
+    }
+  }
+}
+
 /** The PostgreSQL implementation of the client's job store port. */
 export function createJobStore(pool: Pool): JobStore {
   return {
     async createJob(input) {
-      const created = await createJob(pool, input);
+      const created = await createJobInTransaction(pool, input);
       return {
         job: record(created.job, created.kind),
         created: created.created,

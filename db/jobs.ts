@@ -1,3 +1,4 @@
+import { EVENT_TYPES } from '../core/cloudevents';
 import type { FailureClass } from '../core/failures';
 import { uuidv7, workflowIdForJob } from '../core/ids';
 import type { NewJobRecord } from '../core/jobStore';
@@ -15,19 +16,6 @@ import { appendEvent } from './events';
 import { getPageForUpdate } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
-
-export const EVENT_TYPES = {
-  completed: 'dev.quire.transcription.completed',
-  failed: 'dev.quire.transcription.failed',
-  canceled: 'dev.quire.transcription.canceled',
-  taskStarted: 'dev.quire.transcription.task.started',
-  taskCompleted: 'dev.quire.transcription.task.completed',
-  published: 'dev.quire.annotations.published',
-  /** V5: the revision that makes every line of a page verified. */
-  pageVerified: 'dev.quire.page.verified',
-  providerPaused: 'dev.quire.provider.paused',
-  providerResumed: 'dev.quire.provider.resumed',
-} as const;
 
 export interface JobRow {
   id: string;
@@ -112,25 +100,9 @@ export interface CreatedJob {
   superseded: { id: string; workflowId: string } | null;
 }
 
-/**
- * Creates a job for a page (J4, J6). In one transaction: an existing job with the same
- * idempotency key is returned as it is; otherwise the page's active job, if any, becomes
- * `superseded` with its running attempt closed (its token dies), and the new job is inserted.
- */
-export async function createJob(pool: Pool, input: NewJob): Promise<CreatedJob> {
-  for (let tries = 0; ; tries++) {
-    try {
-      return await withTransaction(pool, (client) => createJobIn(client, input));
-    } catch (error) {
-      // A concurrent request with the same idempotency key won the insert: return its job.
-      if (
-        tries === 0 &&
-        isUniqueViolation(error, 'transcription_jobs_workspace_id_idempotency_key_key')
-      )
-        continue;
-      throw error;
-    }
-  }
+/** J6: a concurrent creation with the same idempotency key won the insert. */
+export function isJobKeyRace(error: unknown): boolean {
+  return isUniqueViolation(error, 'transcription_jobs_workspace_id_idempotency_key_key');
 }
 
 /** M4: the advisory lock that serialises a workspace's admissions and capped recordings. */
@@ -139,7 +111,14 @@ export async function lockWorkspaceSlots(client: Queryable, workspaceId: number)
   await client.query('SELECT pg_advisory_xact_lock($1, $2)', [SLOT_LOCK_CLASS, workspaceId]);
 }
 
-export async function createJobIn(client: PoolClient, input: NewJob): Promise<CreatedJob> {
+/**
+ * Creates a job for a page (J4, J6), in the caller's transaction: an existing job with the
+ * same idempotency key is returned as it is; otherwise the page's active job, if any, becomes
+ * `superseded` with its running attempt closed (its token dies), and the new job is inserted.
+ * A concurrent request with the same key that wins the insert is a unique violation
+ * (`isJobKeyRace`): the caller runs its transaction again and finds that job.
+ */
+export async function createJob(client: PoolClient, input: NewJob): Promise<CreatedJob> {
   if (input.idempotencyKey) {
     const existing = await client.query(
       `SELECT ${JOB_COLUMNS}, p.kind FROM transcription_jobs j JOIN pages p ON p.id = j.page_id
@@ -325,7 +304,7 @@ async function appendJobEvent(
 }
 
 /** Marks a job failed (from an active status) with its completion-less failure event. */
-export async function failJobIn(
+export async function failJob(
   client: PoolClient,
   jobId: string,
   category: FailureClass,
@@ -352,7 +331,7 @@ export interface CanceledJobs {
   canceledJobIds: string[];
 }
 
-async function cancelJobsIn(client: PoolClient, jobIds: string[]): Promise<CanceledJobs> {
+async function cancelJobRows(client: PoolClient, jobIds: string[]): Promise<CanceledJobs> {
   if (jobIds.length === 0) return { workflowIds: [], canceledJobIds: [] };
   await client.query(
     `UPDATE transcription_job_attempts SET outcome = 'canceled', ended_at = now()
@@ -385,7 +364,7 @@ export async function cancelJob(pool: Pool, workspaceId: number, jobId: string) 
     if (!isActiveStatus(job.status)) {
       throw new ConflictError('job_not_active', `job ${jobId} is already ${job.status}`);
     }
-    return cancelJobsIn(client, [jobId]);
+    return cancelJobRows(client, [jobId]);
   });
 }
 
@@ -403,7 +382,7 @@ export async function cancelBatch(pool: Pool, workspaceId: number, batchId: stri
       `SELECT id FROM transcription_jobs WHERE batch_id = $1 AND status IN ${ACTIVE_STATUS_LIST} ORDER BY id FOR UPDATE`,
       [batchId],
     );
-    return cancelJobsIn(
+    return cancelJobRows(
       client,
       rows.map((r) => r.id),
     );
@@ -463,7 +442,7 @@ export async function cancelJobIfActive(pool: Pool, jobId: string): Promise<JobS
     const status = rows[0]?.status as JobStatus | undefined;
     if (!status) throw new NotFoundError('job_not_found', `job ${jobId} not found`);
     if (!isActiveStatus(status)) return status;
-    await cancelJobsIn(client, [jobId]);
+    await cancelJobRows(client, [jobId]);
     return 'canceled';
   });
 }

@@ -1,7 +1,7 @@
 import type { MediaKind } from '../core/media';
 import { isActiveStatus } from '../core/temporal';
 import { expireRunningAttempt } from './attempts';
-import { cancelJobIfActive, failJobIn, JOB_COLUMNS, type JobRow, toJob } from './jobs';
+import { cancelJobIfActive, failJob, JOB_COLUMNS, type JobRow, toJob } from './jobs';
 import { type Pool, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 
@@ -92,7 +92,7 @@ export async function settleLostJob(
     const detail = restartable
       ? `workflow ended ${workflow.toLowerCase().replace('_', ' ')} after ${job.workflow_restarts} new runs`
       : `workflow ended ${workflow.toLowerCase().replace('_', ' ')} while the job was active`;
-    await failJobIn(client, jobId, 'internal', detail, null);
+    await failJob(client, jobId, 'internal', detail, null);
     return 'failed';
   });
 }

@@ -1,12 +1,13 @@
 import { DomainError, type ErrorCode } from '../core/errors';
 import { KNOWN_PROVIDERS } from '../core/providerCatalogue';
 import { type AuditActor, type AuditEntryInput, recordAudit } from './auditLog';
-import { blobUsage, GLOBAL_QUOTA_SETTING } from './blobs';
-import { GLOBAL_BUDGET_KEY, setGlobalBudget, setWorkspaceBudget, utcDayBounds } from './budget';
+import { blobUsage } from './blobs';
+import { setGlobalBudget, setWorkspaceBudget, utcDayBounds } from './budget';
 import { NotFoundError } from './errors';
 import { JOB_SLOTS_CHANNEL, slotFigures } from './jobSlots';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { getProviderStates } from './providerState';
+import { readCountSetting, SETTINGS, writeCountSetting } from './settings';
 
 /**
  * M4: what operators set on the installation and on each workspace, each change written with
@@ -171,29 +172,15 @@ export async function setWorkspaceControls(
   });
 }
 
-async function settingNumber(db: Queryable, key: string): Promise<number | null> {
-  const { rows } = await db.query('SELECT value FROM settings WHERE key = $1', [key]);
-  const value: unknown = rows[0]?.value;
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
-}
-
 export async function getInstallationControls(db: Queryable): Promise<InstallationControls> {
   return {
-    dailyBudgetMicros: await settingNumber(db, GLOBAL_BUDGET_KEY),
-    quotaBytes: await settingNumber(db, GLOBAL_QUOTA_SETTING),
+    dailyBudgetMicros: await readCountSetting(db, SETTINGS.globalDailyBudgetMicros),
+    quotaBytes: await readCountSetting(db, SETTINGS.globalQuotaBytes),
   };
 }
 
 async function setGlobalQuota(client: PoolClient, bytes: number | null): Promise<void> {
-  if (bytes === null) {
-    await client.query('DELETE FROM settings WHERE key = $1', [GLOBAL_QUOTA_SETTING]);
-    return;
-  }
-  await client.query(
-    `INSERT INTO settings (key, value, updated_at) VALUES ($1, $2::jsonb, now())
-     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
-    [GLOBAL_QUOTA_SETTING, JSON.stringify(bytes)],
-  );
+  await writeCountSetting(client, SETTINGS.globalQuotaBytes, bytes);
 }
 
 /** Changes the global budget and quota; each field given is an audit row. */

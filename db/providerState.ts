@@ -1,7 +1,7 @@
 import { backoffCeilingMs } from '../core/backoff';
+import { EVENT_TYPES } from '../core/cloudevents';
 import type { FailureClass, PauseReason } from '../core/failures';
 import { appendEvent } from './events';
-import { EVENT_TYPES } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 
@@ -34,9 +34,10 @@ export function nextUtcMidnight(now: Date): Date {
 
 /**
  * Pauses a provider's queue in the caller's transaction and opens a new episode; an already
- * paused provider keeps its episode and its resume time.
+ * paused provider keeps its episode and its resume time. An attempt's pausing failure pauses
+ * through `pauseProvider` (db/attempts.ts), which closes the attempt beside it.
  */
-export async function pauseProviderIn(
+export async function pauseQueue(
   client: PoolClient,
   provider: string,
   reason: PauseReason,
@@ -92,7 +93,7 @@ export async function pauseProviderIn(
  * Resumes the paused rows of a provider: the row of `key` when given, every row of the
  * provider (the installation's and each workspace's) when `key` is undefined.
  */
-async function resumeProviderIn(
+async function resumeQueue(
   client: PoolClient,
   provider: string,
   by: 'operator' | 'workspace' | 'timer',
@@ -161,7 +162,7 @@ export async function resumeProvider(
   key?: PauseKey,
 ): Promise<boolean> {
   return withTransaction(pool, (client) =>
-    resumeProviderIn(client, provider, typeof key === 'number' ? 'workspace' : 'operator', key),
+    resumeQueue(client, provider, typeof key === 'number' ? 'workspace' : 'operator', key),
   );
 }
 
@@ -235,7 +236,7 @@ export async function currentPause(
     const resumeAt: Date | null = row.resume_at;
     if (resumeAt === null || resumeAt > now) return { reason: row.reason, resumeAt };
     const key = row.workspace_id === null ? null : Number(row.workspace_id);
-    await resumeProviderIn(client, provider, 'timer', key);
+    await resumeQueue(client, provider, 'timer', key);
   }
   return null;
 }

@@ -1,9 +1,9 @@
 import { buildAnnotationPage, lineStateOf, type Segment, targetFragment } from '../core/annotation';
+import { EVENT_TYPES } from '../core/cloudevents';
 import { countLineStates } from '../core/lineStates';
 import type { EngineIdentity } from '../core/provider';
 import { assertLinesAccepted, assertPageTextFits, searchTextOf } from '../core/text';
 import { appendEvent } from './events';
-import { EVENT_TYPES } from './jobs';
 import type { PoolClient } from './pool';
 
 /**
@@ -61,6 +61,13 @@ export interface RevisionConflict {
 }
 
 /**
+ * How a revision write ends, whoever the writer: the revision written, or the page not at the
+ * revision the writer read. A stale attempt fence is not an outcome: it is thrown
+ * (`StaleAttemptError`, STALE_ATTEMPT).
+ */
+export type RevisionWriteOutcome = RevisionCommitted | RevisionConflict;
+
+/**
  * Writes the next revision of a page in the caller's transaction, or reports the miss. The
  * compare-and-set takes the page's row lock when the caller does not hold it already, so a
  * caller that locks other rows first keeps its own lock order.
@@ -68,7 +75,7 @@ export interface RevisionConflict {
 export async function commitRevision(
   client: PoolClient,
   write: RevisionWrite,
-): Promise<RevisionCommitted | RevisionConflict> {
+): Promise<RevisionWriteOutcome> {
   // The canvas URI never changes, so it may be read before the compare-and-set.
   const canvasUri =
     write.canvasUri ??

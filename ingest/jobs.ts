@@ -4,7 +4,7 @@ import { buildSnapshot } from '../core/pricing';
 import type { PriceTable } from '../core/provider';
 import { resolveProvider } from '../core/providerCatalogue';
 import type { JobPriority } from '../core/temporal';
-import { createJobIn } from '../db/jobs';
+import { createJob } from '../db/jobs';
 import type { IngestDeps } from './batch';
 
 /**
@@ -30,7 +30,7 @@ export function recordJobsForIngest(args: {
     checkJobRequest({ provider, options: args.options }, args.enabled);
     const jobs = [];
     for (const page of pages) {
-      const { job, kind } = await createJobIn(tx, {
+      const { job, kind } = await createJob(tx, {
         workspaceId: args.workspaceId,
         pageId: page.pageId,
         batchId,

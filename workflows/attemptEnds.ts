@@ -1,5 +1,5 @@
 import { sleep } from '@temporalio/workflow';
-import type { AttemptRef, Committed, PauseRequest } from '../activities/transcription';
+import type { AttemptRef, PauseRequest, RevisionWriteOutcome } from '../activities/transcription';
 import { cappedBackoffMs } from '../core/backoff';
 import { type FailureClass, isPermanent } from '../core/failures';
 import type { JobStatus, TranscriptionJobInput, TranscriptionJobResult } from '../core/temporal';
@@ -40,7 +40,7 @@ export function attemptEnds(
     releasePage,
 
     /** The transcript committed, or the page moved on meanwhile: the job's end either way. */
-    committed(committed: Committed): AttemptEnd {
+    committed(committed: RevisionWriteOutcome): AttemptEnd {
       if (committed.state === 'conflict') return final('failed', null, 'conflict');
       return final('completed', committed.revision, null);
     },

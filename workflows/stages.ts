@@ -1,9 +1,9 @@
 import { log } from '@temporalio/workflow';
 import type {
   AttemptRef,
-  Committed,
   PauseRequest,
   RecognizeOutcome,
+  RevisionWriteOutcome,
   SegmentFailure,
   SliceOutcome,
 } from '../activities/transcription';
@@ -26,7 +26,7 @@ export interface AttemptRun {
 
 /** What a read came to; `committed` when its engine step committed it too (P6). */
 export type Reading =
-  | { outcome: RecognizeOutcome; polished: boolean; committed?: Committed }
+  | { outcome: RecognizeOutcome; polished: boolean; committed?: RevisionWriteOutcome }
   | { pause: PauseRequest };
 
 // One recognize activity takes up to this many lines, for about `sliceMs`: few activities per

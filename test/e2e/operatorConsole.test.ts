@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../db/auditLog';
 import { createOperatorKey } from '../../db/operatorKeys';
 import { withTransaction } from '../../db/pool';
-import { pauseProviderIn } from '../../db/providerState';
+import { pauseQueue } from '../../db/providerState';
 import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
@@ -173,7 +173,7 @@ describe('operator console (M1, M4)', () => {
 
   it('M4 the global budget and a paused provider are handled from the operator view, audited, and the view passes axe', async () => {
     await withTransaction(quire.db.pool, (client) =>
-      pauseProviderIn(client, 'openai-chat', 'credit', undefined, new Date()),
+      pauseQueue(client, 'openai-chat', 'credit', undefined, new Date()),
     );
     const operatorPage = await signIn(await freshContext(), operatorKey, '/operator');
     const row = operatorPage.locator('tr[data-provider="openai-chat"]');

@@ -5,7 +5,7 @@ import { verifyPassword } from '../../core/passwords';
 import { findAccountByEmail, memberRole } from '../../db/accounts';
 import { authenticateOperatorKey } from '../../db/operatorKeys';
 import { withTransaction } from '../../db/pool';
-import { pauseProviderIn } from '../../db/providerState';
+import { pauseQueue } from '../../db/providerState';
 import { createSession, touchSession } from '../../db/sessions';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { temporalAddress } from '../support/quire';
@@ -211,7 +211,7 @@ describe('M4 quire admin commands', () => {
 
   it('M4 resume-provider resumes a paused provider and records it', async () => {
     await withTransaction(db.pool, (client) =>
-      pauseProviderIn(client, 'openai-chat', 'auth', undefined, new Date()),
+      pauseQueue(client, 'openai-chat', 'auth', undefined, new Date()),
     );
     const out = await admin('resume-provider', '--name', 'openai-chat');
     expect(out.code, out.stderr).toBe(0);

@@ -7,6 +7,7 @@ import { auditInvariants } from '../../db/audit';
 import { cancelJob, createJob } from '../../db/jobs';
 import { getMirrorRow } from '../../db/mirrorOutbox';
 import { upsertMirrorRow } from '../../db/pages';
+import { withTransaction } from '../../db/pool';
 import { fanOutEvents, recordDeliveryAttempt } from '../../db/webhooks';
 import { addApiKey, createWorkspace } from '../../db/workspaces';
 import { configureWeb } from '../../web/lib/server';
@@ -231,11 +232,13 @@ describe('transcription jobs (L1, J4, J5)', () => {
     // Seeded through the job store the typed client uses; each new job supersedes the page's
     // active one (J4), and the last active ones are cancelled, so no workflow is left waiting.
     for (let i = 0; i < 250; i++) {
-      const { job } = await createJob(quire.db.pool, {
-        workspaceId: ws,
-        pageId: pages[i % 3]!,
-        snapshot: buildSnapshot({ provider: 'simulated' }),
-      });
+      const { job } = await withTransaction(quire.db.pool, (tx) =>
+        createJob(tx, {
+          workspaceId: ws,
+          pageId: pages[i % 3]!,
+          snapshot: buildSnapshot({ provider: 'simulated' }),
+        }),
+      );
       created.push(job.id);
     }
     for (const id of created.slice(-3)) await cancelJob(quire.db.pool, ws, id);

@@ -7,7 +7,7 @@ import { auditInvariants } from '../../db/audit';
 import { saveSegmentCheckpoint } from '../../db/checkpoints';
 import { createBatch } from '../../db/ingest';
 import { createJobStore } from '../../db/jobStore';
-import { cancelBatch, cancelJob, createJobIn, getJob, listAttempts } from '../../db/jobs';
+import { cancelBatch, cancelJob, createJob, getJob, listAttempts } from '../../db/jobs';
 import { withTransaction } from '../../db/pool';
 import { createWorkspace } from '../../db/workspaces';
 import { buildSnapshot } from '../../providers/registry';
@@ -101,7 +101,7 @@ describe('batch cancel (J5) and lock order (A1)', () => {
     // A re-run of the first page, committed while the release waits for the page lock.
     let release: Promise<{ pages: number }> | undefined;
     const rerun = await withTransaction(quire.db.pool, async (tx) => {
-      const created = await createJobIn(tx, {
+      const created = await createJob(tx, {
         workspaceId: ws,
         pageId: first!.pageId,
         snapshot: buildSnapshot({ provider: 'simulated', options: { simulated: { lines: 1 } } }),
@@ -137,7 +137,11 @@ describe('batch cancel (J5) and lock order (A1)', () => {
     });
     if (claim.state !== 'claimed') throw new Error(`not claimed: ${claim.state}`);
     const fence = { jobId: job.id, attemptNumber: claim.attemptNumber, tokenHash };
-    const call = { workspaceId: ws, provider: 'simulated', units: 1, unit: 'line', costMicros: 0 };
+    const call = {
+      workspaceId: ws,
+      by: { provider: 'simulated', price: {} },
+      cost: { units: 1, unit: 'line' as const },
+    };
     let checkpoint: Promise<unknown> | undefined;
     // The cancel's order: the job first, then its attempt.
     await withTransaction(quire.db.pool, async (tx) => {

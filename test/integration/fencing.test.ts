@@ -2,17 +2,19 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTranscriptionActivities } from '../../activities/transcription';
+import { commitPage } from '../../activities/transcriptStages';
 import { hashToken, newAttemptToken, sealToken } from '../../core/attemptToken';
 import { StaleAttemptError } from '../../core/failures';
 import { claimAttempt, closeAttempt, pauseProvider, recordProgress } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
-import { saveCheckpoint } from '../../db/checkpoints';
-import { commitPageRevision } from '../../db/commit';
+import { saveCheckpoints } from '../../db/checkpoints';
 import type { AttemptFence } from '../../db/fence';
 import { createBatch } from '../../db/ingest';
 import { cancelBatch, createJob, getJobById, listAttempts } from '../../db/jobs';
+import { withTransaction } from '../../db/pool';
 import { buildSnapshot, createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
+import { fenced } from '../support/fenced';
 import { createTestQuire, silentLogger, type TestQuire } from '../support/quire';
 
 let quire: TestQuire;
@@ -43,7 +45,9 @@ async function claimed(
   batchId?: string,
 ): Promise<{ jobId: string; pageId: number; fence: AttemptFence; token: Buffer }> {
   const pageId = await quire.page(ws);
-  const { job } = await createJob(quire.db.pool, { workspaceId: ws, pageId, snapshot, batchId });
+  const { job } = await withTransaction(quire.db.pool, (tx) =>
+    createJob(tx, { workspaceId: ws, pageId, snapshot, batchId }),
+  );
   const token = newAttemptToken();
   const claim = await claimAttempt(quire.db.pool, {
     jobId: job.id,
@@ -53,10 +57,22 @@ async function claimed(
   });
   if (claim.state !== 'claimed') throw new Error(`claim ${claim.state}`);
   const fence = { jobId: job.id, attemptNumber: claim.attemptNumber, tokenHash: hashToken(token) };
-  await saveCheckpoint(quire.db.pool, fence, 'segment', 0, {
-    lines: [{ box: segments[0]!.target.box }],
-  });
-  await saveCheckpoint(quire.db.pool, fence, 'recognize', 0, { text: 'a line' });
+  await fenced(
+    quire.db.pool,
+    fence,
+    (client) =>
+      saveCheckpoints(client, fence, [
+        { stage: 'segment', seq: 0, payload: { lines: [{ box: segments[0]!.target.box }] } },
+      ]),
+    'SHARE',
+  );
+  await fenced(
+    quire.db.pool,
+    fence,
+    (client) =>
+      saveCheckpoints(client, fence, [{ stage: 'recognize', seq: 0, payload: { text: 'a line' } }]),
+    'SHARE',
+  );
   return { jobId: job.id, pageId, fence, token };
 }
 
@@ -95,16 +111,32 @@ describe('A1 fenced attempts', () => {
       recordProgress(pool, fence, { stage: 'recognize', completed: 1 }),
     ).rejects.toBeInstanceOf(StaleAttemptError);
     await expect(
-      saveCheckpoint(pool, fence, 'recognize', 1, { text: 'late' }),
+      fenced(
+        pool,
+        fence,
+        (client) =>
+          saveCheckpoints(client, fence, [
+            { stage: 'recognize', seq: 1, payload: { text: 'late' } },
+          ]),
+        'SHARE',
+      ),
     ).rejects.toBeInstanceOf(StaleAttemptError);
     await expect(
-      closeAttempt(pool, fence, { outcome: 'failed', category: 'internal', detail: 'late' }, 5),
+      fenced(pool, fence, (client) =>
+        closeAttempt(client, fence, { outcome: 'failed', category: 'internal', detail: 'late' }, 5),
+      ),
     ).rejects.toBeInstanceOf(StaleAttemptError);
     await expect(
-      pauseProvider(pool, fence, { provider: 'simulated', reason: 'outage', detail: 'late' }),
+      fenced(pool, fence, (client, attempt) =>
+        pauseProvider(client, fence, attempt, {
+          provider: 'simulated',
+          reason: 'outage',
+          detail: 'late',
+        }),
+      ),
     ).rejects.toBeInstanceOf(StaleAttemptError);
     await expect(
-      commitPageRevision(pool, fence, { segments, completed: 1, failed: 0, total: 1, engine }),
+      commitPage(pool, fence, { segments, completed: 1, failed: 0, total: 1, engine }),
     ).rejects.toBeInstanceOf(StaleAttemptError);
     const late = await pool.query(
       `SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1 AND seq = 1`,
@@ -197,7 +229,9 @@ describe('races, 100 iterations each, audited after each', () => {
   it('A1 two workers claiming the same job: one running attempt, the other closed lease_expired', async () => {
     for (let i = 0; i < 100; i++) {
       const pageId = await quire.page(ws);
-      const { job } = await createJob(quire.db.pool, { workspaceId: ws, pageId, snapshot });
+      const { job } = await withTransaction(quire.db.pool, (tx) =>
+        createJob(tx, { workspaceId: ws, pageId, snapshot }),
+      );
       const claims = await Promise.all(
         ['a', 'b'].map((owner) =>
           claimAttempt(quire.db.pool, {
@@ -221,14 +255,16 @@ describe('races, 100 iterations each, audited after each', () => {
     for (let i = 0; i < 100; i++) {
       const { jobId, pageId, fence } = await claimed();
       const [commit, created] = await Promise.allSettled([
-        commitPageRevision(quire.db.pool, fence, {
+        commitPage(quire.db.pool, fence, {
           segments,
           completed: 1,
           failed: 0,
           total: 1,
           engine,
         }),
-        createJob(quire.db.pool, { workspaceId: ws, pageId, snapshot }),
+        withTransaction(quire.db.pool, (tx) =>
+          createJob(tx, { workspaceId: ws, pageId, snapshot }),
+        ),
       ]);
       if (created.status === 'rejected') throw created.reason;
       const old = await getJobById(quire.db.pool, jobId);
@@ -253,7 +289,7 @@ describe('races, 100 iterations each, audited after each', () => {
       const batchId = await createBatch(quire.db.pool, ws);
       const { jobId, fence } = await claimed(batchId);
       const [commit, cancel] = await Promise.allSettled([
-        commitPageRevision(quire.db.pool, fence, {
+        commitPage(quire.db.pool, fence, {
           segments,
           completed: 1,
           failed: 0,

@@ -5,7 +5,7 @@ import type { CallContext, MediaInput } from '../../core/provider';
 import { claimAttempt } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
 import { createJob, getJob, listAttempts } from '../../db/jobs';
-import { createPool, type Pool } from '../../db/pool';
+import { createPool, type Pool, withTransaction } from '../../db/pool';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import type { QuireWorker } from '../../worker/createWorker';
@@ -182,11 +182,13 @@ describe('PostgreSQL unreachable for the worker (D7)', () => {
 
   it('D7 a claim that committed while its report was lost is refunded by the next claim of the same run; an attempt the run held is a crashed lease', async () => {
     const pageId = await quire.page(ws);
-    const { job } = await createJob(quire.db.pool, {
-      workspaceId: ws,
-      pageId,
-      snapshot: buildSnapshot({ provider: 'simulated' }),
-    });
+    const { job } = await withTransaction(quire.db.pool, (tx) =>
+      createJob(tx, {
+        workspaceId: ws,
+        pageId,
+        snapshot: buildSnapshot({ provider: 'simulated' }),
+      }),
+    );
     const claim = (knownAttempt: number | null) =>
       claimAttempt(quire.db.pool, {
         jobId: job.id,

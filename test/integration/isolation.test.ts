@@ -1,15 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QuireClient } from '../../client';
+import { EVENT_TYPES } from '../../core/cloudevents';
 import { parseConfig } from '../../core/config';
 import { DomainError } from '../../core/errors';
 import { buildSnapshot } from '../../core/pricing';
 import { auditInvariants } from '../../db/audit';
 import { readEventsAfter } from '../../db/events';
 import { createJobStore } from '../../db/jobStore';
-import { createJob, EVENT_TYPES, getJob } from '../../db/jobs';
+import { createJob, getJob } from '../../db/jobs';
 import { withTransaction } from '../../db/pool';
-import { getProviderStates, pauseProviderIn, resumeProvider } from '../../db/providerState';
+import { getProviderStates, pauseQueue, resumeProvider } from '../../db/providerState';
 import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
@@ -120,7 +121,7 @@ describe('no reach across workspaces (M2, M3)', () => {
 
   it("M3 a workspace cannot resume a provider on the installation's credentials: 404, and it stays paused", async () => {
     await withTransaction(quire.db.pool, (client) =>
-      pauseProviderIn(client, 'tesseract', 'credit', undefined, new Date()),
+      pauseQueue(client, 'tesseract', 'credit', undefined, new Date()),
     );
     try {
       const refused = await call(
@@ -154,8 +155,8 @@ describe('no reach across workspaces (M2, M3)', () => {
   it("M3 a workspace resumes its own pause of a workspace-credential provider, and not another workspace's", async () => {
     const now = new Date();
     await withTransaction(quire.db.pool, async (client) => {
-      await pauseProviderIn(client, 'simulated', 'auth', undefined, now, A.ws);
-      await pauseProviderIn(client, 'simulated', 'auth', undefined, now, B.ws);
+      await pauseQueue(client, 'simulated', 'auth', undefined, now, A.ws);
+      await pauseQueue(client, 'simulated', 'auth', undefined, now, B.ws);
     });
     const listedA = await call(R.providers!, 'GET', '/x', { ws: String(A.ws) }, { key: A.key });
     expect(
@@ -251,15 +252,17 @@ describe('pause and resume events reach the workspaces they affect (M3, E1)', ()
   it('M3 E1 an installation pause and its resume go to the streams of workspaces with jobs waiting on it, and no other', async () => {
     // A has a job waiting on tesseract; B has none.
     const pageA = await quire.page(A.ws);
-    await createJob(quire.db.pool, {
-      workspaceId: A.ws,
-      pageId: pageA,
-      snapshot: buildSnapshot({ provider: 'tesseract' }),
-    });
+    await withTransaction(quire.db.pool, (tx) =>
+      createJob(tx, {
+        workspaceId: A.ws,
+        pageId: pageA,
+        snapshot: buildSnapshot({ provider: 'tesseract' }),
+      }),
+    );
     const startA = await highest(A.ws);
     const startB = await highest(B.ws);
     await withTransaction(quire.db.pool, (client) =>
-      pauseProviderIn(client, 'tesseract', 'credit', undefined, new Date()),
+      pauseQueue(client, 'tesseract', 'credit', undefined, new Date()),
     );
     await resumeProvider(quire.db.pool, 'tesseract');
     const typesOf = async (ws: number, after: number) =>
@@ -305,7 +308,7 @@ describe('pause and resume events reach the workspaces they affect (M3, E1)', ()
     const startA = await highest(A.ws);
     const startB = await highest(B.ws);
     await withTransaction(quire.db.pool, (client) =>
-      pauseProviderIn(client, 'simulated', 'outage', 60_000, new Date(), B.ws),
+      pauseQueue(client, 'simulated', 'outage', 60_000, new Date(), B.ws),
     );
     await resumeProvider(quire.db.pool, 'simulated', B.ws);
     const types = async (ws: number, after: number) =>

@@ -15,6 +15,7 @@ import { configureWeb } from '../../web/lib/server';
 import { rerunJob } from '../../web/services/jobs';
 import type { QuireWorker } from '../../worker/createWorker';
 import { CountingProvider } from '../support/countingProvider';
+import { fenced } from '../support/fenced';
 import {
   createTestQuire,
   eventually,
@@ -200,10 +201,8 @@ describe('job edges (A1, J5, B1, O3)', () => {
       const fence = { jobId: job.id, attemptNumber: claim.attemptNumber, tokenHash };
       const call = {
         workspaceId: ws,
-        provider: 'simulated',
-        units: 1,
-        unit: 'line',
-        costMicros: 0,
+        by: { provider: 'simulated', price: {} },
+        cost: { units: 1, unit: 'line' as const },
       };
       await saveSegmentCheckpoint(
         quire.db.pool,
@@ -215,11 +214,8 @@ describe('job edges (A1, J5, B1, O3)', () => {
       if (ended === 'canceled') await cancelJob(quire.db.pool, ws, job.id);
       else {
         const { closeAttempt } = await import('../../db/attempts');
-        await closeAttempt(
-          quire.db.pool,
-          fence,
-          { outcome: 'failed', category: 'content', detail: 'x' },
-          5,
+        await fenced(quire.db.pool, fence, (client) =>
+          closeAttempt(client, fence, { outcome: 'failed', category: 'content', detail: 'x' }, 5),
         );
       }
       return job.id;

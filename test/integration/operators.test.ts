@@ -6,7 +6,7 @@ import { getJob } from '../../db/jobs';
 import { providersEnabledFor } from '../../db/operatorControls';
 import { createOperatorKey, revokeOperatorKey } from '../../db/operatorKeys';
 import { withTransaction } from '../../db/pool';
-import { pauseProviderIn } from '../../db/providerState';
+import { pauseQueue } from '../../db/providerState';
 import { createWorkspace } from '../../db/workspaces';
 import { OPERATOR_OPERATIONS } from '../../web/lib/operatorOpenapi';
 import { configureWeb } from '../../web/lib/server';
@@ -481,7 +481,7 @@ describe('M4 operator controls and the audit log', () => {
 
   it('M4 an operator resume, and a cancel, a re-run and a resume by a workspace key, are each audited with the actor key id', async () => {
     await withTransaction(quire.db.pool, (client) =>
-      pauseProviderIn(client, 'simulated', 'credit', undefined, new Date()),
+      pauseQueue(client, 'simulated', 'credit', undefined, new Date()),
     );
     const resume = await operatorRoute('/operator/providers/{name}/resume');
     const resumed = await call(

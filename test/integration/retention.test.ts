@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitPage } from '../../activities/transcriptStages';
 import { auditInvariants } from '../../db/audit';
-import { commitPageRevision } from '../../db/commit';
 import { eventsPurgedBefore, purgeOldEvents } from '../../db/retention';
 import { fanOutEvents } from '../../db/webhooks';
 import { createWorkspace } from '../../db/workspaces';
@@ -32,7 +32,7 @@ async function completedJob(itemId: string): Promise<string> {
     width: 100,
     height: 100,
   });
-  const committed = await commitPageRevision(db.pool, fence, {
+  const committed = await commitPage(db.pool, fence, {
     segments: [
       { index: 0, target: { kind: 'xywh', box: { x: 0, y: 0, w: 9, h: 9 } }, text: 'line' },
     ],

@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitPage, failJobOnConflict } from '../../activities/transcriptStages';
 import { createLocalBlobStore } from '../../blobs';
 import { emptyAnnotationPage, type Segment, segmentsOf } from '../../core/annotation';
 import { auditInvariants } from '../../db/audit';
-import { commitPageRevision, failOnConflict } from '../../db/commit';
 import { getJobById } from '../../db/jobs';
 import { getPage, savePageEdit } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
@@ -116,7 +116,7 @@ describe('J1 one writer of page revisions', () => {
 
     // The engine's commit: the typed miss, which fails the job `conflict`.
     const engine = { engine: 'simulated', model: 'sim-1', version: '1' };
-    const committed = await commitPageRevision(db.pool, fence, {
+    const committed = await commitPage(db.pool, fence, {
       segments: line('by engine'),
       completed: 1,
       failed: 0,
@@ -125,7 +125,7 @@ describe('J1 one writer of page revisions', () => {
     });
     expect(committed).toEqual({ state: 'conflict', currentRevision: 1 });
     if (committed.state !== 'conflict') throw new Error('expected a conflict');
-    await failOnConflict(db.pool, fence, committed.currentRevision);
+    await failJobOnConflict(db.pool, fence, committed);
     expect(await getJobById(db.pool, job.id)).toMatchObject({
       status: 'failed',
       errorCategory: 'conflict',

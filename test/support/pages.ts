@@ -41,11 +41,13 @@ export async function seedPage(
  */
 export async function seedRunningAttempt(pool: Pool, page: SeededPage) {
   const { pageId } = await seedPage(pool, page);
-  const { job } = await createJob(pool, {
-    workspaceId: page.workspaceId,
-    pageId,
-    snapshot: buildSnapshot({ provider: 'simulated' }),
-  });
+  const { job } = await withTransaction(pool, (tx) =>
+    createJob(tx, {
+      workspaceId: page.workspaceId,
+      pageId,
+      snapshot: buildSnapshot({ provider: 'simulated' }),
+    }),
+  );
   const tokenHash = hashToken(newAttemptToken());
   const claim = await claimAttempt(pool, { jobId: job.id, owner: 'w', tokenHash, maxAttempts: 5 });
   if (claim.state !== 'claimed') throw new Error(`claim ${claim.state}`);

@@ -184,7 +184,7 @@ describe('the commit in the read (P6)', () => {
       recognizeSegments: async () => ({
         ...recognized(2),
         polished: true,
-        committed: { state: 'conflict' },
+        committed: { state: 'conflict', currentRevision: 1 },
       }),
     });
     expect(run.outcome).toMatchObject({ status: 'failed', errorCategory: 'conflict' });
