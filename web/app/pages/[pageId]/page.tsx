@@ -1,6 +1,8 @@
+import { actorName, actorOfLineAuthor } from '@quire/core/actor';
 import { lineStateOf, segmentsOf } from '@quire/core/annotation';
 import { countLineStates } from '@quire/core/lineStates';
 import { isActiveStatus } from '@quire/core/temporal';
+import { actorNames } from '@quire/db/actors';
 import { jobsDigest } from '@quire/db/console';
 import { listJobSummaries } from '@quire/db/jobList';
 import { getPage, getRevision, listRevisions } from '@quire/db/pages';
@@ -98,11 +100,16 @@ export default async function PageView({
   }
   const lines = segmentsOf(page.annotationPage);
   const counts = countLineStates(lines);
+  // R7: the lines' authors by name (a person's, a key's label), looked up once for the page.
+  const stampNames = await actorNames(
+    pool(),
+    lines.flatMap((s) => (s.stamp ? [actorOfLineAuthor(s.stamp.by)] : [])),
+  );
   const segments: ViewSegment[] = lines.map((s) => ({
     index: s.index,
     text: s.text,
     state: lineStateOf(s),
-    ...(s.stamp ? { stateBy: `${s.stamp.by.kind} ${s.stamp.by.id}` } : {}),
+    ...(s.stamp ? { stateBy: actorName(actorOfLineAuthor(s.stamp.by), stampNames) } : {}),
     ...(s.target.kind === 'xywh'
       ? { box: s.target.box }
       : { start: s.target.start, end: s.target.end }),
@@ -280,7 +287,7 @@ export default async function PageView({
                           ) : null}
                         </>
                       ) : r.source === 'human' ? (
-                        (r.editedBy ?? 'an editor')
+                        (r.editedByActor?.name ?? 'an editor')
                       ) : r.source === 'import' ? (
                         <>
                           imported {String(r.provenance?.format ?? '').toUpperCase()}
