@@ -6,7 +6,7 @@
  * from `page_revisions` (db/pages.ts `listRevisions`), their editors named there (R7).
  */
 
-import type { ActorView } from '../actor';
+import type { ActorNames, ActorView } from '../actor';
 
 export interface RevisionRecord {
   revision: number;
@@ -45,6 +45,8 @@ export interface ExportProvenance {
   /** The revision exported. */
   revision: number;
   steps: ProvenanceStep[];
+  /** R7: the names of the accounts and keys behind the lines' stamps (db/actors.ts). */
+  names?: ActorNames;
 }
 
 /** The steps that made `revision`: its last machine reading, then the human edits since. */

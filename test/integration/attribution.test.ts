@@ -219,5 +219,16 @@ describe('attribution (R5)', () => {
     expect(alto.text).toContain('<processingAgency>Eda Editor</processingAgency>');
     expect(alto.text).toContain('edited by Eda Editor');
     expect(alto.text).not.toMatch(/console:|account:/);
+    // PAGE says who set each line's state, by name too.
+    const pageXml = await call(
+      exportRoute,
+      'GET',
+      `/workspaces/${ws}/pages/${pageId}/export?format=page`,
+      { ws: String(ws), pageId: String(pageId) },
+      { key },
+    );
+    expect(pageXml.status).toBe(200);
+    expect(pageXml.text).toContain('comments="edited by Eda Editor at ');
+    expect(pageXml.text).not.toMatch(/console:|account:/);
   }, 60_000);
 });
