@@ -92,6 +92,19 @@ export function editedByReference(actor: WorkspaceActor, channel: EditChannel): 
 }
 
 /**
+ * S1: whose open streams a stream counts toward (`stream_leases.principal`): the event stream
+ * an API key (`key:3`) or an account (`account:7`) opened, or a console's live stream
+ * (`console:` before either). Every replica counts the others' rows, so the spelling stays
+ * the one replicas already write; it is compared, never read back.
+ */
+export function streamPrincipal(actor: WorkspaceActor, surface: 'api' | 'console'): string {
+  if (surface === 'console') {
+    return `console:${actor.kind === 'account' ? 'account' : 'api-key'}:${actor.id}`;
+  }
+  return actor.kind === 'account' ? `account:${actor.id}` : `key:${actor.id}`;
+}
+
+/**
  * V1: a line stamp's author as the AnnotationPage carries it (`quire:stateBy`, a published
  * format kept in every revision), and back.
  */

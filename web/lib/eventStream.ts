@@ -1,5 +1,5 @@
 import 'server-only';
-import { actorKey } from '@quire/core/actor';
+import { streamPrincipal } from '@quire/core/actor';
 import { toCloudEvent } from '@quire/core/cloudevents';
 import { redactError } from '@quire/core/redact';
 import {
@@ -195,7 +195,7 @@ export async function openEventStream(args: {
   let lost = () => {};
   const slot = await acquireStreamSlot({
     workspaceId,
-    principal: actorKey(args.principal.actor),
+    principal: streamPrincipal(args.principal.actor, 'api'),
     perPrincipal: config().QUIRE_SSE_MAX_STREAMS_PER_KEY,
     describe: 'event streams per API key',
     onLost: () => lost(),
