@@ -13,8 +13,8 @@ export type LineState = 'machine' | 'edited' | 'verified';
 export const LINE_STATES: readonly LineState[] = ['machine', 'edited', 'verified'];
 
 /**
- * V1: the principal behind a line's state. Today a person acts through an API key (the API or
- * a console session on it); an engine or an import writes `machine` lines.
+ * V1: who set a line's state, as every revision's AnnotationPage carries it (`quire:stateBy`,
+ * published with it, so its spelling stays). core/actor.ts converts it to and from `Actor`.
  */
 export interface LineAuthor {
   kind: 'account' | 'api-key' | 'engine' | 'import';

@@ -1,3 +1,5 @@
+import type { WorkspaceActor } from './actor';
+
 /**
  * R1: who may do what in a workspace, in one table. A member acts with the powers of their
  * role; an API key with those of its scope. Every state-changing use case asks `permits`
@@ -79,20 +81,10 @@ export function permits(grant: Grant, action: Action): boolean {
   return rule.keys === 'read' || grant.scope === 'write';
 }
 
-/**
- * R5: who made a change, as the audit log and the API show it: an account (a person) or an
- * API key (by the name its owner gave it). `name` is as it was when the change was made.
- */
-export type Actor = { type: 'account' | 'apiKey'; id: number; name: string };
-
-/** The actor as a short stable reference, as revisions record it (`edited_by`). */
-export function actorRef(actor: Actor): string {
-  return actor.type === 'account' ? `account:${actor.id}` : `api-key:${actor.id}`;
-}
-
 /** A workspace principal: who acts, in which workspace, with which powers. */
 export interface Principal {
   workspaceId: number;
-  actor: Actor;
+  /** R5: the account or API key that acts, with its name as the session or key knows it. */
+  actor: WorkspaceActor;
   grant: Grant;
 }

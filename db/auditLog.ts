@@ -1,4 +1,5 @@
-import type { Actor } from '../core/roles';
+import { type Actor, type ActorView, actorView } from '../core/actor';
+import { actorNames } from './actors';
 import type { Queryable } from './pool';
 
 /**
@@ -8,24 +9,37 @@ import type { Queryable } from './pool';
  * TRUNCATE). Not to be confused with db/audit.ts, the invariant auditor of the job tables.
  */
 
+/** Who may be named by an audit row: a person, a key, or the admin CLI. */
+export type AuditActor = Extract<Actor, { kind: 'account' | 'apiKey' | 'operatorKey' | 'cli' }>;
+
 /**
- * Who acted: an account (a person, R5: member or operator), an operator key, a workspace API
- * key, or the admin CLI. `name` is the account's name or the key's label at the time.
+ * The audit log's `actor_kind` for each actor, as recorded since M4 (`workspace`: a workspace's
+ * API key; `operator`: an operator key) and shown as the entry's `kind` by the API.
  */
-export type AuditActor =
-  | { kind: 'account'; accountId: number; name: string }
-  | { kind: 'operator'; keyId: number; name?: string | null }
-  | { kind: 'workspace'; keyId: number; name?: string | null }
-  | { kind: 'cli' };
+const RECORDED_KIND = {
+  account: 'account',
+  apiKey: 'workspace',
+  operatorKey: 'operator',
+  cli: 'cli',
+} as const satisfies Record<AuditActor['kind'], string>;
+type RecordedKind = (typeof RECORDED_KIND)[AuditActor['kind']];
 
-/** R5: the audit actor of a workspace principal (a member's account or an API key). */
-export function auditActorOf(actor: Actor): AuditActor {
-  return actor.type === 'account'
-    ? { kind: 'account', accountId: actor.id, name: actor.name }
-    : { kind: 'workspace', keyId: actor.id, name: actor.name };
+function actorOfRow(r: {
+  actor_kind: RecordedKind;
+  actor_key_id: number | null;
+  actor_account_id: number | null;
+}): AuditActor {
+  switch (r.actor_kind) {
+    case 'account':
+      return { kind: 'account', id: r.actor_account_id! };
+    case 'workspace':
+      return { kind: 'apiKey', id: r.actor_key_id! };
+    case 'operator':
+      return { kind: 'operatorKey', id: r.actor_key_id! };
+    case 'cli':
+      return { kind: 'cli' };
+  }
 }
-
-export const CLI_ACTOR: AuditActor = { kind: 'cli' };
 
 export type AuditAction =
   | 'installation.daily_budget'
@@ -78,28 +92,15 @@ export interface AuditEntry {
   at: Date;
   /**
    * `kind` and `keyId` as recorded since M4; R5 adds `type`, `id` and `name`: the account or
-   * key that acted (`cli` for the admin CLI, which has neither).
+   * key that acted (`cli` for the admin CLI, which has neither), by name (R7).
    */
-  actor: {
-    kind: AuditActor['kind'];
-    keyId: number | null;
-    type: 'account' | 'apiKey' | 'operatorKey' | 'cli';
-    id: number | null;
-    name: string | null;
-  };
+  actor: ActorView & { kind: RecordedKind; keyId: number | null };
   action: AuditAction;
   target: string;
   workspaceId: number | null;
   before: unknown;
   after: unknown;
 }
-
-const ACTOR_TYPE_OF_KIND = {
-  account: 'account',
-  workspace: 'apiKey',
-  operator: 'operatorKey',
-  cli: 'cli',
-} as const;
 
 /** Appends one row; call it inside the transaction of the act it records where there is one. */
 export async function recordAudit(
@@ -112,9 +113,9 @@ export async function recordAudit(
                             target, workspace_id, before, after)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb)`,
     [
-      actor.kind,
-      actor.kind === 'cli' || actor.kind === 'account' ? null : actor.keyId,
-      actor.kind === 'account' ? actor.accountId : null,
+      RECORDED_KIND[actor.kind],
+      actor.kind === 'apiKey' || actor.kind === 'operatorKey' ? actor.id : null,
+      actor.kind === 'account' ? actor.id : null,
       actor.kind === 'cli' ? null : (actor.name ?? null),
       entry.action,
       entry.target,
@@ -136,24 +137,24 @@ export async function listAudit(
   const limit = Math.min(Math.max(filter.limit ?? 50, 1), 200);
   const { rows } = await db.query(
     `SELECT a.id, a.at, a.actor_kind, a.actor_key_id, a.actor_account_id, a.action, a.target,
-            a.workspace_id, a.before, a.after,
-            coalesce(a.actor_name, k.label, o.label) AS actor_name
+            a.workspace_id, a.before, a.after, a.actor_name
        FROM audit_log a
-       LEFT JOIN api_keys k ON a.actor_kind = 'workspace' AND k.id = a.actor_key_id
-       LEFT JOIN operator_keys o ON a.actor_kind = 'operator' AND o.id = a.actor_key_id
       WHERE ($1::bigint IS NULL OR a.workspace_id = $1) AND ($2::bigint IS NULL OR a.id < $2)
       ORDER BY a.id DESC LIMIT $3`,
     [filter.workspaceId, filter.beforeId ?? null, limit + 1],
   );
-  const entries = rows.slice(0, limit).map((r) => ({
+  const listed = rows.slice(0, limit).map((r) => ({ row: r, actor: actorOfRow(r) }));
+  const names = await actorNames(
+    db,
+    listed.map((l) => l.actor),
+  );
+  const entries: AuditEntry[] = listed.map(({ row: r, actor }) => ({
     id: r.id,
     at: r.at,
     actor: {
       kind: r.actor_kind,
       keyId: r.actor_key_id,
-      type: ACTOR_TYPE_OF_KIND[r.actor_kind as AuditActor['kind']],
-      id: r.actor_account_id ?? r.actor_key_id,
-      name: r.actor_name,
+      ...actorView(actor, names, r.actor_name),
     },
     action: r.action,
     target: r.target,

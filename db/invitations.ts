@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { AccountActor } from '../core/actor';
 import { DomainError } from '../core/errors';
 import type { Role } from '../core/roles';
 import { type Account, createAccount, getAccount } from './accounts';
-import { type AuditActor, recordAudit } from './auditLog';
+import { recordAudit } from './auditLog';
 import { ClosedLinkError, ConflictError, NotFoundError } from './errors';
 import { type Pool, type Queryable, withTransaction } from './pool';
 
@@ -33,7 +34,7 @@ const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').
 /** The link's token: `qi_` and 32 random bytes; only its SHA-256 is stored. */
 export async function createInvitation(
   pool: Pool,
-  actor: AuditActor & { kind: 'account' },
+  actor: AccountActor,
   input: { workspaceId: number; email: string; role: Role; ttlSeconds: number },
 ): Promise<{ invitation: InvitationView; token: string }> {
   const token = `qi_${randomBytes(32).toString('base64url')}`;
@@ -42,14 +43,7 @@ export async function createInvitation(
       `INSERT INTO invitations (workspace_id, email, role, token_hash, created_by, expires_at)
        VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
        RETURNING id, email, role, created_at, expires_at, accepted_at, revoked_at`,
-      [
-        input.workspaceId,
-        input.email,
-        input.role,
-        hashToken(token),
-        actor.accountId,
-        input.ttlSeconds,
-      ],
+      [input.workspaceId, input.email, input.role, hashToken(token), actor.id, input.ttlSeconds],
     );
     const invitation = invitationOf(rows[0]);
     await recordAudit(client, actor, {
@@ -98,7 +92,7 @@ export async function listInvitations(
  */
 export async function revokeInvitation(
   pool: Pool,
-  actor: AuditActor & { kind: 'account' },
+  actor: AccountActor,
   input: { workspaceId: number; invitationId: number },
 ): Promise<InvitationView> {
   return withTransaction(pool, async (client) => {
@@ -221,7 +215,7 @@ export async function acceptInvitation(
       [invitation.id, account.id],
     );
     if (claimed.rowCount !== 1) throw invitationClosed();
-    const accountActor: AuditActor = { kind: 'account', accountId: account.id, name: account.name };
+    const accountActor: AccountActor = { kind: 'account', id: account.id, name: account.name };
     await client.query(
       `INSERT INTO workspace_members (workspace_id, account_id, role) VALUES ($1, $2, $3)
        ON CONFLICT (workspace_id, account_id) DO NOTHING`,

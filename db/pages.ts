@@ -1,5 +1,14 @@
+import {
+  type ActorNames,
+  type ActorView,
+  actorView,
+  type EditChannel,
+  editedByReference,
+  type WorkspaceActor,
+} from '../core/actor';
 import type { AnnotationPage, Segment } from '../core/annotation';
 import type { MediaKind } from '../core/media';
+import { actorNames } from './actors';
 import { type AuditActor, recordAudit } from './auditLog';
 import { scheduleBlobDeletion } from './blobs';
 import { appendEvent } from './events';
@@ -116,7 +125,8 @@ export async function savePageEdit(
     expectedRevision: number;
     segments: Segment[];
     language?: string;
-    editedBy: string;
+    author: WorkspaceActor;
+    channel: EditChannel;
   },
 ): Promise<PageEditResult> {
   const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
@@ -126,7 +136,7 @@ export async function savePageEdit(
     expectedRevision: args.expectedRevision,
     segments: args.segments,
     language: args.language,
-    provenance: { source: 'human', editedBy: args.editedBy },
+    provenance: { source: 'human', author: args.author, channel: args.channel },
   });
   return written.state === 'conflict'
     ? { state: 'stale', revision: written.currentRevision }
@@ -141,26 +151,24 @@ export interface RevisionSummary {
   modelVersion: string | null;
   jobId: string | null;
   attemptNumber: number | null;
+  /** The account or API key that edited, as a reference (`console:account:7`), since before R5. */
   editedBy: string | null;
-  /** R5: the account or API key behind `editedBy`, by name (null for engine and import revisions). */
-  editedByActor: { type: 'account' | 'apiKey'; id: number; name: string } | null;
+  /** R5 R7: the account or API key behind `editedBy`, by name (null for engine and import revisions). */
+  editedByActor: ActorView | null;
   /** I3: where an imported revision came from (format, namespace, producer, file hash). */
   provenance: Record<string, unknown> | null;
   createdAt: Date;
 }
 
-function editedByActorOf(r: Record<string, unknown>): RevisionSummary['editedByActor'] {
-  const ref = /(account|api-key):([0-9]+)$/.exec((r.edited_by as string | null) ?? '');
-  if (!ref) return null;
-  const name = (ref[1] === 'account' ? r.edited_by_account : r.edited_by_key) as string | null;
-  return {
-    type: ref[1] === 'account' ? 'account' : 'apiKey',
-    id: Number(ref[2]),
-    name: name ?? ref[0],
-  };
+/** The author of a human revision, from its typed columns (null: none was recorded). */
+function authorOf(r: Record<string, unknown>): WorkspaceActor | null {
+  const id = r.author_id as number | null;
+  if (id === null) return null;
+  return r.author_kind === 'account' ? { kind: 'account', id } : { kind: 'apiKey', id };
 }
 
-function toRevision(r: Record<string, unknown>): RevisionSummary {
+function toRevision(r: Record<string, unknown>, names: ActorNames): RevisionSummary {
+  const author = authorOf(r);
   return {
     revision: r.revision as number,
     source: r.source as RevisionSummary['source'],
@@ -169,19 +177,25 @@ function toRevision(r: Record<string, unknown>): RevisionSummary {
     modelVersion: (r.model_version as string | null) ?? null,
     jobId: (r.job_id as string | null) ?? null,
     attemptNumber: (r.attempt_number as number | null) ?? null,
-    editedBy: (r.edited_by as string | null) ?? null,
-    editedByActor: editedByActorOf(r),
+    editedBy: author ? editedByReference(author, r.edit_channel as EditChannel) : null,
+    editedByActor: author ? actorView(author, names) : null,
     provenance: (r.provenance as Record<string, unknown> | null) ?? null,
     createdAt: r.created_at as Date,
   };
 }
 
+/** Revision rows as the API and the console show them, their authors named in one lookup. */
+async function toRevisions(
+  db: Queryable,
+  rows: Record<string, unknown>[],
+): Promise<RevisionSummary[]> {
+  const authors = rows.map(authorOf).filter((a) => a !== null);
+  const names = await actorNames(db, authors);
+  return rows.map((r) => toRevision(r, names));
+}
+
 const REVISION_COLUMNS = `r.revision, r.source, r.engine, r.model, r.model_version, r.job_id, r.attempt_number,
-  r.edited_by, r.provenance, r.created_at,
-  (SELECT name FROM accounts
-    WHERE r.edited_by ~ 'account:[0-9]+$' AND id = substring(r.edited_by from 'account:([0-9]+)$')::bigint) AS edited_by_account,
-  (SELECT coalesce(label, 'key ' || key_prefix) FROM api_keys
-    WHERE r.edited_by ~ 'api-key:[0-9]+$' AND id = substring(r.edited_by from 'api-key:([0-9]+)$')::bigint) AS edited_by_key`;
+  r.author_kind, r.author_id, r.edit_channel, r.provenance, r.created_at`;
 
 /** A page's revision history with provenance, newest first; undefined for another workspace's page. */
 export async function listRevisions(
@@ -201,7 +215,7 @@ export async function listRevisions(
       ORDER BY r.revision DESC LIMIT $3`,
     [pageId, options.beforeRevision ?? null, options.limit],
   );
-  return rows.map(toRevision);
+  return toRevisions(db, rows);
 }
 
 export async function getRevision(
@@ -216,9 +230,9 @@ export async function getRevision(
     [workspaceId, pageId, revision],
   );
   const row = rows[0];
-  return row
-    ? { ...toRevision(row), annotationPage: row.annotation_page as AnnotationPage }
-    : undefined;
+  if (!row) return undefined;
+  const [summary] = await toRevisions(db, [row]);
+  return { ...summary!, annotationPage: row.annotation_page as AnnotationPage };
 }
 
 /**

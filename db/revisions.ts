@@ -1,3 +1,4 @@
+import type { EditChannel, WorkspaceActor } from '../core/actor';
 import { buildAnnotationPage, lineStateOf, type Segment, targetFragment } from '../core/annotation';
 import { EVENT_TYPES } from '../core/cloudevents';
 import { countLineStates } from '../core/lineStates';
@@ -35,7 +36,8 @@ export interface ImportProvenance {
 export type RevisionProvenance =
   | { source: 'initial' }
   | { source: 'engine'; engine: EngineIdentity; jobId: string; attemptNumber: number }
-  | { source: 'human'; editedBy: string }
+  /** R5: the account or API key that edited, and where (the API or the console). */
+  | { source: 'human'; author: WorkspaceActor; channel: EditChannel }
   | { source: 'import'; import: ImportProvenance };
 
 export interface RevisionWrite {
@@ -116,8 +118,8 @@ export async function commitRevision(
   const p = write.provenance;
   await client.query(
     `INSERT INTO page_revisions (page_id, revision, annotation_page, source, engine, model, model_version, job_id,
-       attempt_number, edited_by, provenance)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+       attempt_number, author_kind, author_id, edit_channel, provenance)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
     [
       write.pageId,
       revision,
@@ -128,7 +130,9 @@ export async function commitRevision(
       p.source === 'engine' ? p.engine.version : null,
       p.source === 'engine' ? p.jobId : null,
       p.source === 'engine' ? p.attemptNumber : null,
-      p.source === 'human' ? p.editedBy : null,
+      p.source === 'initial' ? null : p.source === 'human' ? p.author.kind : p.source,
+      p.source === 'human' ? p.author.id : null,
+      p.source === 'human' ? p.channel : null,
       p.source === 'import' ? JSON.stringify(p.import) : null,
     ],
   );

@@ -1,3 +1,4 @@
+import type { AccountActor } from '../core/actor';
 import { hashApiKey, newApiKey } from '../core/apiKeys';
 import type { RecordingRetention } from '../core/media';
 import type { KeyScope, Principal } from '../core/roles';
@@ -60,7 +61,7 @@ function keyPrincipal(r: Record<string, unknown>): Principal {
   const id = r.id as number;
   return {
     workspaceId: r.workspace_id as number,
-    actor: { type: 'apiKey', id, name: (r.label as string | null) ?? `key ${r.key_prefix}` },
+    actor: { kind: 'apiKey', id, name: (r.label as string | null) ?? `key ${r.key_prefix}` },
     grant: { kind: 'key', scope: r.scope as KeyScope },
   };
 }
@@ -128,13 +129,13 @@ export async function listApiKeys(db: Queryable, workspaceId: number): Promise<A
 /** R1, R5: an owner makes a named, scoped key; the clear key is returned once. */
 export async function createApiKey(
   pool: Pool,
-  actor: AuditActor & { kind: 'account' },
+  actor: AccountActor,
   input: { workspaceId: number; name: string; scope: KeyScope },
 ): Promise<{ id: number; key: string; prefix: string }> {
   return withTransaction(pool, async (client) => {
     const made = await insertApiKey(client, input.workspaceId, input.name, {
       scope: input.scope,
-      createdBy: actor.accountId,
+      createdBy: actor.id,
     });
     await recordAudit(client, actor, {
       action: 'api_key.create',
@@ -150,7 +151,7 @@ export async function createApiKey(
 /** R1, R3: an owner revokes a key; the console sessions entered with it end with it. */
 export async function revokeApiKey(
   pool: Pool,
-  actor: AuditActor & { kind: 'account' },
+  actor: AccountActor,
   input: { workspaceId: number; apiKeyId: number },
 ): Promise<void> {
   await withTransaction(pool, async (client) => {
@@ -158,7 +159,7 @@ export async function revokeApiKey(
       `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()),
               revoked_by = coalesce(revoked_by, $3)
         WHERE id = $1 AND workspace_id = $2 RETURNING label, revoked_at`,
-      [input.apiKeyId, input.workspaceId, actor.accountId],
+      [input.apiKeyId, input.workspaceId, actor.id],
     );
     if (!rows[0]) throw new NotFoundError('api_key_not_found', 'API key not found');
     await endSessionsOf(client, { apiKeyId: input.apiKeyId });

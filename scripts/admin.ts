@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { Client } from '@temporalio/client';
 import { QuireClient } from '../client';
+import { CLI_ACTOR } from '../core/actor';
 import { loadConfig, type QuireConfig, requireSecretKeys } from '../core/config';
 import { hashPassword, normalizeEmail } from '../core/passwords';
 import { isRole } from '../core/roles';
 import { createAccount, findAccountByEmail, putMember, setAccountDisabled } from '../db/accounts';
 import { auditInvariants } from '../db/audit';
-import { CLI_ACTOR, listAudit } from '../db/auditLog';
+import { listAudit } from '../db/auditLog';
 import { createJobStore } from '../db/jobStore';
 import { ensureDatabase, migrate } from '../db/migrate';
 import {

@@ -5,6 +5,7 @@
  * polygon and its text (and confidence) in `TextEquiv`. Pure.
  */
 
+import { type ActorNames, actorName, actorOfLineAuthor } from '../actor';
 import { type Box, lineStateOf, type Segment } from '../annotation';
 import { type ExportInput, escapeXml } from '../exports';
 import { imageLinesOf, unionBox } from './lines';
@@ -32,13 +33,21 @@ function confidenceAttribute(confidence: number | undefined): string {
  * the state in the line's `custom` attribute (PAGE's place for structured tags), with who and
  * when in `comments`.
  */
-function lineStateAttributes(segment: Segment): { line: string; equiv: string } {
+function lineStateAttributes(
+  segment: Segment,
+  names: ActorNames | undefined,
+): { line: string; equiv: string } {
   const state = lineStateOf(segment);
   const human = state !== 'machine';
   const equiv = ` index="1"${confidenceAttribute(human ? 1 : segment.confidence)}`;
-  const by = segment.stamp
-    ? ` comments="${escapeXml(`${state} by ${segment.stamp.by.kind}:${segment.stamp.by.id} at ${segment.stamp.at}`)}"`
+  const stamp = segment.stamp;
+  // R7: by name when the export looked the names up; the stamp's own reference otherwise.
+  const who = stamp
+    ? names
+      ? actorName(actorOfLineAuthor(stamp.by), names)
+      : `${stamp.by.kind}:${stamp.by.id}`
     : '';
+  const by = stamp ? ` comments="${escapeXml(`${state} by ${who} at ${stamp.at}`)}"` : '';
   return { line: ` custom="quireState {state:${state};}"${by}`, equiv };
 }
 
@@ -69,7 +78,7 @@ export function toPageXml(input: ExportInput & { createdAt?: Date }): string {
     out.push('    <TextRegion id="region_1" type="paragraph">');
     out.push(`      <Coords points="${boxPoints(unionBox(lines.map((l) => l.box)))}"/>`);
     for (const { segment, box } of lines) {
-      const attributes = lineStateAttributes(segment);
+      const attributes = lineStateAttributes(segment, input.provenance?.names);
       out.push(`      <TextLine id="line_${segment.index}"${attributes.line}>`);
       out.push(`        <Coords points="${boxPoints(box)}"/>`);
       out.push(`        <TextEquiv${attributes.equiv}>`);

@@ -3,8 +3,10 @@
  * and PAGE `Metadata/MetadataItem` use. The steps are the revision's story since the page was
  * last read: the engine reading (engine, model, version) or the imported file (its format and
  * the software it names), then every human edit after it, in order. Pure: the revisions come
- * from `page_revisions` (db/pages.ts `listRevisions`).
+ * from `page_revisions` (db/pages.ts `listRevisions`), their editors named there (R7).
  */
+
+import type { ActorNames, ActorView } from '../actor';
 
 export interface RevisionRecord {
   revision: number;
@@ -13,7 +15,8 @@ export interface RevisionRecord {
   model: string | null;
   modelVersion: string | null;
   jobId: string | null;
-  editedBy: string | null;
+  /** R7: the account or key that edited, by name. */
+  editedByActor: ActorView | null;
   provenance: Record<string, unknown> | null;
   createdAt: Date;
 }
@@ -42,6 +45,8 @@ export interface ExportProvenance {
   /** The revision exported. */
   revision: number;
   steps: ProvenanceStep[];
+  /** R7: the names of the accounts and keys behind the lines' stamps (db/actors.ts). */
+  names?: ActorNames;
 }
 
 /** The steps that made `revision`: its last machine reading, then the human edits since. */
@@ -83,7 +88,7 @@ export function provenanceOf(
         kind: 'human',
         revision: r.revision,
         at: r.createdAt,
-        editedBy: r.editedBy ?? 'unknown',
+        editedBy: r.editedByActor?.name ?? 'unknown',
       });
     }
   }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { CLI_ACTOR } from '../../core/actor';
 import { hashPassword, verifyPassword } from '../../core/passwords';
 import {
   createAccount,
@@ -8,7 +9,6 @@ import {
   putMember,
   setAccountPassword,
 } from '../../db/accounts';
-import { CLI_ACTOR } from '../../db/auditLog';
 import { createPool, type Pool } from '../../db/pool';
 import { authenticateApiKey, createWorkspace } from '../../db/workspaces';
 

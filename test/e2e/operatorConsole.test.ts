@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_ACTOR } from '../../db/auditLog';
+import { CLI_ACTOR } from '../../core/actor';
 import { createOperatorKey } from '../../db/operatorKeys';
 import { withTransaction } from '../../db/pool';
 import { pauseQueue } from '../../db/providerState';

@@ -1,8 +1,8 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../../core/actor';
 import { hashPassword } from '../../core/passwords';
 import { createAccount, putMember } from '../../db/accounts';
-import { CLI_ACTOR } from '../../db/auditLog';
 import { createWorkspace } from '../../db/workspaces';
 import { isolatedContexts, launchBrowser, seriousViolations } from '../support/browser';
 import { createTestDatabase, type TestDatabase } from '../support/db';

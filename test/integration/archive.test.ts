@@ -66,7 +66,8 @@ async function writeLines(who: { ws: number }, pageId: number, lines: string[], 
         target: { kind: 'xywh' as const, box: { x: 2, y: 2 + index * 10, w: 30, h: 8 } },
         text,
       })),
-      editedBy: 'test',
+      author: { kind: 'apiKey', id: 1 },
+      channel: 'api',
     }),
   );
 }

@@ -1,12 +1,17 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { renderToStaticMarkup } from 'react-dom/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../../core/actor';
 import type { Principal } from '../../core/roles';
 import { createAccount, putMember } from '../../db/accounts';
-import { CLI_ACTOR } from '../../db/auditLog';
+import { listAudit } from '../../db/auditLog';
+import { listRevisions } from '../../db/pages';
 import { createSession, touchSession } from '../../db/sessions';
 import { addApiKey, createWorkspace } from '../../db/workspaces';
+import { AuditTable } from '../../web/components/AuditTable';
+import { RevisionHistory } from '../../web/components/RevisionHistory';
 import { configureWeb } from '../../web/lib/server';
 import { principalOfSession } from '../../web/lib/session';
 import { call, type RouteModule } from '../support/api';
@@ -144,5 +149,86 @@ describe('attribution (R5)', () => {
       JSON.stringify({ type: 'account', id: editor.actor.id, name: 'Eda Editor' }),
     );
     expect(made.key).toMatch(/^qk_/);
+  }, 60_000);
+
+  it("R7 an account's act shows the account's name: in the console's audit list and revision history, and in an export", async () => {
+    const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
+    const upload = await call(
+      batches,
+      'POST',
+      `/workspaces/${ws}/batches`,
+      { ws: String(ws) },
+      {
+        key,
+        rawBody: new Uint8Array(
+          await uploadRequest([file(png(40, 20), 'named.png')]).arrayBuffer(),
+        ),
+        contentType: uploadRequest([]).headers.get('content-type')!,
+      },
+    );
+    expect(upload.status).toBe(201);
+    const { pageId, jobId } = upload.json.pages[0];
+    const jobs = await import('../../web/services/jobs');
+    const pages = await import('../../web/services/pages');
+    await jobs.cancelJob(editor, jobId);
+    const edited = await pages.editPage(editor, {
+      pageId,
+      expectedRevision: 0,
+      edit: {
+        segments: [
+          {
+            index: 0,
+            text: 'Burials, 1792',
+            target: { kind: 'xywh', box: { x: 0, y: 0, w: 40, h: 20 } },
+          },
+        ],
+      },
+      channel: 'console',
+    });
+    expect(edited.state).toBe('saved');
+    const internal = /console:|account:|api-key:|API key null|account \d/;
+
+    // The audit page (console) draws the audit list with AuditTable.
+    const { entries } = await listAudit(quire.db.pool, { workspaceId: ws, limit: 50 });
+    const cancel = entries.find((e) => e.action === 'job.cancel' && e.target.endsWith(jobId));
+    expect(cancel).toBeDefined();
+    const auditHtml = renderToStaticMarkup(AuditTable({ entries: [cancel!], caption: 'audit' }));
+    expect(auditHtml).toContain('Eda Editor');
+    expect(auditHtml).not.toMatch(internal);
+
+    // The page view's revision history.
+    const revisions = (await listRevisions(quire.db.pool, ws, pageId, { limit: 10 }))!;
+    const historyHtml = renderToStaticMarkup(
+      RevisionHistory({ revisions, publishedRevision: null }),
+    );
+    expect(historyHtml).toContain('Eda Editor');
+    expect(historyHtml).not.toMatch(internal);
+
+    // An export's provenance names the person who edited.
+    const exportRoute: RouteModule = await import(
+      '../../web/app/api/v1/workspaces/[ws]/pages/[pageId]/export/route'
+    );
+    const alto = await call(
+      exportRoute,
+      'GET',
+      `/workspaces/${ws}/pages/${pageId}/export?format=alto`,
+      { ws: String(ws), pageId: String(pageId) },
+      { key },
+    );
+    expect(alto.status).toBe(200);
+    expect(alto.text).toContain('<processingAgency>Eda Editor</processingAgency>');
+    expect(alto.text).toContain('edited by Eda Editor');
+    expect(alto.text).not.toMatch(/console:|account:/);
+    // PAGE says who set each line's state, by name too.
+    const pageXml = await call(
+      exportRoute,
+      'GET',
+      `/workspaces/${ws}/pages/${pageId}/export?format=page`,
+      { ws: String(ws), pageId: String(pageId) },
+      { key },
+    );
+    expect(pageXml.status).toBe(200);
+    expect(pageXml.text).toContain('comments="edited by Eda Editor at ');
+    expect(pageXml.text).not.toMatch(/console:|account:/);
   }, 60_000);
 });

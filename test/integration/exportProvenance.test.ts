@@ -5,10 +5,12 @@ import { join } from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBlobStore } from '../../blobs';
+import { CLI_ACTOR } from '../../core/actor';
 import { segmentsOf } from '../../core/annotation';
 import { parseConfig } from '../../core/config';
 import type { JobRecord } from '../../core/jobStore';
 import { KNOWN_PROVIDERS } from '../../core/providerCatalogue';
+import { createAccount, findAccountByEmail } from '../../db/accounts';
 import { getPage, savePageEdit } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
 import { commitRevision } from '../../db/revisions';
@@ -56,7 +58,12 @@ async function exportOf(pageId: number, format: 'alto' | 'page'): Promise<string
   return response.text();
 }
 
-async function edit(pageId: number, editedBy: string, text: string) {
+/** An edit by the person with this email, whose account is named by it. */
+async function edit(pageId: number, editor: string, text: string) {
+  const existing = await findAccountByEmail(db.pool, editor);
+  const account =
+    existing ??
+    (await createAccount(db.pool, CLI_ACTOR, { email: editor, name: editor, passwordHash: null }));
   const page = (await getPage(db.pool, A.ws, pageId))!;
   const segments = segmentsOf(page.annotationPage);
   const result = await withTransaction(db.pool, (tx) =>
@@ -65,7 +72,8 @@ async function edit(pageId: number, editedBy: string, text: string) {
       pageId,
       expectedRevision: page.revision,
       segments: [{ ...segments[0]!, text }, ...segments.slice(1)],
-      editedBy,
+      author: { kind: 'account', id: account.id },
+      channel: 'console',
     }),
   );
   expect(result.state).toBe('saved');

@@ -99,7 +99,8 @@ beforeAll(async () => {
       expectedRevision: 0,
       segments: lines,
       language: 'de',
-      editedBy: 'test',
+      author: { kind: 'apiKey', id: 1 },
+      channel: 'api',
     }),
   );
   await publishPage(db.pool, { workspaceId: A.ws, pageId: pages[0]!.pageId, expectedRevision: 1 });
@@ -109,7 +110,8 @@ beforeAll(async () => {
       pageId: pages[0]!.pageId,
       expectedRevision: 1,
       segments: [{ ...lines[0]!, text: 'Erste Zeile, unveröffentlicht' }],
-      editedBy: 'test',
+      author: { kind: 'apiKey', id: 1 },
+      channel: 'api',
     }),
   );
   const audio = await ingestBatch(
@@ -124,7 +126,8 @@ beforeAll(async () => {
       pageId: audio.pages[0]!.pageId,
       expectedRevision: 0,
       segments: [{ index: 0, target: { kind: 't', start: 0.5, end: 1.75 }, text: 'Guten Tag' }],
-      editedBy: 'test',
+      author: { kind: 'apiKey', id: 1 },
+      channel: 'api',
     }),
   );
   manifestRoute = (await import(

@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../../core/actor';
 import { auditInvariants } from '../../db/audit';
-import { CLI_ACTOR } from '../../db/auditLog';
 import { setWorkspaceControls } from '../../db/operatorControls';
 import type { QuireWorker } from '../../worker/createWorker';
 import { createSlotDispatcher, type SlotDispatcher } from '../../worker/slotDispatcher';

@@ -241,7 +241,8 @@ describe('transcription workflow (SPEC §4)', () => {
             text: 'an editor was here',
           },
         ],
-        editedBy: 'test',
+        author: { kind: 'apiKey', id: 1 },
+        channel: 'api',
       }),
     );
     expect(edit.state).toBe('saved');

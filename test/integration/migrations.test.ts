@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
+import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrate } from '../../db/migrate';
+import { MIGRATIONS_DIR, migrate } from '../../db/migrate';
 import { ADMIN_URL, databaseUrl } from '../support/db';
 
 const created: string[] = [];
@@ -121,6 +124,82 @@ describe('migrations', () => {
       ).rejects.toThrow(/check/);
     } finally {
       await client.end();
+    }
+  });
+
+  it("R5 0022 turns the revisions' old author strings into typed columns, parsed once", async () => {
+    // The schema as it was before 0022, with revisions written the way Quire wrote them.
+    const before = await mkdtemp(join(tmpdir(), 'quire-mig-'));
+    try {
+      for (const f of await readdir(MIGRATIONS_DIR)) {
+        if (f.endsWith('.sql') && f < '0022')
+          await copyFile(join(MIGRATIONS_DIR, f), join(before, f));
+      }
+      const url = await emptyDatabase();
+      await migrate(url, before);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      let page: number;
+      try {
+        const ws = (await client.query(`INSERT INTO workspaces (name) VALUES ('w') RETURNING id`))
+          .rows[0].id;
+        await client.query(`INSERT INTO items (workspace_id, id) VALUES ($1, 'i')`, [ws]);
+        page = (
+          await client.query(
+            `INSERT INTO pages (workspace_id, item_id, position, kind, canvas_uri, annotation_page)
+             VALUES ($1, 'i', 0, 'image', 'c', '{}') RETURNING id`,
+            [ws],
+          )
+        ).rows[0].id;
+        const revisions: Array<[string, string | null, string | null]> = [
+          ['initial', null, null],
+          ['engine', 'tesseract', null],
+          ['human', null, 'console:account:7'],
+          ['human', null, 'api-key:3'],
+          ['human', null, 'console:api-key:12'],
+          ['human', null, 'account:9'],
+          ['human', null, 'written by hand'],
+        ];
+        for (const [i, [source, engine, editedBy]] of revisions.entries()) {
+          await client.query(
+            `INSERT INTO page_revisions (page_id, revision, annotation_page, source, engine, job_id,
+               attempt_number, edited_by)
+             VALUES ($1, $2, '{}', $3, $4, $5, $6, $7)`,
+            [page, i, source, engine, engine ? 'j1' : null, engine ? 1 : null, editedBy],
+          );
+        }
+      } finally {
+        await client.end();
+      }
+      expect(await migrate(url)).toContain('0022_revision_authors.sql');
+      const after = new pg.Client({ connectionString: url });
+      await after.connect();
+      try {
+        const { rows } = await after.query(
+          `SELECT author_kind, author_id::int AS author_id, edit_channel
+               FROM page_revisions WHERE page_id = $1 ORDER BY revision`,
+          [page],
+        );
+        expect(rows).toEqual([
+          { author_kind: null, author_id: null, edit_channel: null },
+          { author_kind: 'engine', author_id: null, edit_channel: null },
+          { author_kind: 'account', author_id: 7, edit_channel: 'console' },
+          { author_kind: 'apiKey', author_id: 3, edit_channel: 'api' },
+          { author_kind: 'apiKey', author_id: 12, edit_channel: 'console' },
+          { author_kind: 'account', author_id: 9, edit_channel: 'api' },
+          { author_kind: null, author_id: null, edit_channel: null },
+        ]);
+        // No string is left to parse.
+        const column = await after.query(
+          `SELECT 1 FROM information_schema.columns
+              WHERE table_name = 'page_revisions' AND column_name = 'edited_by'`,
+        );
+        expect(column.rowCount).toBe(0);
+      } finally {
+        await after.end();
+      }
+    } finally {
+      await rm(before, { recursive: true, force: true });
     }
   });
 });

@@ -67,7 +67,8 @@ async function pageWithRevisions(itemId: string, revisions: number): Promise<num
         segments: [
           { index: 0, target: { kind: 'xywh', box: { x: 0, y: 0, w: 10, h: 10 } }, text: `r${r}` },
         ],
-        editedBy: 'test',
+        author: { kind: 'apiKey', id: 1 },
+        channel: 'api',
       });
       expect(saved.state).toBe('saved');
     }
@@ -84,7 +85,8 @@ async function editAndPublish(pageId: number, expectedRevision: number) {
       segments: [
         { index: 0, target: { kind: 'xywh', box: { x: 0, y: 0, w: 10, h: 10 } }, text: 'newer' },
       ],
-      editedBy: 'test',
+      author: { kind: 'apiKey', id: 1 },
+      channel: 'api',
     }),
   );
   const published = await publishPage(db.pool, {

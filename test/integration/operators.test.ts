@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CLI_ACTOR } from '../../core/actor';
 import { parseConfig } from '../../core/config';
 import { auditInvariants } from '../../db/audit';
-import { CLI_ACTOR } from '../../db/auditLog';
 import { getJob } from '../../db/jobs';
 import { providersEnabledFor } from '../../db/operatorControls';
 import { createOperatorKey, revokeOperatorKey } from '../../db/operatorKeys';

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../../core/actor';
 import { parseConfig } from '../../core/config';
 import { DomainError } from '../../core/errors';
 import { hashPassword } from '../../core/passwords';
 import type { Principal, Role } from '../../core/roles';
 import { createAccount, putMember } from '../../db/accounts';
-import { CLI_ACTOR } from '../../db/auditLog';
 import { listInvitations } from '../../db/invitations';
 import { createOperatorKey } from '../../db/operatorKeys';
 import { createSession, touchSession } from '../../db/sessions';
@@ -53,7 +53,7 @@ async function memberPrincipal(ws: number, role: Role): Promise<Principal> {
   const account = await person(`${role}-${counter}@people.test`, [{ ws, role }]);
   return {
     workspaceId: ws,
-    actor: { type: 'account', id: account.id, name: account.name },
+    actor: { kind: 'account', id: account.id, name: account.name },
     grant: { kind: 'role', role },
   };
 }

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBlobCleanup } from '../../activities/maintenance';
+import { CLI_ACTOR } from '../../core/actor';
 import { segmentsOf } from '../../core/annotation';
 import { characterErrorRate, wordErrorRate } from '../../core/textMetrics';
 import { auditInvariants } from '../../db/audit';
-import { CLI_ACTOR } from '../../db/auditLog';
 import { getJob } from '../../db/jobs';
 import { getPage } from '../../db/pages';
 import { setRecordingRetention } from '../../db/workspaces';

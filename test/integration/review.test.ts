@@ -563,7 +563,7 @@ describe('V6 recordings', () => {
     const result = await editPage(
       {
         workspaceId: A.ws,
-        actor: { type: 'apiKey', id: A.keyId, name: 'key' },
+        actor: { kind: 'apiKey', id: A.keyId, name: 'key' },
         grant: { kind: 'key', scope: 'write' },
       },
       {

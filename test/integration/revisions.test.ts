@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitPage, failJobOnConflict } from '../../activities/transcriptStages';
 import { createLocalBlobStore } from '../../blobs';
+import { CLI_ACTOR } from '../../core/actor';
 import { emptyAnnotationPage, type Segment, segmentsOf } from '../../core/annotation';
+import { createAccount } from '../../db/accounts';
 import { auditInvariants } from '../../db/audit';
 import { getJobById } from '../../db/jobs';
 import { getPage, savePageEdit } from '../../db/pages';
@@ -46,9 +48,11 @@ async function revisionState(pageId: number) {
     [pageId],
   );
   const history = await db.pool.query(
-    `SELECT revision, annotation_page, source, engine, model, model_version, job_id, attempt_number, edited_by,
+    // R5: the editor is the account the typed author columns name, shown by its name.
+    `SELECT revision, annotation_page, source, engine, model, model_version, job_id, attempt_number,
+            (SELECT name FROM accounts WHERE r.author_kind = 'account' AND id = r.author_id) AS edited_by,
             provenance
-       FROM page_revisions WHERE page_id = $1 ORDER BY revision`,
+       FROM page_revisions r WHERE page_id = $1 ORDER BY revision`,
     [pageId],
   );
   return { ...page.rows[0], history: history.rows };
@@ -108,7 +112,8 @@ describe('J1 one writer of page revisions', () => {
           pageId,
           expectedRevision,
           segments: line(text),
-          editedBy: 'api-key:1',
+          author: { kind: 'apiKey', id: 1 },
+          channel: 'api',
         }),
       );
     expect(await edit(0, 'by hand')).toEqual({ state: 'saved', revision: 1 });
@@ -179,11 +184,25 @@ describe('J1 one writer of page revisions', () => {
 
   it('J1 two writers from the same revision: the compare-and-set lets one through, the other gets the conflict', async () => {
     const { pageId } = await seedPage(db.pool, { workspaceId: ws, itemId: 'race' });
+    // Each writer is a person whose name is the text they write.
+    const editors = new Map<string, number>();
+    for (const name of ['first', 'second']) {
+      const account = await createAccount(db.pool, CLI_ACTOR, {
+        email: `${name}@revisions.test`,
+        name,
+        passwordHash: null,
+      });
+      editors.set(name, account.id);
+    }
     const human = (text: string): RevisionWrite => ({
       pageId,
       expectedRevision: 0,
       segments: line(text),
-      provenance: { source: 'human', editedBy: text },
+      provenance: {
+        source: 'human',
+        author: { kind: 'account', id: editors.get(text)! },
+        channel: 'console',
+      },
     });
     const first = await db.pool.connect();
     const second = await db.pool.connect();

@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../../core/actor';
 import { DomainError } from '../../core/errors';
 import {
   ACTIONS,
@@ -14,7 +15,6 @@ import {
   type Role,
 } from '../../core/roles';
 import { createAccount, putMember } from '../../db/accounts';
-import { CLI_ACTOR } from '../../db/auditLog';
 import { createInvitation } from '../../db/invitations';
 import { createSession, touchSession } from '../../db/sessions';
 import { createSubscription, fanOutEvents } from '../../db/webhooks';
@@ -221,7 +221,7 @@ async function freshInvitation(): Promise<number> {
   const owner = members.get('owner')!.principal.actor;
   const { invitation } = await createInvitation(
     quire.db.pool,
-    { kind: 'account', accountId: owner.id, name: owner.name },
+    { kind: 'account', id: owner.id, name: owner.name },
     { workspaceId: A.ws, email: `invited-${counter}@roles.test`, role: 'viewer', ttlSeconds: 3600 },
   );
   return invitation.id;

@@ -119,7 +119,8 @@ beforeAll(async () => {
       pageId: manifestoPage,
       expectedRevision: 1,
       segments: [{ ...segments[0]!, text: 'MANIFESTO (draft)' }, ...segments.slice(1)],
-      editedBy: 'test',
+      author: { kind: 'apiKey', id: 1 },
+      channel: 'api',
     }),
   );
   const audio = await ingestBatch(

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../../core/actor';
 import { parseConfig } from '../../core/config';
 import { createAccount, putMember } from '../../db/accounts';
-import { CLI_ACTOR } from '../../db/auditLog';
 import { createSession, endSession, hashSessionId, touchSession } from '../../db/sessions';
 import { addApiKey, authenticateApiKey, createWorkspace, revokeApiKey } from '../../db/workspaces';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -107,7 +107,7 @@ describe('server-side sessions (R3)', () => {
     expect((await touchSession(db.pool, id, 3600))?.kind).toBe('apiKey');
     await revokeApiKey(
       db.pool,
-      { kind: 'account', accountId, name: 'Life' },
+      { kind: 'account', id: accountId, name: 'Life' },
       {
         workspaceId: ws,
         apiKeyId: principal.actor.id,

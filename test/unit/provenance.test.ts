@@ -9,19 +9,21 @@ const row = (revision: number, patch: Partial<RevisionRecord>): RevisionRecord =
   model: null,
   modelVersion: null,
   jobId: null,
-  editedBy: null,
+  editedByActor: null,
   provenance: null,
   createdAt: at(revision),
   ...patch,
 });
 
+const editor = (name: string) => ({ type: 'account' as const, id: 1, name });
+
 const history: RevisionRecord[] = [
   row(0, { source: 'initial' }),
   row(1, { source: 'engine', engine: 'kraken', model: 'a', modelVersion: '4.3', jobId: 'j1' }),
-  row(2, { editedBy: 'ada' }),
+  row(2, { editedByActor: editor('ada') }),
   row(3, { source: 'engine', engine: 'tesseract', model: 'frk', modelVersion: '5.3.0' }),
-  row(4, { editedBy: 'ben' }),
-  row(5, { editedBy: 'cy' }),
+  row(4, { editedByActor: editor('ben') }),
+  row(5, { editedByActor: editor('cy') }),
 ];
 
 describe('I8 provenance of a revision', () => {

@@ -1,11 +1,6 @@
 import type { AuditEntry } from '@quire/db/auditLog';
 import { Time } from './Time';
 
-function actorOf(entry: AuditEntry): string {
-  if (entry.actor.kind === 'cli') return 'admin CLI';
-  return `${entry.actor.kind === 'operator' ? 'operator key' : 'API key'} ${entry.actor.keyId}`;
-}
-
 const show = (value: unknown) => (value === null ? '–' : JSON.stringify(value));
 
 /** M4: rows of the audit log, newest first (the operator's view or one workspace's). */
@@ -33,7 +28,7 @@ export function AuditTable({ entries, caption }: { entries: AuditEntry[]; captio
               <td data-label="When">
                 <Time date={entry.at} />
               </td>
-              <td data-label="Actor">{actorOf(entry)}</td>
+              <td data-label="Actor">{entry.actor.name}</td>
               <td data-label="Action">
                 <code>{entry.action}</code>
               </td>

@@ -125,7 +125,7 @@ export function PageWorkspace({
       if (result.state === 'conflict') {
         for (const c of result.conflicts) {
           choice.set(c.index, 'mine');
-          if (c.theirs?.by) authors.set(c.index, `${c.theirs.by.kind} ${c.theirs.by.id}`);
+          if (c.theirs?.byName) authors.set(c.index, c.theirs.byName);
         }
       } else {
         for (const e of edits) choice.set(e.index, 'mine');

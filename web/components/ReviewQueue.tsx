@@ -116,7 +116,7 @@ export function ReviewQueue({ itemId, initial }: Props) {
         key: line.key,
         revision: result.revision,
         theirs: other?.theirs?.text ?? '',
-        by: other?.theirs?.by ? `${other.theirs.by.kind} ${other.theirs.by.id}` : null,
+        by: other?.theirs?.byName ?? null,
       });
       setStatus({
         tone: 'error',

@@ -1,5 +1,5 @@
 import 'server-only';
-import { actorRef } from '@quire/core/roles';
+import { streamPrincipal } from '@quire/core/actor';
 import { jobsDigest, providersDigest } from '@quire/db/console';
 import type { Principal } from '@quire/db/workspaces';
 import { ApiError } from './api';
@@ -37,7 +37,7 @@ export async function openConsoleLive(args: {
   let lost = () => {};
   const slot = await acquireStreamSlot({
     workspaceId: principal.workspaceId,
-    principal: `console:${actorRef(principal.actor)}`,
+    principal: streamPrincipal(principal.actor, 'console'),
     perPrincipal: config().QUIRE_CONSOLE_MAX_STREAMS_PER_KEY,
     describe: 'live console streams per signed-in key',
     onLost: () => lost(),

@@ -1,7 +1,7 @@
 import 'server-only';
+import { streamPrincipal } from '@quire/core/actor';
 import { toCloudEvent } from '@quire/core/cloudevents';
 import { redactError } from '@quire/core/redact';
-import { actorRef } from '@quire/core/roles';
 import {
   highWaterMark,
   newestEventId,
@@ -194,10 +194,7 @@ export async function openEventStream(args: {
   let lost = () => {};
   const slot = await acquireStreamSlot({
     workspaceId,
-    principal:
-      args.principal.actor.type === 'apiKey'
-        ? `key:${args.principal.actor.id}`
-        : actorRef(args.principal.actor),
+    principal: streamPrincipal(args.principal.actor, 'api'),
     perPrincipal: config().QUIRE_SSE_MAX_STREAMS_PER_KEY,
     describe: 'event streams per API key',
     onLost: () => lost(),

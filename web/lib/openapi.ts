@@ -227,7 +227,7 @@ export const OPERATIONS: Operation[] = [
       '200': { description: 'saved; ETag is the new revision', schema: pageResponse },
       '409': {
         description:
-          '`line_conflict`: lines changed since the If-Match revision were changed by this save too; `conflicts` gives each line with the other text, its state and author',
+          '`line_conflict`: lines changed since the If-Match revision were changed by this save too; `conflicts` gives each line with the other text, its state and author (`by`, and `byName`: the name of the account or the label of the key, R7)',
         schema: errorBody,
       },
       ...errors([400, 401, 404, 412, 413, 415, 422, 428]),

@@ -1,7 +1,9 @@
 import 'server-only';
-import { pageLanguage, segmentsOf } from '@quire/core/annotation';
+import { actorOfLineAuthor } from '@quire/core/actor';
+import { type AnnotationPage, pageLanguage, segmentsOf } from '@quire/core/annotation';
 import { type ExportFormat, exportPage } from '@quire/core/exports';
 import { type ExportProvenance, provenanceOf } from '@quire/core/interchange/provenance';
+import { actorNames } from '@quire/db/actors';
 import { listRevisions, type PageRow } from '@quire/db/pages';
 import type { Queryable } from '@quire/db/pool';
 import type { EditPageResult } from '@quire/web/services/pages';
@@ -86,7 +88,10 @@ export async function pageProvenance(db: Queryable, page: PageRow): Promise<Expo
       beforeRevision: page.revision + 1,
       limit: PROVENANCE_REVISIONS,
     })) ?? [];
-  return provenanceOf(revisions, page.revision);
+  const stamps = segmentsOf(page.annotationPage).flatMap((s) =>
+    s.stamp ? [actorOfLineAuthor(s.stamp.by)] : [],
+  );
+  return { ...provenanceOf(revisions, page.revision), names: await actorNames(db, stamps) };
 }
 
 const IIIF_MEDIA_TYPE =

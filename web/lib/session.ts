@@ -39,7 +39,7 @@ export function principalOfSession(session: LiveSession | undefined): Principal 
     if (session.workspaceId === null || !session.role) return undefined;
     return {
       workspaceId: session.workspaceId,
-      actor: { type: 'account', id: session.accountId, name: session.name },
+      actor: { kind: 'account', id: session.accountId, name: session.name },
       grant: { kind: 'role', role: session.role },
     };
   }
@@ -47,7 +47,7 @@ export function principalOfSession(session: LiveSession | undefined): Principal 
     return {
       workspaceId: session.workspaceId,
       actor: {
-        type: 'apiKey',
+        kind: 'apiKey',
         id: session.apiKeyId,
         name: session.label ?? `key ${session.apiKeyId}`,
       },

@@ -1,7 +1,7 @@
 import 'server-only';
+import type { WorkspaceActor } from '@quire/core/actor';
 import { DomainError } from '@quire/core/errors';
 import { type Action, type Principal, permits } from '@quire/core/roles';
-import { type AuditActor, auditActorOf } from '@quire/db/auditLog';
 
 /**
  * R1: the one gate of the role matrix (core/roles.ts). Every use case that changes a
@@ -18,7 +18,7 @@ export function requireAction(principal: Principal, action: Action): void {
   throw new DomainError('forbidden', `${who} may not do ${action}`, { action });
 }
 
-/** R5: the audit log's actor for a workspace principal. */
-export function actorOf(principal: Principal): AuditActor {
-  return auditActorOf(principal.actor);
+/** R5: who a workspace principal's acts are recorded as: its account or its API key. */
+export function actorOf(principal: Principal): WorkspaceActor {
+  return principal.actor;
 }

@@ -1,6 +1,6 @@
 import 'server-only';
+import type { Actor } from '@quire/core/actor';
 import { KNOWN_PROVIDERS } from '@quire/core/providerCatalogue';
-import type { AuditActor } from '@quire/db/auditLog';
 import { NotFoundError } from '@quire/db/errors';
 import {
   type InstallationControls,
@@ -18,10 +18,12 @@ import { availableQuireClient, pool, quireClient } from '@quire/web/lib/server';
  * change and its audit row commit together (db/operatorControls.ts, which the admin CLI calls
  * too); the operator's key id is the actor.
  */
-export const operatorActor = (operator: OperatorPrincipal): AuditActor =>
+export const operatorActor = (
+  operator: OperatorPrincipal,
+): Actor & { kind: 'account' | 'operatorKey' } =>
   'accountId' in operator
-    ? { kind: 'account', accountId: operator.accountId, name: operator.name }
-    : { kind: 'operator', keyId: operator.operatorKeyId };
+    ? { kind: 'account', id: operator.accountId, name: operator.name }
+    : { kind: 'operatorKey', id: operator.operatorKeyId };
 
 export async function changeWorkspaceControls(
   operator: OperatorPrincipal,

@@ -1,4 +1,5 @@
 import 'server-only';
+import { actorName, actorOfLineAuthor, type EditChannel, lineAuthorOf } from '@quire/core/actor';
 import {
   type LineAuthor,
   type LineState,
@@ -9,7 +10,7 @@ import {
 } from '@quire/core/annotation';
 import { DomainError } from '@quire/core/errors';
 import { mergeLines, stampEdit, stampVerified } from '@quire/core/lineStates';
-import { actorRef } from '@quire/core/roles';
+import { actorNames } from '@quire/db/actors';
 import { NotFoundError } from '@quire/db/errors';
 import {
   getPage,
@@ -31,9 +32,6 @@ import { actorOf, requireAction } from './access';
  * written. V1: a changed line becomes `edited`, a verified one `verified`, by the principal.
  */
 
-/** Where an edit came from; it is recorded as the revision's author beside the key. */
-export type EditChannel = 'api' | 'console';
-
 export type PageEdit =
   /** The whole segment list (the API): boxes and spans may change, and must fit the page. */
   | { segments: Segment[]; language?: string }
@@ -53,7 +51,14 @@ export type PageEdit =
 export interface LineConflictView {
   index: number;
   mine: { text: string } | null;
-  theirs: { text: string; state: LineState; by: LineAuthor | null; at: string | null } | null;
+  theirs: {
+    text: string;
+    state: LineState;
+    by: LineAuthor | null;
+    /** R7: `by` as people read it (an account's name, a key's label). */
+    byName: string | null;
+    at: string | null;
+  } | null;
 }
 
 export type EditPageResult =
@@ -63,14 +68,6 @@ export type EditPageResult =
 
 const pageNotFound = () => new NotFoundError('page_not_found', 'page not found');
 
-/** V1: the principal a line's state names; today the API key behind the API or the session. */
-export function lineAuthorOf(principal: Principal): LineAuthor {
-  // R5: the person (account) or the key that set the line's state.
-  return principal.actor.type === 'account'
-    ? { kind: 'account', id: String(principal.actor.id) }
-    : { kind: 'api-key', id: String(principal.actor.id) };
-}
-
 // A save that lost the race to the page's lock is merged again on what won it, this often.
 const MERGE_ROUNDS = 3;
 
@@ -79,7 +76,8 @@ export async function editPage(
   input: { pageId: number; expectedRevision: number; edit: PageEdit; channel: EditChannel },
 ): Promise<EditPageResult> {
   requireAction(principal, 'page.edit');
-  const author = lineAuthorOf(principal);
+  // V1 R5: the person (account) or the key that set the lines' state.
+  const author = lineAuthorOf(principal.actor);
   for (let round = 0; ; round++) {
     const page = await getPage(pool(), principal.workspaceId, input.pageId);
     if (!page) throw pageNotFound();
@@ -109,6 +107,8 @@ export async function editPage(
         : savedLines(page, base, input.edit, author, at);
     const merge = mergeLines(base, current, mine);
     if (merge.state === 'conflict') {
+      const stamps = merge.conflicts.flatMap((c) => (c.theirs?.stamp ? [c.theirs.stamp.by] : []));
+      const names = await actorNames(pool(), stamps.map(actorOfLineAuthor));
       return {
         state: 'conflict',
         revision: page.revision,
@@ -121,6 +121,9 @@ export async function editPage(
                 text: c.theirs.text,
                 state: lineStateOf(c.theirs),
                 by: c.theirs.stamp?.by ?? null,
+                byName: c.theirs.stamp
+                  ? actorName(actorOfLineAuthor(c.theirs.stamp.by), names)
+                  : null,
                 at: c.theirs.stamp?.at ?? null,
               }
             : null,
@@ -134,8 +137,8 @@ export async function editPage(
         expectedRevision: page.revision,
         segments: merge.segments,
         language: language ?? pageLanguage(page.annotationPage),
-        // R5: the account or key that made the revision (`account:7`, `api-key:3`).
-        editedBy: `${input.channel === 'console' ? 'console:' : ''}${actorRef(principal.actor)}`,
+        author: principal.actor,
+        channel: input.channel,
       }),
     );
     if (result.state === 'missing') throw pageNotFound();

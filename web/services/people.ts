@@ -95,11 +95,11 @@ export async function firstWorkspaceOf(account: Account): Promise<number | null>
 }
 
 const ownerActor = (principal: Principal) => {
-  if (principal.actor.type !== 'account') {
+  if (principal.actor.kind !== 'account') {
     // The matrix lets no key manage people or keys; this is the type's proof of it.
     throw new DomainError('forbidden', 'only a person manages members and keys');
   }
-  return { kind: 'account' as const, accountId: principal.actor.id, name: principal.actor.name };
+  return principal.actor;
 };
 
 /** R1: an owner invites someone by email with a role; the one-time link's token is returned once. */
@@ -297,7 +297,7 @@ export async function signInWithOidcClaims(
     operator: access.operator,
   });
   if (account.disabledAt) throw wrongCredentials();
-  const actor = { kind: 'account' as const, accountId: account.id, name: account.name };
+  const actor = { kind: 'account' as const, id: account.id, name: account.name };
   const mapped: number[] = [];
   for (const membership of access.memberships) {
     if (!(await getWorkspace(pool(), membership.workspaceId))) continue;

@@ -1,6 +1,8 @@
+import { actorName, actorOfLineAuthor } from '@quire/core/actor';
 import { lineStateOf, segmentsOf } from '@quire/core/annotation';
 import { countLineStates } from '@quire/core/lineStates';
 import { isActiveStatus } from '@quire/core/temporal';
+import { actorNames } from '@quire/db/actors';
 import { jobsDigest } from '@quire/db/console';
 import { listJobSummaries } from '@quire/db/jobList';
 import { getPage, getRevision, listRevisions } from '@quire/db/pages';
@@ -11,8 +13,8 @@ import { shortId } from '@quire/web/components/format';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { PageWorkspace, type ViewSegment } from '@quire/web/components/PageWorkspace';
 import { PublishButton } from '@quire/web/components/PublishButton';
+import { RevisionHistory } from '@quire/web/components/RevisionHistory';
 import { Status } from '@quire/web/components/Status';
-import { Time } from '@quire/web/components/Time';
 import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
@@ -98,11 +100,16 @@ export default async function PageView({
   }
   const lines = segmentsOf(page.annotationPage);
   const counts = countLineStates(lines);
+  // R7: the lines' authors by name (a person's, a key's label), looked up once for the page.
+  const stampNames = await actorNames(
+    pool(),
+    lines.flatMap((s) => (s.stamp ? [actorOfLineAuthor(s.stamp.by)] : [])),
+  );
   const segments: ViewSegment[] = lines.map((s) => ({
     index: s.index,
     text: s.text,
     state: lineStateOf(s),
-    ...(s.stamp ? { stateBy: `${s.stamp.by.kind} ${s.stamp.by.id}` } : {}),
+    ...(s.stamp ? { stateBy: actorName(actorOfLineAuthor(s.stamp.by), stampNames) } : {}),
     ...(s.target.kind === 'xywh'
       ? { box: s.target.box }
       : { start: s.target.start, end: s.target.end }),
@@ -246,58 +253,7 @@ export default async function PageView({
               </ol>
             </figure>
           ) : null}
-          <div className="table-wrap">
-            <table>
-              <caption className="sr-only">Revisions, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Revision</th>
-                  <th scope="col">Source</th>
-                  <th scope="col">By</th>
-                  <th scope="col">When</th>
-                </tr>
-              </thead>
-              <tbody>
-                {(revisions ?? []).map((r) => (
-                  <tr key={r.revision}>
-                    <td data-label="Revision">
-                      {r.revision}
-                      {r.revision === page.publishedRevision ? (
-                        <span className="badge badge-completed"> public</span>
-                      ) : null}
-                    </td>
-                    <td data-label="Source">{r.source}</td>
-                    <td data-label="By">
-                      {r.source === 'engine' ? (
-                        <>
-                          {r.engine} {r.model}
-                          {r.jobId ? (
-                            <>
-                              {' '}
-                              · <Link href={`/jobs/${r.jobId}`}>job {shortId(r.jobId)}</Link>,
-                              attempt {r.attemptNumber}
-                            </>
-                          ) : null}
-                        </>
-                      ) : r.source === 'human' ? (
-                        (r.editedBy ?? 'an editor')
-                      ) : r.source === 'import' ? (
-                        <>
-                          imported {String(r.provenance?.format ?? '').toUpperCase()}
-                          {r.provenance?.producer ? ` from ${String(r.provenance.producer)}` : ''}
-                        </>
-                      ) : (
-                        <span className="muted">created empty</span>
-                      )}
-                    </td>
-                    <td data-label="When">
-                      <Time date={r.createdAt} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <RevisionHistory revisions={revisions ?? []} publishedRevision={page.publishedRevision} />
         </section>
       </div>
     </main>
