@@ -6,11 +6,12 @@
  */
 
 import { type Box, lineStateOf, type Segment } from './annotation';
-import { DomainError } from './errors';
+import { type ExportInput, UnsupportedExportError } from './interchange/exportInput';
 import { toHocr } from './interchange/hocr';
+import { clampBox } from './interchange/lines';
 import { toPageXml } from './interchange/pageXml';
 import { describeStep, type ExportProvenance } from './interchange/provenance';
-import type { MediaKind } from './media';
+import { escapeXml } from './interchange/xml';
 
 export type ExportFormat = 'text' | 'alto' | 'page' | 'hocr' | 'vtt' | 'srt';
 
@@ -23,33 +24,10 @@ export const EXPORT_FORMATS: readonly ExportFormat[] = [
   'srt',
 ];
 
-export interface ExportInput {
-  canvasUri: string;
-  kind: MediaKind;
-  segments: readonly Segment[];
-  /** Image pages: pixel size of the canvas (ALTO needs it). */
-  width?: number;
-  height?: number;
-  /** Audio pages: duration in seconds; cues are clamped to it. */
-  duration?: number;
-  /** BCP 47 or ISO 639 language of the transcript. */
-  language?: string;
-  /** I8: the engine, model and version that read the page and the human edits since. */
-  provenance?: ExportProvenance;
-}
-
 export interface ExportResult {
   body: string;
   mediaType: string;
   extension: string;
-}
-
-/** The format does not apply to this kind of page (ALTO for audio, subtitles for images). */
-export class UnsupportedExportError extends DomainError {
-  override name = 'UnsupportedExportError';
-  constructor(message: string) {
-    super('unsupported_format', message);
-  }
 }
 
 export function isExportFormat(value: unknown): value is ExportFormat {
@@ -108,32 +86,6 @@ export function toPlainText(segments: readonly Segment[]): string {
 
 const ALTO_NS = 'http://www.loc.gov/standards/alto/ns-v4#';
 const ALTO_SCHEMA = 'http://www.loc.gov/standards/alto/v4/alto-4-2.xsd';
-
-/** Characters XML 1.0 forbids even when escaped. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: these are exactly what must be removed
-const XML_FORBIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g;
-
-export function escapeXml(text: string): string {
-  return text
-    .replace(XML_FORBIDDEN, '')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&apos;')
-    .replace(/\t/g, '&#9;')
-    .replace(/\n/g, '&#10;')
-    .replace(/\r/g, '&#13;');
-}
-
-/** A box rounded to whole pixels and kept inside the page. */
-export function clampBox(box: Box, width: number, height: number): Box {
-  const x = Math.min(Math.max(0, Math.round(box.x)), width);
-  const y = Math.min(Math.max(0, Math.round(box.y)), height);
-  const w = Math.max(0, Math.min(Math.round(box.w), width - x));
-  const h = Math.max(0, Math.min(Math.round(box.h), height - y));
-  return { x, y, w, h };
-}
 
 function positionAttributes(box: Box): string {
   return `HPOS="${box.x}" VPOS="${box.y}" WIDTH="${box.w}" HEIGHT="${box.h}"`;

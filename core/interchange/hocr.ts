@@ -7,8 +7,9 @@
  */
 
 import type { Box } from '../annotation';
-import { type ExportInput, escapeXml } from '../exports';
+import type { ExportInput } from './exportInput';
 import { imageLinesOf, unionBox } from './lines';
+import { escapeXml } from './xml';
 
 export const HOCR_CAPABILITIES = ['ocr_page', 'ocr_carea', 'ocr_par', 'ocr_line'] as const;
 

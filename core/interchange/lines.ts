@@ -4,7 +4,7 @@
  */
 
 import type { Box, Segment } from '../annotation';
-import { clampBox, type ExportInput, UnsupportedExportError } from '../exports';
+import { type ExportInput, UnsupportedExportError } from './exportInput';
 
 export interface ImageLine {
   segment: Segment;
@@ -39,4 +39,13 @@ export function unionBox(boxes: readonly Box[]): Box {
   const right = Math.max(...boxes.map((b) => b.x + b.w));
   const bottom = Math.max(...boxes.map((b) => b.y + b.h));
   return { x: left, y: top, w: right - left, h: bottom - top };
+}
+
+/** A box rounded to whole pixels and kept inside the page. */
+export function clampBox(box: Box, width: number, height: number): Box {
+  const x = Math.min(Math.max(0, Math.round(box.x)), width);
+  const y = Math.min(Math.max(0, Math.round(box.y)), height);
+  const w = Math.max(0, Math.min(Math.round(box.w), width - x));
+  const h = Math.max(0, Math.min(Math.round(box.h), height - y));
+  return { x, y, w, h };
 }

@@ -7,9 +7,10 @@
 
 import { type ActorNames, actorName, actorOfLineAuthor } from '../actor';
 import { type Box, lineStateOf, type Segment } from '../annotation';
-import { type ExportInput, escapeXml } from '../exports';
+import type { ExportInput } from './exportInput';
 import { imageLinesOf, unionBox } from './lines';
 import { describeStep, type ExportProvenance } from './provenance';
+import { escapeXml } from './xml';
 
 export const PAGE_NAMESPACE = 'http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15';
 const PAGE_SCHEMA_LOCATION = `${PAGE_NAMESPACE} ${PAGE_NAMESPACE}/pagecontent.xsd`;

@@ -9,8 +9,8 @@ import {
   toPlainText,
   toSrt,
   toWebVtt,
-  UnsupportedExportError,
 } from '../../core/exports';
+import { UnsupportedExportError } from '../../core/interchange/exportInput';
 
 const canvasUri = 'https://quire.example/iiif/item/a&b/canvas/1';
 

@@ -6,7 +6,7 @@ import {
   updateCollectionBody,
   updateItemBody,
 } from './archiveSchemas';
-import type { Operation } from './openapi';
+import type { Operation } from './openapiOperation';
 import { errorBody } from './schemas';
 
 /** F1/F2: the archive's routes in the OpenAPI document: collections, items, page order. */

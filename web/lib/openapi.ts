@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ARCHIVE_OPERATIONS } from './archiveOpenapi';
+import type { JsonSchema, Operation } from './openapiOperation';
 import { OPERATOR_OPERATIONS } from './operatorOpenapi';
 import {
   createWebhookBody,
@@ -30,22 +31,6 @@ import {
  * with each method it exports, and that sample requests the handlers accept validate against
  * the documented bodies.
  */
-type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
-type JsonSchema = Record<string, unknown>;
-
-export interface Operation {
-  method: Method;
-  path: string;
-  summary: string;
-  tag: string;
-  query?: z.ZodObject;
-  body?: z.ZodType;
-  /** A body described by hand (multipart ingest has no zod schema). */
-  rawBody?: { mediaType: string; schema: JsonSchema };
-  headers?: Array<{ name: string; required: boolean; description: string }>;
-  responses: Record<string, { description: string; schema?: z.ZodType; mediaType?: string }>;
-  auth?: 'bearer' | 'bearer-or-session' | 'operator' | 'none';
-}
 
 const ws = '/workspaces/{ws}';
 const errors = (codes: number[]) =>

@@ -1,4 +1,4 @@
-import type { Operation } from './openapi';
+import type { Operation } from './openapiOperation';
 import {
   accountBody,
   accountsQuery,

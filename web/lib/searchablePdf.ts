@@ -1,7 +1,7 @@
 import 'server-only';
 import { execFile } from 'node:child_process';
 import { type AnnotationPage, segmentsOf } from '@quire/core/annotation';
-import { clampBox } from '@quire/core/exports';
+import { clampBox } from '@quire/core/interchange/lines';
 import {
   ImageNotEmbeddable,
   jpegImage,
