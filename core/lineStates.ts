@@ -75,7 +75,7 @@ export interface LineConflict {
 
 export type LineMerge =
   | { state: 'merged'; segments: Segment[]; changed: number[] }
-  | { state: 'conflict'; conflicts: LineConflict[] };
+  | { state: 'lineConflict'; conflicts: LineConflict[] };
 
 /**
  * V4: a save made from revision `base` onto the page as it is now (`theirs`). The lines the
@@ -103,7 +103,7 @@ export function mergeLines(
       conflicts.push({ index, mine: wanted ?? null, theirs: now ?? null });
     }
   }
-  if (conflicts.length > 0) return { state: 'conflict', conflicts };
+  if (conflicts.length > 0) return { state: 'lineConflict', conflicts };
   const out = new Map(theirsBy);
   for (const index of changed) {
     const wanted = mineBy.get(index);

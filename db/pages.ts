@@ -11,9 +11,10 @@ import type { MediaKind } from '../core/media';
 import { actorNames } from './actors';
 import { type AuditActor, recordAudit } from './auditLog';
 import { scheduleBlobDeletion } from './blobs';
+import { NotFoundError } from './errors';
 import { appendEvent } from './events';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
-import { commitRevision, type RevisionProvenance } from './revisions';
+import { commitRevision, type RevisionProvenance, type RevisionWriteOutcome } from './revisions';
 
 export interface PageRow {
   id: number;
@@ -108,14 +109,10 @@ export async function releaseRecordedAudio(
   }
 }
 
-export interface PageEditResult {
-  state: 'saved' | 'stale' | 'missing';
-  revision: number;
-}
-
 /**
  * A human edit by compare-and-set on the revision the editor read (If-Match), in the caller's
- * transaction. A stale revision changes nothing and reports the current one.
+ * transaction. A page past that revision changes nothing and reports the current one
+ * (`RevisionConflict`); a page of another workspace, or none, is not found.
  */
 export async function savePageEdit(
   client: PoolClient,
@@ -128,19 +125,16 @@ export async function savePageEdit(
     author: WorkspaceActor;
     channel: EditChannel;
   },
-): Promise<PageEditResult> {
+): Promise<RevisionWriteOutcome> {
   const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
-  if (!page) return { state: 'missing', revision: -1 };
-  const written = await commitRevision(client, {
+  if (!page) throw new NotFoundError('page_not_found', 'page not found');
+  return commitRevision(client, {
     pageId: page.id,
     expectedRevision: args.expectedRevision,
     segments: args.segments,
     language: args.language,
     provenance: { source: 'human', author: args.author, channel: args.channel },
   });
-  return written.state === 'conflict'
-    ? { state: 'stale', revision: written.currentRevision }
-    : { state: 'saved', revision: written.revision };
 }
 
 export interface RevisionSummary {

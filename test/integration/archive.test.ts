@@ -665,7 +665,7 @@ describe('F3 search', () => {
       edit: { verify: [0] },
       channel: 'api',
     });
-    expect(verified.state).toBe('saved');
+    expect(verified.state).toBe('committed');
     const scope = (state?: string) =>
       call(
         R.search!,

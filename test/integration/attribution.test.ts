@@ -94,7 +94,7 @@ describe('attribution (R5)', () => {
       },
       channel: 'console',
     });
-    expect(edited.state).toBe('saved');
+    expect(edited.state).toBe('committed');
     await pages.publishPage(owner, { pageId, expectedRevision: 1 });
     const made = await people.createWorkspaceKey(owner, { name: 'exporter', scope: 'read' });
     await people.changeRole(owner, { accountId: editor.actor.id, role: 'reviewer' });
@@ -185,7 +185,7 @@ describe('attribution (R5)', () => {
       },
       channel: 'console',
     });
-    expect(edited.state).toBe('saved');
+    expect(edited.state).toBe('committed');
     const internal = /console:|account:|api-key:|API key null|account \d/;
 
     // The audit page (console) draws the audit list with AuditTable.

@@ -76,7 +76,7 @@ async function edit(pageId: number, editor: string, text: string) {
       channel: 'console',
     }),
   );
-  expect(result.state).toBe('saved');
+  expect(result.state).toBe('committed');
 }
 
 beforeAll(async () => {

@@ -245,7 +245,7 @@ describe('transcription workflow (SPEC §4)', () => {
         channel: 'api',
       }),
     );
-    expect(edit.state).toBe('saved');
+    expect(edit.state).toBe('committed');
     expect(await result(job.workflowId)).toMatchObject({
       status: 'failed',
       errorCategory: 'conflict',

@@ -70,7 +70,7 @@ async function pageWithRevisions(itemId: string, revisions: number): Promise<num
         author: { kind: 'apiKey', id: 1 },
         channel: 'api',
       });
-      expect(saved.state).toBe('saved');
+      expect(saved.state).toBe('committed');
     }
     return pageId;
   });

@@ -573,7 +573,7 @@ describe('V6 recordings', () => {
         channel: 'console',
       },
     );
-    expect(result.state).toBe('saved');
+    expect(result.state).toBe('committed');
     const after = await currentLines(pageId);
     for (const [i, line] of after.entries()) {
       const was = before[i]!;

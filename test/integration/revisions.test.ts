@@ -116,7 +116,7 @@ describe('J1 one writer of page revisions', () => {
           channel: 'api',
         }),
       );
-    expect(await edit(0, 'by hand')).toEqual({ state: 'saved', revision: 1 });
+    expect(await edit(0, 'by hand')).toEqual({ state: 'committed', revision: 1 });
     const before = await revisionState(pageId);
 
     // The engine's commit: the typed miss, which fails the job `conflict`.
@@ -137,7 +137,7 @@ describe('J1 one writer of page revisions', () => {
     });
 
     // A human edit on the revision it read: `stale`, with the current revision.
-    expect(await edit(0, 'late edit')).toEqual({ state: 'stale', revision: 1 });
+    expect(await edit(0, 'late edit')).toEqual({ state: 'conflict', currentRevision: 1 });
 
     // An import expects a new page at revision 0; a page's revision 0 is written once.
     const attempt = (write: Omit<RevisionWrite, 'pageId'>) =>

@@ -122,7 +122,7 @@ describe('V4 line-level merge', () => {
     const second = stampEdit(base, withText(withText(base, 1, 'by bob'), 2, 'x'), bob, T1);
     const merged = mergeLines(base, first, second);
     expect(merged).toEqual({
-      state: 'conflict',
+      state: 'lineConflict',
       conflicts: [{ index: 1, mine: second[1], theirs: first[1] }],
     });
   });
@@ -140,7 +140,7 @@ describe('V4 line-level merge', () => {
       'machine',
     ]);
     // Verifying a line someone else changed since confirms text the verifier never saw.
-    expect(mergeLines(base, first, stampVerified(base, [1], bob, T1)).state).toBe('conflict');
+    expect(mergeLines(base, first, stampVerified(base, [1], bob, T1)).state).toBe('lineConflict');
     const removed = mergeLines(base, first, base.slice(0, 2));
     expect(removed.state === 'merged' && removed.segments.map((s) => s.index)).toEqual([0, 1]);
   });

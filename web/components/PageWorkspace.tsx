@@ -107,7 +107,7 @@ export function PageWorkspace({
     edits: Array<{ index: number; text: string }>,
     from: number,
   ) => {
-    if (result.state === 'saved') {
+    if (result.state === 'committed') {
       setDrafts(new Map());
       setConflict(null);
       setEditing(false);
@@ -118,11 +118,11 @@ export function PageWorkspace({
           ? `Saved as revision ${result.revision}, on top of changes to other lines saved since revision ${from}.`
           : `Saved as revision ${result.revision}.`,
       });
-    } else if (result.state === 'stale' || result.state === 'conflict') {
+    } else if (result.state === 'conflict' || result.state === 'lineConflict') {
       const current = new Map(result.current.map((c) => [c.index, c.text]));
       const choice = new Map<number, 'mine' | 'theirs'>();
       const authors = new Map<number, string>();
-      if (result.state === 'conflict') {
+      if (result.state === 'lineConflict') {
         for (const c of result.conflicts) {
           choice.set(c.index, 'mine');
           if (c.theirs?.byName) authors.set(c.index, c.theirs.byName);

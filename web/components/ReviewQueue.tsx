@@ -96,7 +96,7 @@ export function ReviewQueue({ itemId, initial }: Props) {
     done: { text: string; state: LineState },
     undoable: boolean,
   ): boolean => {
-    if (result.state === 'saved') {
+    if (result.state === 'committed') {
       if (undoable) {
         setHistory((h) => [
           ...h,
@@ -110,7 +110,7 @@ export function ReviewQueue({ itemId, initial }: Props) {
       update(line.key, { ...done, revision: result.revision });
       return true;
     }
-    if (result.state === 'conflict') {
+    if (result.state === 'lineConflict') {
       const other = result.conflicts.find((c) => c.index === line.index);
       setConflict({
         key: line.key,
@@ -126,7 +126,7 @@ export function ReviewQueue({ itemId, initial }: Props) {
     }
     setStatus({
       tone: 'error',
-      text: result.state === 'stale' ? 'The page changed; reload the queue.' : result.message,
+      text: result.state === 'conflict' ? 'The page changed; reload the queue.' : result.message,
     });
     return false;
   };

@@ -56,14 +56,14 @@ export function pageJson(page: PageRow) {
  */
 export function pageEditResponse(result: EditPageResult, expectedRevision: number): Response {
   const headers = { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' };
-  if (result.state === 'saved') {
+  if (result.state === 'committed') {
     return new Response(JSON.stringify({ ...pageJson(result.page), merged: result.merged }), {
       headers: { ...headers, ETag: pageEtag(result.revision) },
     });
   }
-  const code = result.state === 'conflict' ? 'line_conflict' : 'stale_revision';
+  const code = result.state === 'lineConflict' ? 'line_conflict' : 'stale_revision';
   const body =
-    result.state === 'conflict'
+    result.state === 'lineConflict'
       ? errorBody(
           code,
           `${result.conflicts.length} line(s) changed since revision ${expectedRevision} were changed by this save too`,

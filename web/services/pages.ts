@@ -62,9 +62,11 @@ export interface LineConflictView {
 }
 
 export type EditPageResult =
-  | { state: 'saved'; revision: number; page: PageRow; merged: boolean }
-  | { state: 'stale'; revision: number; current: PageRow | undefined }
-  | { state: 'conflict'; revision: number; current: PageRow; conflicts: LineConflictView[] };
+  | { state: 'committed'; revision: number; page: PageRow; merged: boolean }
+  /** The page is past the revision the edit was made from, and that one is not kept. */
+  | { state: 'conflict'; revision: number; current: PageRow | undefined }
+  /** V4: lines changed since by someone else, and by this edit too. */
+  | { state: 'lineConflict'; revision: number; current: PageRow; conflicts: LineConflictView[] };
 
 const pageNotFound = () => new NotFoundError('page_not_found', 'page not found');
 
@@ -86,7 +88,7 @@ export async function editPage(
     let base: Segment[];
     if (input.expectedRevision === page.revision) base = current;
     else if (input.expectedRevision > page.revision) {
-      return { state: 'stale', revision: page.revision, current: page };
+      return { state: 'conflict', revision: page.revision, current: page };
     } else {
       const kept = await getRevision(
         pool(),
@@ -94,7 +96,7 @@ export async function editPage(
         page.id,
         input.expectedRevision,
       );
-      if (!kept) return { state: 'stale', revision: page.revision, current: page };
+      if (!kept) return { state: 'conflict', revision: page.revision, current: page };
       base = segmentsOf(kept.annotationPage);
     }
     const at = new Date().toISOString();
@@ -106,11 +108,11 @@ export async function editPage(
           }
         : savedLines(page, base, input.edit, author, at);
     const merge = mergeLines(base, current, mine);
-    if (merge.state === 'conflict') {
+    if (merge.state === 'lineConflict') {
       const stamps = merge.conflicts.flatMap((c) => (c.theirs?.stamp ? [c.theirs.stamp.by] : []));
       const names = await actorNames(pool(), stamps.map(actorOfLineAuthor));
       return {
-        state: 'conflict',
+        state: 'lineConflict',
         revision: page.revision,
         current: page,
         conflicts: merge.conflicts.map((c) => ({
@@ -141,16 +143,15 @@ export async function editPage(
         channel: input.channel,
       }),
     );
-    if (result.state === 'missing') throw pageNotFound();
-    if (result.state === 'stale') {
+    if (result.state === 'conflict') {
       if (round + 1 < MERGE_ROUNDS) continue;
       const now = await getPage(pool(), principal.workspaceId, page.id);
-      return { state: 'stale', revision: result.revision, current: now };
+      return { state: 'conflict', revision: result.currentRevision, current: now };
     }
     const saved = await getPage(pool(), principal.workspaceId, page.id);
     if (!saved) throw pageNotFound();
     return {
-      state: 'saved',
+      state: 'committed',
       revision: result.revision,
       page: saved,
       merged: page.revision !== input.expectedRevision,

@@ -15,11 +15,11 @@ import { refresh } from 'next/cache';
 const MAX_LINE_CHARS = 10_000;
 
 export type SaveResult =
-  | { state: 'saved'; revision: number; merged: boolean }
-  | { state: 'stale'; revision: number; current: Array<{ index: number; text: string }> }
+  | { state: 'committed'; revision: number; merged: boolean }
+  | { state: 'conflict'; revision: number; current: Array<{ index: number; text: string }> }
   /** V4: lines changed by someone else since, and by this save too; nothing was written. */
   | {
-      state: 'conflict';
+      state: 'lineConflict';
       revision: number;
       current: Array<{ index: number; text: string }>;
       conflicts: LineConflictView[];
@@ -113,19 +113,19 @@ async function consoleEdit(
     // R6: text the database cannot hold or index is refused with the reason, nothing saved.
     return { state: 'error', message: refusalOf(error).message };
   }
-  if (result.state === 'stale') {
-    return { state: 'stale', revision: result.revision, current: lineTexts(result.current) };
-  }
   if (result.state === 'conflict') {
+    return { state: 'conflict', revision: result.revision, current: lineTexts(result.current) };
+  }
+  if (result.state === 'lineConflict') {
     return {
-      state: 'conflict',
+      state: 'lineConflict',
       revision: result.revision,
       current: lineTexts(result.current),
       conflicts: result.conflicts,
     };
   }
   refresh();
-  return { state: 'saved', revision: result.revision, merged: result.merged };
+  return { state: 'committed', revision: result.revision, merged: result.merged };
 }
 
 export interface PublishState {
