@@ -1,14 +1,12 @@
 import { EventSource } from 'eventsource';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
-import type { BlobStore } from '../../blobs';
-import { canonicalKeyFor, newUploadId, temporaryKeyFor } from '../../blobs';
 import { createBlobStore } from '../../blobs/fromConfig';
 import { QUIRE_EVENT_TYPES } from '../../core/cloudevents';
-import { insertBlob, lockBlobForReference, workspaceUsageBytes } from '../../db/blobs';
-import { createPage, prepareItem } from '../../db/ingest';
-import { type Pool, withTransaction } from '../../db/pool';
+import { workspaceUsageBytes } from '../../db/blobs';
+import type { Pool } from '../../db/pool';
 import type { ManagedProcess } from '../../scripts/lib/processes';
+import { storedImagePage } from '../support/blobReferences';
 import { startTestCluster, type TestCluster } from '../support/cluster';
 import { file, png, uploadRequest, wav } from '../support/uploadFixtures';
 import { eventually } from '../support/wait';
@@ -79,55 +77,6 @@ async function recoverySeconds(pool: Pool, jobIds: string[], faultAt: Date): Pro
     100,
   );
   return (Date.now() - faultAt.getTime()) / 1000;
-}
-
-/** An image page whose bytes are in the object store, as an upload leaves it. */
-async function storedImagePage(
-  t: TestCluster,
-  store: BlobStore,
-  workspaceId: number,
-  n: number,
-): Promise<number> {
-  const bytes = png(20 + n, 20);
-  const uploadId = newUploadId();
-  const temp = temporaryKeyFor(workspaceId, uploadId);
-  async function* once() {
-    yield bytes;
-  }
-  const { sha256, size } = await store.writeTemporary(temp, once());
-  const key = canonicalKeyFor(workspaceId, sha256, uploadId);
-  await store.promote(temp, key);
-  await insertBlob(t.pool, {
-    key,
-    workspaceId,
-    sha256hex: sha256,
-    sizeBytes: size,
-    mediaType: 'image/png',
-  });
-  return withTransaction(t.pool, async (tx) => {
-    const position = await prepareItem(tx, workspaceId, 'stored', {
-      title: null,
-      externalReferenceId: null,
-      metadata: {},
-    });
-    await lockBlobForReference(tx, workspaceId, key);
-    const page = await createPage(
-      tx,
-      {
-        workspaceId,
-        itemId: 'stored',
-        position,
-        kind: 'image',
-        blobKey: key,
-        mediaType: 'image/png',
-        width: 20 + n,
-        height: 20,
-        durationMs: null,
-      },
-      'http://quire.test',
-    );
-    return page.pageId;
-  });
 }
 
 /**
@@ -223,7 +172,10 @@ describe('failure drills on the production topology (D3)', () => {
     const { workspaceId, apiKey } = await t.workspace();
     const store = createBlobStore(t.config);
     const pageIds: number[] = [];
-    for (let i = 0; i < BATCH; i++) pageIds.push(await storedImagePage(t, store, workspaceId, i));
+    for (let i = 0; i < BATCH; i++) {
+      const image = { bytes: png(20 + i, 20), mediaType: 'image/png', width: 20 + i, height: 20 };
+      pageIds.push(await storedImagePage(t.pool, store, workspaceId, image));
+    }
     await t.cluster.objectServer.kill('SIGKILL');
     const faultAt = new Date();
     const jobIds: string[] = [];

@@ -1,15 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BlobStore } from '../../blobs';
-import { canonicalKeyFor, newUploadId, temporaryKeyFor } from '../../blobs';
 import { createBlobStore } from '../../blobs/fromConfig';
-import { insertBlob, lockBlobForReference } from '../../db/blobs';
-import { createPage, prepareItem } from '../../db/ingest';
-import { type Pool, withTransaction } from '../../db/pool';
+import type { Pool } from '../../db/pool';
 import { createQuireClient } from '../../worker/createWorker';
+import { storedImagePage } from '../support/blobReferences';
 import { startTestCluster, type TestCluster } from '../support/cluster';
 import { frakturLines, imageDimensions } from '../support/fixtures';
-import { png } from '../support/uploadFixtures';
 import { eventually } from '../support/wait';
 
 /**
@@ -53,71 +49,15 @@ async function recoverySeconds(pool: Pool, jobIds: string[], faultAt: Date): Pro
   return (Date.now() - faultAt.getTime()) / 1000;
 }
 
-/** An image page whose bytes are in the object store, as an upload leaves it. */
-async function storedImagePage(
-  t: TestCluster,
-  store: BlobStore,
-  workspaceId: number,
-  n: number,
-  image: { bytes: Buffer; mediaType: string; width: number; height: number } = {
-    bytes: png(20 + n, 20),
-    mediaType: 'image/png',
-    width: 20 + n,
-    height: 20,
-  },
-): Promise<number> {
-  const { bytes } = image;
-  const uploadId = newUploadId();
-  const temp = temporaryKeyFor(workspaceId, uploadId);
-  async function* once() {
-    yield bytes;
-  }
-  const { sha256, size } = await store.writeTemporary(temp, once());
-  const key = canonicalKeyFor(workspaceId, sha256, uploadId);
-  await store.promote(temp, key);
-  await insertBlob(t.pool, {
-    key,
-    workspaceId,
-    sha256hex: sha256,
-    sizeBytes: size,
-    mediaType: image.mediaType,
-  });
-  return withTransaction(t.pool, async (tx) => {
-    const position = await prepareItem(tx, workspaceId, 'stored', {
-      title: null,
-      externalReferenceId: null,
-      metadata: {},
-    });
-    await lockBlobForReference(tx, workspaceId, key);
-    const page = await createPage(
-      tx,
-      {
-        workspaceId,
-        itemId: 'stored',
-        position,
-        kind: 'image',
-        blobKey: key,
-        mediaType: image.mediaType,
-        width: image.width,
-        height: image.height,
-        durationMs: null,
-      },
-      'http://quire.test',
-    );
-    return page.pageId;
-  });
-}
-
 /** D7: the real Fraktur line scans as stored pages, one real-OCR job each (tesseract). */
 async function realOcrBatch(t: TestCluster, workspaceId: number): Promise<string[]> {
   const store = createBlobStore(t.config);
   const client = createQuireClient(t.config, t.temporal, t.pool, ['simulated', 'tesseract']);
   const jobIds: string[] = [];
-  let n = 0;
   for (const line of await frakturLines()) {
     const { width, height } = await imageDimensions(line.image);
     const bytes = await readFile(line.image);
-    const pageId = await storedImagePage(t, store, workspaceId, n++, {
+    const pageId = await storedImagePage(t.pool, store, workspaceId, {
       bytes,
       mediaType: 'image/tiff',
       width,
