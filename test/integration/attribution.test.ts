@@ -58,42 +58,55 @@ afterAll(async () => {
   await quire?.close();
 });
 
+/**
+ * A page uploaded through the API with the workspace's key, its job canceled by the editor,
+ * and its line saved by the editor in the console: the acts whose authors the tests read.
+ */
+async function uploadedAndEdited(fileName: string, text: string) {
+  const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
+  const upload = await call(
+    batches,
+    'POST',
+    `/workspaces/${ws}/batches`,
+    { ws: String(ws) },
+    {
+      key,
+      rawBody: new Uint8Array(await uploadRequest([file(png(40, 20), fileName)]).arrayBuffer()),
+      contentType: uploadRequest([]).headers.get('content-type')!,
+    },
+  );
+  expect(upload.status).toBe(201);
+  const { pageId, jobId } = upload.json.pages[0];
+  const jobs = await import('../../web/services/jobs');
+  const pages = await import('../../web/services/pages');
+  await jobs.cancelJob(editor, jobId);
+  return {
+    pageId,
+    jobId,
+    batchId: upload.json.batchId as string,
+    edit: () =>
+      pages.editPage(editor, {
+        pageId,
+        expectedRevision: 0,
+        edit: {
+          segments: [
+            { index: 0, text, target: { kind: 'xywh', box: { x: 0, y: 0, w: 40, h: 20 } } },
+          ],
+        },
+        channel: 'console',
+      }),
+  };
+}
+
 describe('attribution (R5)', () => {
   it('R5 edits, publications, cancels, re-runs, key and member changes name the account or key, in the audit log and the API', async () => {
-    const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
-    const upload = await call(
-      batches,
-      'POST',
-      `/workspaces/${ws}/batches`,
-      { ws: String(ws) },
-      {
-        key,
-        rawBody: new Uint8Array(await uploadRequest([file(png(40, 20), 'page.png')]).arrayBuffer()),
-        contentType: uploadRequest([]).headers.get('content-type')!,
-      },
-    );
-    expect(upload.status).toBe(201);
-    const { pageId, jobId } = upload.json.pages[0];
+    const { pageId, jobId, batchId, edit } = await uploadedAndEdited('page.png', 'Baptisms, 1791');
     const jobs = await import('../../web/services/jobs');
     const pages = await import('../../web/services/pages');
     const people = await import('../../web/services/people');
 
-    await jobs.cancelJob(editor, jobId);
     await jobs.rerunJob(editor, jobId);
-    const edited = await pages.editPage(editor, {
-      pageId,
-      expectedRevision: 0,
-      edit: {
-        segments: [
-          {
-            index: 0,
-            text: 'Baptisms, 1791',
-            target: { kind: 'xywh', box: { x: 0, y: 0, w: 40, h: 20 } },
-          },
-        ],
-      },
-      channel: 'console',
-    });
+    const edited = await edit();
     expect(edited.state).toBe('committed');
     await pages.publishPage(owner, { pageId, expectedRevision: 1 });
     const made = await people.createWorkspaceKey(owner, { name: 'exporter', scope: 'read' });
@@ -120,8 +133,8 @@ describe('attribution (R5)', () => {
     const canceled = await call(
       cancelRoute,
       'POST',
-      `/workspaces/${ws}/batches/${upload.json.batchId}/cancel`,
-      { ws: String(ws), batchId: upload.json.batchId },
+      `/workspaces/${ws}/batches/${batchId}/cancel`,
+      { ws: String(ws), batchId },
       { key },
     );
     expect(canceled.status).toBe(200);
@@ -152,39 +165,8 @@ describe('attribution (R5)', () => {
   }, 60_000);
 
   it("R7 an account's act shows the account's name: in the console's audit list and revision history, and in an export", async () => {
-    const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
-    const upload = await call(
-      batches,
-      'POST',
-      `/workspaces/${ws}/batches`,
-      { ws: String(ws) },
-      {
-        key,
-        rawBody: new Uint8Array(
-          await uploadRequest([file(png(40, 20), 'named.png')]).arrayBuffer(),
-        ),
-        contentType: uploadRequest([]).headers.get('content-type')!,
-      },
-    );
-    expect(upload.status).toBe(201);
-    const { pageId, jobId } = upload.json.pages[0];
-    const jobs = await import('../../web/services/jobs');
-    const pages = await import('../../web/services/pages');
-    await jobs.cancelJob(editor, jobId);
-    const edited = await pages.editPage(editor, {
-      pageId,
-      expectedRevision: 0,
-      edit: {
-        segments: [
-          {
-            index: 0,
-            text: 'Burials, 1792',
-            target: { kind: 'xywh', box: { x: 0, y: 0, w: 40, h: 20 } },
-          },
-        ],
-      },
-      channel: 'console',
-    });
+    const { pageId, jobId, edit } = await uploadedAndEdited('named.png', 'Burials, 1792');
+    const edited = await edit();
     expect(edited.state).toBe('committed');
     const internal = /console:|account:|api-key:|API key null|account \d/;
 
