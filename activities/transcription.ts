@@ -11,7 +11,7 @@ import { createTranscriptStages } from './transcriptStages';
  * the attempt token (A1). The workflow only ever holds the token sealed.
  *
  * Where each lives: the attempt's life (claim, close, pause, cancel) in ./attempts.ts; the
- * stages of image pages in ./imageStages.ts, of recordings in ./audioStages.ts, polish and
+ * stages of image pages in ./imageStages.ts (its ways of reading in ./pageRead.ts and ./lineRecognition.ts), of recordings in ./audioStages.ts, polish and
  * commit in ./transcriptStages.ts; what they share (fence, budget, ledger, heartbeat, the
  * error boundary) in the kit, ./attemptKit.ts, its parts each in its own module and its types
  * in ./attemptContext.ts. The property names are the activity types Temporal
@@ -38,4 +38,4 @@ export type {
   TranscriptionDeps,
 } from './attemptContext';
 export type { ClaimOutcome } from './attempts';
-export type { SliceOutcome } from './imageStages';
+export type { SliceOutcome } from './imageReading';
