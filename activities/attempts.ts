@@ -1,18 +1,11 @@
 import { hashToken, newAttemptToken, sealToken } from '../core/attemptToken';
 import type { FailureClass } from '../core/failures';
 import type { MediaKind } from '../core/media';
-import { billedProvider } from '../core/pricing';
-import { pauseKey } from '../core/providerCatalogue';
-import { attemptStepFinished } from '../db/attemptSteps';
-import {
-  claimAttempt as claimAttemptRow,
-  closeAttempt as closeAttemptRow,
-  pauseProvider as pauseProviderRow,
-} from '../db/attempts';
+import { claimAttempt as claimAttemptRow, closeAttempt as closeAttemptRow } from '../db/attempts';
 import { lockRunningAttempt } from '../db/fence';
 import { cancelJobIfActive } from '../db/jobs';
 import { withTransaction } from '../db/pool';
-import type { AttemptRef, PauseRequest } from './attemptContext';
+import type { AttemptRef } from './attemptContext';
 import type { AttemptKit } from './attemptKit';
 import { deleteEngineCopies } from './audioStages';
 
@@ -27,7 +20,10 @@ export type ClaimOutcome =
   | { state: 'paused'; reason: FailureClass; resumeAtMs: number | null }
   | { state: 'exhausted'; category: FailureClass };
 
-/** An attempt's life around its stages: claim (A1), close, pause (Q3), stage, cancel (J5). */
+/**
+ * An attempt's life around its stages: claim (A1), close, cancel (J5). A provider's pause (Q3)
+ * is in ./providerPause.ts, the step an outage hid (D7) in ./attemptSteps.ts.
+ */
 export function createAttemptActivities(kit: AttemptKit) {
   const { deps, pool } = kit;
 
@@ -137,81 +133,6 @@ export function createAttemptActivities(kit: AttemptKit) {
           'attempt closed',
         );
         return result;
-      });
-    },
-
-    /**
-     * D7: an engine step the workflow heard of only as a timeout: did it finish its work on its
-     * worker (saved, recorded in attempt_steps) while the attempt still runs? Then what went
-     * missing was its report, lost to an outage of Temporal or PostgreSQL, and the attempt
-     * resumes uncharged from its checkpoints; otherwise the worker died mid-step (T3).
-     */
-    async stepFinished(
-      ref: AttemptRef,
-      step: { runId: string; activityId: string; waitMs?: number },
-    ): Promise<{ finished: boolean }> {
-      return kit.guarded('db', undefined, async () => {
-        // Its worker may be saving it this very moment, just back from the same outage.
-        const deadline = Date.now() + Math.min(step.waitMs ?? 0, 15_000);
-        for (;;) {
-          const finished = await attemptStepFinished(pool, {
-            runId: step.runId,
-            activityId: step.activityId,
-            jobId: ref.jobId,
-            attemptNumber: ref.attemptNumber,
-          });
-          if (finished || Date.now() >= deadline) return { finished };
-          await new Promise((resolve) => setTimeout(resolve, 250));
-        }
-      });
-    },
-
-    /** Q3: refunds the attempt and pauses the provider's queue; returns when it may reopen. */
-    async pauseProvider(
-      ref: AttemptRef,
-      args: PauseRequest & { counts?: { completed: number; failed: number; total: number | null } },
-    ): Promise<{ resumeAtMs: number | null; episode: number; newEpisode: boolean }> {
-      return kit.withAttempt('db', ref, async (ctx) => {
-        // M3: the provider whose call failed: the polish provider when polish failed.
-        const { provider } = billedProvider(ctx.snapshot, args.stage ?? 'engine');
-        const paused = await withTransaction(pool, async (client) => {
-          const attempt = await lockRunningAttempt(client, ctx.fence, 'UPDATE');
-          return pauseProviderRow(client, ctx.fence, attempt, {
-            provider,
-            reason: args.reason,
-            detail: `provider ${provider} paused: ${args.reason}`,
-            retryAfterMs: args.retryAfterMs ?? undefined,
-            counts: args.counts,
-            scope: args.scope,
-            now: deps.now?.(),
-          });
-        });
-        // The attempt is refunded: the job waits for the provider, not in this worker's hand.
-        kit.hand.release(ref.jobId);
-        if (paused.newEpisode) {
-          await deps
-            .onProviderPaused?.({
-              provider,
-              workspaceId: pauseKey(provider, ctx.workspaceId),
-              reason: args.reason,
-              episode: paused.episode,
-            })
-            .catch(() => {});
-        }
-        deps.logger.warn(
-          {
-            jobId: ref.jobId,
-            provider,
-            errorClass: args.reason,
-            episode: paused.episode,
-          },
-          'provider paused',
-        );
-        return {
-          resumeAtMs: kit.onWorkflowClock(paused.resumeAt),
-          episode: paused.episode,
-          newEpisode: paused.newEpisode,
-        };
       });
     },
   };

@@ -107,7 +107,7 @@ export async function polishPass(
  * J1 + J2: builds the transcript from the checkpoints (failed segments keep their previous
  * text) and commits it in one fenced transaction; a CAS miss fails the job `conflict`. Run by
  * the `commit` step; the engine step whose read left nothing else to do commits in its own
- * save instead (P6, activities/imageStages.ts).
+ * save instead (P6, activities/pageReadSave.ts).
  */
 export async function commitAttempt(
   kit: AttemptKit,
