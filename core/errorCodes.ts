@@ -141,7 +141,7 @@ export const ERROR_CODES = {
   invitation_accepted: { kind: 'conflict', sentence: 'This invitation was accepted already.' },
   invitation_revoked: {
     kind: 'conflict',
-    sentence: 'This invitation was revoked; ask an owner of the workspace for a new one.',
+    sentence: 'This invitation was revoked by an owner of the workspace; ask them for a new one.',
   },
 
   // Workspaces and operator controls (M3, M4)
