@@ -14,9 +14,8 @@ import { AuditTable } from '../../web/components/AuditTable';
 import { RevisionHistory } from '../../web/components/RevisionHistory';
 import { configureWeb } from '../../web/lib/server';
 import { principalOfSession } from '../../web/lib/session';
-import { call, type RouteModule } from '../support/api';
+import { call, type RouteModule, uploadWithKey } from '../support/api';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
-import { file, png, uploadRequest } from '../support/uploadFixtures';
 
 /**
  * R5: every change names a person. An owner's and an editor's acts (an edit, a publication, a
@@ -63,18 +62,7 @@ afterAll(async () => {
  * and its line saved by the editor in the console: the acts whose authors the tests read.
  */
 async function uploadedAndEdited(fileName: string, text: string) {
-  const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
-  const upload = await call(
-    batches,
-    'POST',
-    `/workspaces/${ws}/batches`,
-    { ws: String(ws) },
-    {
-      key,
-      rawBody: new Uint8Array(await uploadRequest([file(png(40, 20), fileName)]).arrayBuffer()),
-      contentType: uploadRequest([]).headers.get('content-type')!,
-    },
-  );
+  const upload = await uploadWithKey(ws, key, fileName);
   expect(upload.status).toBe(201);
   const { pageId, jobId } = upload.json.pages[0];
   const jobs = await import('../../web/services/jobs');

@@ -11,7 +11,7 @@ import { addApiKey } from '../../db/workspaces';
 import { configureWeb } from '../../web/lib/server';
 import { SESSION_COOKIE } from '../../web/lib/session';
 import type { QuireWorker } from '../../worker/createWorker';
-import { call, type RouteModule } from '../support/api';
+import { uploadWithKey } from '../support/api';
 import { createTestQuire, type TestQuire, temporalAddress, untilStatus } from '../support/quire';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
 
@@ -346,18 +346,7 @@ describe('interactive first from the console (P8)', () => {
 
   it('P8 the same page sent through the API batches stays bulk, with its workspace fairness key', async () => {
     const key = await addApiKey(web.db.pool, wsWeb, 'priority test');
-    const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
-    const upload = await call(
-      batches,
-      'POST',
-      `/workspaces/${wsWeb}/batches`,
-      { ws: String(wsWeb) },
-      {
-        key,
-        rawBody: new Uint8Array(await uploadRequest([file(png(40, 20), 'page.png')]).arrayBuffer()),
-        contentType: uploadRequest([]).headers.get('content-type')!,
-      },
-    );
+    const upload = await uploadWithKey(wsWeb, key);
     expect(upload.status).toBe(201);
     expect(await prioritiesOf(upload)).toEqual([
       expect.objectContaining({

@@ -21,7 +21,7 @@ import { createSubscription, fanOutEvents } from '../../db/webhooks';
 import { addApiKey, authenticateApiKey, createWorkspace } from '../../db/workspaces';
 import { configureWeb } from '../../web/lib/server';
 import { principalOfSession, SESSION_COOKIE } from '../../web/lib/session';
-import { call, type RouteModule } from '../support/api';
+import { call, type RouteModule, uploadWithKey } from '../support/api';
 import { seedPage } from '../support/pages';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
@@ -259,18 +259,7 @@ async function freshBatch(): Promise<string> {
   return (await uploadAsKey(A.ws, A.key)).json.batchId;
 }
 async function uploadAsKey(ws: number, key: string) {
-  const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
-  const upload = await call(
-    batches,
-    'POST',
-    `/workspaces/${ws}/batches`,
-    { ws: String(ws) },
-    {
-      key,
-      rawBody: new Uint8Array(await uploadRequest([file(png(40, 20), 'page.png')]).arrayBuffer()),
-      contentType: uploadRequest([]).headers.get('content-type')!,
-    },
-  );
+  const upload = await uploadWithKey(ws, key);
   expect(upload.status).toBe(201);
   return upload;
 }

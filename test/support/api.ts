@@ -1,3 +1,5 @@
+import { file, png, uploadRequest } from './uploadFixtures';
+
 /**
  * Calls Next route handlers in-process, as Next would: a Request and `{ params: Promise }`.
  * Every response body is kept so a test can grep all of them for secrets at the end.
@@ -160,4 +162,23 @@ export class SseReader {
     }
     return frame;
   }
+}
+
+/**
+ * One small PNG uploaded through `POST /workspaces/{ws}/batches` with a workspace's key, as an
+ * integrator would; the caller asserts the status.
+ */
+export async function uploadWithKey(ws: number, key: string, fileName = 'page.png') {
+  const batches: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/batches/route');
+  return call(
+    batches,
+    'POST',
+    `/workspaces/${ws}/batches`,
+    { ws: String(ws) },
+    {
+      key,
+      rawBody: new Uint8Array(await uploadRequest([file(png(40, 20), fileName)]).arrayBuffer()),
+      contentType: uploadRequest([]).headers.get('content-type')!,
+    },
+  );
 }
