@@ -306,15 +306,15 @@ describe('I5 limits (U4): refused with a stable code, nothing stored', () => {
     ],
     [
       'a PDF whose pages would take the request past maxPagesPerRequest',
-      () => [file(multiTiff, 'lines.tif'), file(ocrPdf, 'manifesto.pdf')],
-      { limits: { maxPagesPerRequest: 4 } },
+      () => [file(ocrPdf, 'manifesto.pdf')],
+      { limits: { maxPagesPerRequest: 1 } },
       'too_many_pages',
       413,
     ],
     [
       'a TIFF whose frames would take the request past maxPagesPerRequest',
-      () => [file(ocrPdf, 'manifesto.pdf'), file(multiTiff, 'lines.tif')],
-      { limits: { maxPagesPerRequest: 4 } },
+      () => [file(multiTiff, 'lines.tif')],
+      { limits: { maxPagesPerRequest: 2 } },
       'too_many_pages',
       413,
     ],
@@ -377,9 +377,46 @@ describe('I5 limits (U4): refused with a stable code, nothing stored', () => {
     expect(await counts()).toMatchObject({ blobs: 0, cleanups: 0, pages: 0, items: 0, files: 0 });
   });
 
-  it('I5 a refusal after good files stores none of them either', async () => {
+  it('I9 in a batch a refused file is refused alone: the good files are stored, the answer lists each outcome, and a retry answers the same', async () => {
+    const parts = () => [
+      { name: 'mode', value: 'perFile' },
+      file(imageOnlyPdf, 'scan.pdf'),
+      file(ocrPdf, 'manifesto.pdf'),
+      file(Buffer.from('%PDF-1.7\nthis is no PDF at all, just words\n'), 'fake.pdf'),
+      file(multiTiff, 'lines.tif'),
+    ];
+    const override = { limits: { maxPagesPerFile: 2 } };
+    const keyed = () => [{ name: 'idempotencyKey', value: 'i9-batch' }, ...parts()];
+    const result = await upload(keyed(), override);
+    expect(result.files).toEqual([
+      { index: 0, filename: 'scan.pdf', status: 'stored', pages: 1 },
+      { index: 1, filename: 'manifesto.pdf', status: 'stored', pages: 2 },
+      {
+        index: 2,
+        filename: 'fake.pdf',
+        status: 'refused',
+        error: { code: 'malformed_media', message: expect.any(String) },
+      },
+      {
+        index: 3,
+        filename: 'lines.tif',
+        status: 'refused',
+        error: { code: 'too_many_pages', message: expect.any(String) },
+      },
+    ]);
+    expect(result.pages).toHaveLength(3);
+    // Nothing of the refused files stays: no row, no byte, no reservation.
+    expect(await counts()).toMatchObject({ pages: 3, blobs: 3, files: 3 });
+    const pending = await db.pool.query("SELECT 1 FROM blob_cleanups WHERE status <> 'retired'");
+    expect(pending.rowCount).toBe(0);
+    const retried = await upload(keyed(), override);
+    expect(retried).toEqual(result);
+    expect(await auditInvariants(db.pool)).toEqual([]);
+  });
+
+  it('I9 a batch whose every file is refused is refused with the first refusal, storing nothing', async () => {
     const refused = await refusal([file(imageOnlyPdf, 'scan.pdf'), file(ocrPdf, 'manifesto.pdf')], {
-      limits: { maxPagesPerFile: 1 },
+      limits: { maxPagesPerFile: 0 },
     });
     expect(refused.body.error.code).toBe('too_many_pages');
     expect(await counts()).toMatchObject({ blobs: 0, cleanups: 0, pages: 0, items: 0, files: 0 });
