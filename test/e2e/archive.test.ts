@@ -236,7 +236,7 @@ describe('a batch with one bad file in the console (I9)', () => {
     await page.waitForURL((url) => url.pathname === '/');
     await page.goto('/upload');
     await page.locator('input[type="file"]').setInputFiles([MANIFESTO_PAGE, bomb]);
-    await page.getByRole('button', { name: 'Upload', exact: true }).click();
+    await page.getByRole('button', { name: 'Upload 2 files', exact: true }).click();
     await page.waitForURL('**/batches/**');
     const rows = page.locator('section[aria-labelledby="batch-files"] tbody tr');
     await expect.poll(() => rows.count()).toBe(2);
