@@ -18,9 +18,21 @@ export interface BatchResultPage {
   jobId?: string;
 }
 
+/** I9: what became of one file of a batch: stored (as this many pages) or refused alone. */
+export type FileOutcome =
+  | { index: number; filename: string | null; status: 'stored'; pages: number }
+  | {
+      index: number;
+      filename: string | null;
+      status: 'refused';
+      error: { code: string; message: string };
+    };
+
 export interface BatchResult {
   batchId: string;
   pages: BatchResultPage[];
+  /** I9: each file's outcome, in upload order. */
+  files: FileOutcome[];
 }
 
 /**
@@ -32,17 +44,19 @@ export function createBatch(
   db: Queryable,
   workspaceId: number,
   idempotencyKey: string | null,
+  files?: FileOutcome[],
 ): Promise<string | undefined>;
 export async function createBatch(
   db: Queryable,
   workspaceId: number,
   idempotencyKey: string | null = null,
+  files: FileOutcome[] = [],
 ): Promise<string | undefined> {
   const id = uuidv7();
   const result = await db.query(
-    `INSERT INTO batches (id, workspace_id, idempotency_key) VALUES ($1, $2, $3)
+    `INSERT INTO batches (id, workspace_id, idempotency_key, file_outcomes) VALUES ($1, $2, $3, $4)
      ON CONFLICT (workspace_id, idempotency_key) DO NOTHING`,
-    [id, workspaceId, idempotencyKey],
+    [id, workspaceId, idempotencyKey, JSON.stringify(files)],
   );
   return result.rowCount === 1 ? id : undefined;
 }
@@ -77,8 +91,13 @@ export async function loadBatchResult(
       ORDER BY bp.ordinal`,
     [batchId, workspaceId],
   );
+  const outcomes = await db.query<{ file_outcomes: FileOutcome[] }>(
+    'SELECT file_outcomes FROM batches WHERE id = $1 AND workspace_id = $2',
+    [batchId, workspaceId],
+  );
   return {
     batchId,
+    files: outcomes.rows[0]?.file_outcomes ?? [],
     pages: rows.map((r) => ({
       pageId: r.page_id,
       itemId: r.item_id,

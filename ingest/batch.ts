@@ -1,8 +1,8 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/store';
 import { DEFAULT_PUBLIC_URL } from '../core/config';
 import { isPdfHeader } from '../core/media';
-import { type BatchResult, findBatchByIdempotencyKey } from '../db/ingest';
+import { type BatchResult, type FileOutcome, findBatchByIdempotencyKey } from '../db/ingest';
 import type { Pool } from '../db/pool';
 import { type CreateJobs, commitBatch, Replay, type StoredFile } from './commit';
 import { discardStagedUploads } from './deletion';
@@ -10,7 +10,7 @@ import { storeDocumentPages } from './documentPages';
 import { openIngestRequest } from './multipart';
 import { DEFAULT_INGEST_LIMITS, IngestError, type IngestLimits } from './request';
 import { readTranscriptPart } from './transcripts';
-import { type BatchUploads, inspectUpload, settleUpload, writeUpload } from './upload';
+import { type BatchUploads, fileRefusal, inspectUpload, settleUpload, writeUpload } from './upload';
 
 /**
  * The ingest behind `POST /api/v1/workspaces/{ws}/batches` (SPEC §7, U1-U4), as a function
@@ -25,7 +25,10 @@ import { type BatchUploads, inspectUpload, settleUpload, writeUpload } from './u
  *   5. one transaction: lock the staged rows, batch, items, blobs, pages at revision 0,
  *      retire the rows, the caller's jobs.
  * Memory stays flat: a file's bytes go from the socket to disk; only its first 64 KiB are kept.
- * A refused request stores nothing: every staged row goes to the fenced deletion at once.
+ * A refused request stores nothing: every staged row goes to the fenced deletion at once. In a
+ * batch of several files a file refused for itself (its type, size, pixels, pages, quota) is
+ * refused alone (I9): what it staged goes to the fenced deletion, the others are stored, and
+ * the answer lists each file's outcome.
  * The parts: reading the request (multipart.ts), storing a stream (upload.ts), expanding a
  * PDF or a multi-page TIFF into its pages (documentPages.ts), the commit (commit.ts).
  */
@@ -37,6 +40,12 @@ export const INGEST_STEPS = [
   'before_page_insert',
 ] as const;
 export type IngestStep = (typeof INGEST_STEPS)[number];
+
+/**
+ * I9: refusals about the whole request, not one file; any other refusal naming a file refuses
+ * that file alone, and the others of the batch are stored.
+ */
+const REQUEST_REFUSALS = new Set<string>(['request_too_large', 'malformed_multipart']);
 
 export interface IngestDeps {
   pool: Pool;
@@ -86,6 +95,16 @@ export async function ingestBatch(
   };
   const { stored } = uploads;
   let replayChecked = false;
+  const refused: FileOutcome[] = [];
+  let firstRefusal: IngestError | undefined;
+  let lastRefused = false;
+  const refusedAlone = (error: unknown, index: number): IngestError | undefined => {
+    const refusal = fileRefusal(error, index);
+    if (!(refusal instanceof IngestError) || refusal.fileIndex !== index) return undefined;
+    if (REQUEST_REFUSALS.has(refusal.code)) return undefined;
+    firstRefusal ??= refusal;
+    return refusal;
+  };
 
   try {
     await ingest.read({
@@ -100,15 +119,45 @@ export async function ingestBatch(
           );
           if (earlier) throw new Replay(earlier);
         }
-        stored.push(...(await storePart(uploads, index, stream, filename)));
+        const mark = { staged: uploads.staged.length, sources: uploads.documentSources.length };
+        // The part is read through a stream of its own: a writer that stops early (a file too
+        // large) ends that one, and the parser's part is still there to drain (I9).
+        const part = Readable.from(stream.iterator({ destroyOnReturn: false }));
+        try {
+          stored.push(...(await storePart(uploads, index, part, filename)));
+          lastRefused = false;
+        } catch (error) {
+          const alone = refusedAlone(error, index);
+          if (!alone) throw error;
+          // I9: this file is refused alone. The rest of its part is read and thrown away, what
+          // it staged goes to the fenced deletion now, and the request reads on.
+          stream.resume();
+          uploads.documentSources.splice(mark.sources);
+          const own = uploads.staged.splice(mark.staged);
+          await discardStagedUploads(deps.pool, deps.blobStore, own, now());
+          refused.push({
+            index,
+            filename: filename ? filename.slice(0, 200) : null,
+            status: 'refused',
+            error: { code: alone.code, message: alone.message },
+          });
+          lastRefused = true;
+        }
       },
       transcript: async (stream, filename) => {
+        // A transcript beside a refused file goes with it.
+        if (lastRefused) {
+          stream.resume();
+          return;
+        }
         // Beside its image: the transcript belongs to the image stored just before it.
         const image = stored.at(-1);
         const transcript = await readTranscriptPart(stream, filename, image, limits);
         if (image) image.transcript = transcript;
       },
     });
+    // I9: when every file was refused, so is the request, with the first file's refusal.
+    if (stored.length === 0 && firstRefusal) throw firstRefusal;
     if (stored.length === 0) {
       if (fields.idempotencyKey) {
         const earlier = await findBatchByIdempotencyKey(
@@ -133,6 +182,7 @@ export async function ingestBatch(
       fields,
       stored,
       deps.publicBaseUrl ?? DEFAULT_PUBLIC_URL,
+      refused,
     );
     // The documents' pages are written; the files they came from go to the fenced deletion.
     await discardStagedUploads(deps.pool, deps.blobStore, uploads.documentSources, now());

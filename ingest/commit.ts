@@ -11,6 +11,7 @@ import {
   type BatchResult,
   createBatch,
   createPage,
+  type FileOutcome,
   findBatchByIdempotencyKey,
   insertBatchPage,
   prepareItem,
@@ -74,7 +75,10 @@ export async function commitBatch(
   fields: IngestRequestFields,
   files: StoredFile[],
   publicBaseUrl: string,
+  /** I9: the files refused alone while the request was read; the batch keeps them. */
+  refused: FileOutcome[] = [],
 ): Promise<BatchResult> {
+  const outcomes = fileOutcomes(files, refused);
   try {
     return await withTransaction(deps.pool, async (tx) => {
       // First: no cleanup may take these reservations over while the pages are written.
@@ -82,7 +86,7 @@ export async function commitBatch(
         tx,
         files.map((f) => f.cleanupId),
       );
-      const batchId = await createBatch(tx, workspaceId, fields.idempotencyKey);
+      const batchId = await createBatch(tx, workspaceId, fields.idempotencyKey, outcomes);
       if (batchId === undefined) {
         // A concurrent request with the same key committed first: roll back, return its result.
         throw new Replay(await loadLatestResult(tx, workspaceId, fields.idempotencyKey!));
@@ -189,6 +193,7 @@ export async function commitBatch(
       const jobOf = new Map(jobs.map((j) => [j.pageId, j.jobId]));
       return {
         batchId,
+        files: outcomes,
         pages: pages.map((p) => {
           const jobId = jobOf.get(p.pageId);
           return {
@@ -212,6 +217,23 @@ export async function commitBatch(
     }
     throw error;
   }
+}
+
+/** I9: every file's outcome in upload order: stored as its pages, or refused alone. */
+function fileOutcomes(files: StoredFile[], refused: FileOutcome[]): FileOutcome[] {
+  const stored = new Map<number, FileOutcome & { status: 'stored' }>();
+  for (const file of files) {
+    const outcome = stored.get(file.index);
+    if (outcome) outcome.pages++;
+    else
+      stored.set(file.index, {
+        index: file.index,
+        filename: file.filename,
+        status: 'stored',
+        pages: 1,
+      });
+  }
+  return [...stored.values(), ...refused].sort((a, b) => a.index - b.index);
 }
 
 async function loadLatestResult(

@@ -5,16 +5,26 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Segment } from '../core/annotation';
-import { parsePdfInfo, renderedSize, textLayerLines } from '../core/interchange/pdfText';
+import {
+  type PdfImage,
+  parsePdfImages,
+  parsePdfInfo,
+  renderedSize,
+  scannedImage,
+  textLayerLines,
+} from '../core/interchange/pdfText';
 import { checkImageLimits, type MediaLimits, MediaRejection } from '../core/media';
 
 /**
  * I5: a PDF or a multi-page TIFF is taken in as one page per PDF page or TIFF frame, in order.
  * The upload is already on disk (ingest/upload.ts); here it is opened with maintained tools,
  * one page at a time, so memory stays flat however many pages the file has:
- * - PDF: poppler's `pdfinfo` gives the page count and sizes, which are checked against the
- *   limits before any page is rendered; `pdftoppm` renders each page to a PNG file at the configured
- *   resolution (then streamed into the blob store), and `pdftotext -raw -bbox` reads its text
+ * - PDF: poppler's `pdfinfo` gives the page count and sizes and `pdfimages -list` the images
+ *   each page draws. A page that is one scanned image (I9) is taken at that image's own pixels:
+ *   `pdfimages` extracts it unchanged in its pixels (a JPEG keeps its bytes). Any other page is
+ *   rendered by `pdftoppm` to a PNG at the configured resolution. Every page's pixel size is
+ *   checked against the limits, after that choice, before any page is stored; each page is
+ *   then streamed into the blob store, and `pdftotext -raw -bbox` reads its text
  *   layer, whose lines (boxes scaled to the rendered pixels) become the page's imported
  *   revision.
  * - TIFF: libtiff's `tiffcp` copies each frame, bytes unchanged, into a TIFF of its own (the
@@ -108,19 +118,31 @@ export async function ingestPdf(
   }
   const sized = await run('pdfinfo', ['-f', '1', '-l', String(info.pages), file], timeout);
   const sizes = parsePdfInfo(sized.stdout).sizes;
+  const listed = await run('pdfimages', ['-list', file], timeout);
+  const images = listed.ok ? parsePdfImages(listed.stdout) : [];
+  const plans: PagePlan[] = [];
   for (let page = 1; page <= info.pages; page++) {
     const size = sizes.get(page);
     if (!size) throw malformed('PDF page size');
-    const pixels = renderedSize(size, options.dpi);
+    const scan = scannedImage(
+      images.filter((image) => image.page === page),
+      size,
+    );
+    const pixels = scan
+      ? { width: scan.width, height: scan.height }
+      : renderedSize(size, options.dpi);
     checkImageLimits(pixels.width, pixels.height, limits);
+    plans.push({ page, scan });
   }
   const producer =
     /^Producer:\s+(.+)$/m.exec(summary.stdout)?.[1]?.trim() ||
     /^Creator:\s+(.+)$/m.exec(summary.stdout)?.[1]?.trim() ||
     null;
   const pages: DocumentPage[] = [];
-  for (let page = 1; page <= info.pages; page++) {
-    const pixels = await renderPage(file, page, options.dpi, timeout, storePage);
+  for (const { page, scan } of plans) {
+    const pixels = await (scan
+      ? extractPage(file, page, scan, timeout, storePage)
+      : renderPage(file, page, options.dpi, timeout, storePage));
     const layer = await run(
       'pdftotext',
       ['-raw', '-bbox', '-enc', 'UTF-8', '-f', String(page), '-l', String(page), file, '-'],
@@ -132,39 +154,73 @@ export async function ingestPdf(
   return { producer: producer ? producer.slice(0, 200) : null, pages };
 }
 
-async function renderPage(
+/** A page's plan: its number and, when it is one scanned image, that image (I9). */
+interface PagePlan {
+  page: number;
+  scan: PdfImage | null;
+}
+
+/**
+ * One page written to a file by a poppler tool, then stored. Written first: the page's bytes
+ * are complete (or the tool failed) before any of them is stored, and a slow store never
+ * holds the tool's pipe.
+ */
+async function storeToolPage(
+  command: string,
+  args: (root: string) => string[],
+  output: (root: string) => string,
+  page: number,
+  timeoutMs: number,
+  storePage: StorePage,
+): Promise<{ width: number; height: number }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'quire-page-'));
+  try {
+    const root = path.join(dir, 'page');
+    const written = await run(command, args(root), timeoutMs);
+    if (!written.ok) throw malformed(`PDF's page ${page}`);
+    return await storePage(createReadStream(output(root)), page);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const pageRange = (page: number) => ['-f', String(page), '-l', String(page)];
+
+/** I9: the page's one scanned image, extracted at its own pixels (a JPEG keeps its bytes). */
+function extractPage(
+  file: string,
+  page: number,
+  scan: PdfImage,
+  timeoutMs: number,
+  storePage: StorePage,
+): Promise<{ width: number; height: number }> {
+  const jpeg = scan.encoding === 'jpeg';
+  return storeToolPage(
+    'pdfimages',
+    (root) => [jpeg ? '-j' : '-png', ...pageRange(page), file, root],
+    (root) => `${root}-000.${jpeg ? 'jpg' : 'png'}`,
+    page,
+    timeoutMs,
+    storePage,
+  );
+}
+
+/** Any other page, drawn by the renderer at the configured resolution. */
+function renderPage(
   file: string,
   page: number,
   dpi: number,
   timeoutMs: number,
   storePage: StorePage,
 ): Promise<{ width: number; height: number }> {
-  // Rendered to a file first: the page's bytes are complete (or the renderer failed) before
-  // any of them is stored, and a slow store never holds the renderer's pipe.
-  const dir = await mkdtemp(path.join(tmpdir(), 'quire-page-'));
-  try {
-    const root = path.join(dir, 'page');
-    const rendered = await run(
-      'pdftoppm',
-      [
-        '-f',
-        String(page),
-        '-l',
-        String(page),
-        '-r',
-        String(dpi),
-        '-png',
-        '-singlefile',
-        file,
-        root,
-      ],
-      timeoutMs,
-    );
-    if (!rendered.ok) throw malformed(`PDF's page ${page}`);
-    return await storePage(createReadStream(`${root}.png`), page);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  return storeToolPage(
+    'pdftoppm',
+    (root) => [...pageRange(page), '-r', String(dpi), '-png', '-singlefile', file, root],
+    (root) => `${root}.png`,
+    page,
+    timeoutMs,
+    storePage,
+  );
 }
 
 /** Copies each frame of a multi-page TIFF into a TIFF of its own and stores it, in order. */

@@ -45,6 +45,62 @@ export function renderedSize(size: PdfPageSize, dpi: number): { width: number; h
   return { width: Math.ceil((w * dpi) / 72 - 1e-6), height: Math.ceil((h * dpi) / 72 - 1e-6) };
 }
 
+/** One row of `pdfimages -list`: an image drawn on a page, with its own pixels and resolution. */
+export interface PdfImage {
+  page: number;
+  /** image, mask, smask or stencil */
+  type: string;
+  width: number;
+  height: number;
+  color: string;
+  bitsPerComponent: number;
+  /** How the image is stored: jpeg, image (Flate or raw), ccitt, jbig2, jpx ... */
+  encoding: string;
+  xPpi: number;
+  yPpi: number;
+}
+
+export function parsePdfImages(text: string): PdfImage[] {
+  const images: PdfImage[] = [];
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    // page num type width height color comp bpc enc interp object ID x-ppi y-ppi size ratio
+    if (f.length < 14 || !/^\d+$/.test(f[0]!)) continue;
+    images.push({
+      page: Number(f[0]),
+      type: f[2]!,
+      width: Number(f[3]),
+      height: Number(f[4]),
+      color: f[5]!,
+      bitsPerComponent: Number(f[7]),
+      encoding: f[8]!,
+      xPpi: Number(f[12]),
+      yPpi: Number(f[13]),
+    });
+  }
+  return images;
+}
+
+/**
+ * I9: the one scanned image a page is, when it is one: a single image (no mask, no second
+ * image) in grey, RGB or a palette, drawn upright over the whole page (its pixels at its own
+ * resolution cover the page's size within 2%). Such a page is taken at the image's own pixels,
+ * not re-rendered at the configured resolution: a 96 ppi scan stays 96 ppi, a bilevel scan
+ * stays bilevel. Anything else (vector drawing, several images, a turned page) is rendered.
+ */
+export function scannedImage(images: PdfImage[], size: PdfPageSize): PdfImage | null {
+  if (images.length !== 1 || size.rotation !== 0) return null;
+  const image = images[0]!;
+  if (image.type !== 'image' || !['gray', 'rgb', 'index'].includes(image.color)) return null;
+  if (!(image.xPpi > 0 && image.yPpi > 0 && image.width > 0 && image.height > 0)) return null;
+  const covers = (pixels: number, ppi: number, points: number) =>
+    Math.abs((pixels * 72) / ppi - points) <= 0.02 * points;
+  return covers(image.width, image.xPpi, size.width) &&
+    covers(image.height, image.yPpi, size.height)
+    ? image
+    : null;
+}
+
 type Node = Record<string, unknown>;
 
 const REPEATED = new Set(['page', 'word']);

@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
@@ -24,6 +25,7 @@ import {
 } from '../support/fixtures';
 import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
+import { png } from '../support/uploadFixtures';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
@@ -217,5 +219,37 @@ describe('the archive in the console (F1-F4)', () => {
     expect(await page.locator('rect.box-active').count()).toBe(1);
     await axeClean(page, 'page-line', failures);
     expect(failures).toEqual([]);
+  });
+});
+
+describe('a batch with one bad file in the console (I9)', () => {
+  it('I9 a batch with one bad file stores the others, and its page lists each file with its outcome', async () => {
+    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Mixed batch');
+    // A PNG that declares 50,000 x 50,000 pixels: its bytes look right, the server refuses it.
+    const bomb = join(dir, 'bomb.png');
+    await writeFile(bomb, png(1, 1, { width: 50_000, height: 50_000 }));
+    const context = await contexts.fresh();
+    const page = await context.newPage();
+    await page.goto('/signin');
+    await page.getByLabel('Workspace API key').fill(apiKey);
+    await page.getByRole('button', { name: 'Sign in with a key' }).click();
+    await page.waitForURL((url) => url.pathname === '/');
+    await page.goto('/upload');
+    await page.locator('input[type="file"]').setInputFiles([MANIFESTO_PAGE, bomb]);
+    await page.getByRole('button', { name: 'Upload 2 files', exact: true }).click();
+    await page.waitForURL('**/batches/**');
+    const rows = page.locator('section[aria-labelledby="batch-files"] tbody tr');
+    await expect.poll(() => rows.count()).toBe(2);
+    expect(await rows.nth(0).getAttribute('data-outcome')).toBe('stored');
+    expect(await rows.nth(0).textContent()).toContain('manifesto-page-0015.png');
+    expect(await rows.nth(1).getAttribute('data-outcome')).toBe('refused');
+    expect(await rows.nth(1).textContent()).toContain('bomb.png');
+    expect(await rows.nth(1).textContent()).toContain('image_too_large');
+    await screenshots(page, 'batch-one-bad-file');
+    const { rows: pages } = await quire.db.pool.query(
+      'SELECT count(*)::int AS n FROM pages WHERE workspace_id = $1',
+      [workspace.id],
+    );
+    expect(pages[0].n).toBe(1);
   });
 });

@@ -17,6 +17,7 @@ import { httpErrorOf } from '../../web/lib/errors';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { REAL_FIXTURES } from '../support/fixtures';
 import { file, type Part, uploadRequest } from '../support/uploadFixtures';
+import { vectorPdf } from '../support/vectorPdf';
 
 /**
  * I5 through the real ingest, real Postgres and the real tools: a PDF that tesseract wrote
@@ -160,8 +161,9 @@ describe('I5 PDF ingest', () => {
     for (const [i, entry] of result.pages.entries()) {
       const page = (await getPage(db.pool, ws, entry.pageId))!;
       expect(page.position).toBe(i);
-      expect(page.mediaType).toBe('image/png');
-      // Rendered at the default 300 dpi, the page has the scan's own pixel size.
+      // I9: a bilevel scan comes out as PNG, the greyscale line as the JPEG tesseract stored.
+      expect(page.mediaType).toBe(['image/png', 'image/jpeg'][i]);
+      // I9: each page is one scanned image, taken at the scan's own pixel size.
       expect({ width: page.width, height: page.height }).toEqual(expectedSizes[i]);
       expect(page.revision).toBe(1);
       const segments = segmentsOf(page.annotationPage);
@@ -189,7 +191,7 @@ describe('I5 PDF ingest', () => {
     expect(title.target).toMatchObject({ kind: 'xywh', box: { x: 529, y: 566 } });
     // The uploaded PDF is not kept: its pages are.
     const { rows } = await db.pool.query('SELECT media_type FROM blobs ORDER BY key');
-    expect(rows.map((r) => r.media_type)).toEqual(['image/png', 'image/png']);
+    expect(rows.map((r) => r.media_type).sort()).toEqual(['image/jpeg', 'image/png']);
     expect(await filesUnder(blobDir)).toHaveLength(2);
     expect(await auditInvariants(db.pool)).toEqual([]);
   });
@@ -224,6 +226,46 @@ describe('I5 PDF ingest', () => {
     expect(items).toHaveLength(3);
     expect(items[1]).toBe(items[0]);
     expect(items[2]).not.toBe(items[0]);
+  });
+});
+
+describe('I9 a PDF page that is one scanned image keeps its own pixels', () => {
+  const ocrAt = (ppi: number) =>
+    readFileSync(join(REAL_FIXTURES, `manifesto-page-0015-ocr-${ppi}ppi.pdf`));
+
+  it('I9 a 96-ppi scanned PDF keeps its pixels: the stored page is the bilevel scan itself, not a 300 dpi rendering', async () => {
+    const result = await upload([file(ocrAt(96), 'scan-96.pdf')]);
+    const page = (await getPage(db.pool, ws, result.pages[0]!.pageId))!;
+    // Rendered at 300 dpi it was 8579x13891 (4.7 MB of 8-bit PNG); the scan is 2745x4445.
+    expect({ width: page.width, height: page.height }).toEqual({ width: 2745, height: 4445 });
+    const stored = await filesUnder(blobDir);
+    expect(stored).toHaveLength(1);
+    expect(await pixelSignature(stored[0]!)).toBe(await pixelSignature(MANIFESTO));
+    const { rows } = await db.pool.query<{ size_bytes: string }>('SELECT size_bytes FROM blobs');
+    expect(Number(rows[0]!.size_bytes)).toBeLessThan(1.1 * readFileSync(MANIFESTO).length);
+    // The text layer's lines are placed in the scan's pixels (as at 300 dpi, within a pixel).
+    const title = segmentsOf(page.annotationPage)[0]!;
+    expect(title.text).toBe('MANIFESTO');
+    if (title.target.kind !== 'xywh') throw new Error('an image line has a box');
+    expect(title.target.box.x).toBe(529);
+    expect(Math.abs(title.target.box.y - 566)).toBeLessThanOrEqual(1);
+  });
+
+  it("I9 a 70-dpi OCR PDF (its page 39 inches wide) is accepted at the scan's pixels, not refused as over the pixel limit", async () => {
+    const result = await upload([file(ocrAt(70), 'scan-70.pdf')], {
+      limits: { maxPixels: 100_000_000 },
+    });
+    const page = (await getPage(db.pool, ws, result.pages[0]!.pageId))!;
+    expect({ width: page.width, height: page.height }).toEqual({ width: 2745, height: 4445 });
+  });
+
+  it('I9 a drawn page is still rendered at QUIRE_PDF_DPI, the pixel limit applied after the choice', async () => {
+    const result = await upload([file(vectorPdf([['Drawn text']]), 'letter.pdf')], {
+      pdfDpi: 150,
+    });
+    const page = (await getPage(db.pool, ws, result.pages[0]!.pageId))!;
+    expect({ width: page.width, height: page.height }).toEqual({ width: 1275, height: 1650 });
+    expect(segmentsOf(page.annotationPage).map((s) => s.text)).toEqual(['Drawn text']);
   });
 });
 
@@ -264,15 +306,15 @@ describe('I5 limits (U4): refused with a stable code, nothing stored', () => {
     ],
     [
       'a PDF whose pages would take the request past maxPagesPerRequest',
-      () => [file(multiTiff, 'lines.tif'), file(ocrPdf, 'manifesto.pdf')],
-      { limits: { maxPagesPerRequest: 4 } },
+      () => [file(ocrPdf, 'manifesto.pdf')],
+      { limits: { maxPagesPerRequest: 1 } },
       'too_many_pages',
       413,
     ],
     [
       'a TIFF whose frames would take the request past maxPagesPerRequest',
-      () => [file(ocrPdf, 'manifesto.pdf'), file(multiTiff, 'lines.tif')],
-      { limits: { maxPagesPerRequest: 4 } },
+      () => [file(multiTiff, 'lines.tif')],
+      { limits: { maxPagesPerRequest: 2 } },
       'too_many_pages',
       413,
     ],
@@ -284,9 +326,10 @@ describe('I5 limits (U4): refused with a stable code, nothing stored', () => {
       422,
     ],
     [
-      'a PDF page above the pixel limit only at a higher resolution',
-      () => [file(ocrPdf, 'manifesto.pdf')],
-      { pdfDpi: 600, limits: { maxPixels: 2745 * 4445 * 2 } },
+      'a drawn (born-digital) PDF page above the pixel limit only at a higher resolution',
+      () => [file(vectorPdf([['A letter page']]), 'letter.pdf')],
+      // Letter size: 2550x3300 at 300 dpi, 5100x6600 at 600.
+      { pdfDpi: 600, limits: { maxPixels: 2550 * 3300 * 2 } },
       'image_too_large',
       422,
     ],
@@ -324,19 +367,56 @@ describe('I5 limits (U4): refused with a stable code, nothing stored', () => {
   });
 
   it("I5 rendered pages count against the workspace's quota: a PDF whose pages exceed it is refused and stores nothing", async () => {
-    // The PDF itself fits; its first rendered page (about 0.9 MB of PNG) does not.
+    // The PDF itself fits; its first page (the 124 KB bilevel scan, I9) does not.
     await db.pool.query('UPDATE workspaces SET quota_bytes = $2 WHERE id = $1', [
       ws,
-      ocrPdf.length + 200_000,
+      ocrPdf.length + 60_000,
     ]);
     const refused = await refusal([file(ocrPdf, 'manifesto.pdf')]);
     expect(refused.body.error.code).toBe('quota_exceeded');
     expect(await counts()).toMatchObject({ blobs: 0, cleanups: 0, pages: 0, items: 0, files: 0 });
   });
 
-  it('I5 a refusal after good files stores none of them either', async () => {
+  it('I9 in a batch a refused file is refused alone: the good files are stored, the answer lists each outcome, and a retry answers the same', async () => {
+    const parts = () => [
+      { name: 'mode', value: 'perFile' },
+      file(imageOnlyPdf, 'scan.pdf'),
+      file(ocrPdf, 'manifesto.pdf'),
+      file(Buffer.from('%PDF-1.7\nthis is no PDF at all, just words\n'), 'fake.pdf'),
+      file(multiTiff, 'lines.tif'),
+    ];
+    const override = { limits: { maxPagesPerFile: 2 } };
+    const keyed = () => [{ name: 'idempotencyKey', value: 'i9-batch' }, ...parts()];
+    const result = await upload(keyed(), override);
+    expect(result.files).toEqual([
+      { index: 0, filename: 'scan.pdf', status: 'stored', pages: 1 },
+      { index: 1, filename: 'manifesto.pdf', status: 'stored', pages: 2 },
+      {
+        index: 2,
+        filename: 'fake.pdf',
+        status: 'refused',
+        error: { code: 'malformed_media', message: expect.any(String) },
+      },
+      {
+        index: 3,
+        filename: 'lines.tif',
+        status: 'refused',
+        error: { code: 'too_many_pages', message: expect.any(String) },
+      },
+    ]);
+    expect(result.pages).toHaveLength(3);
+    // Nothing of the refused files stays: no row, no byte, no reservation.
+    expect(await counts()).toMatchObject({ pages: 3, blobs: 3, files: 3 });
+    const pending = await db.pool.query("SELECT 1 FROM blob_cleanups WHERE status <> 'retired'");
+    expect(pending.rowCount).toBe(0);
+    const retried = await upload(keyed(), override);
+    expect(retried).toEqual(result);
+    expect(await auditInvariants(db.pool)).toEqual([]);
+  });
+
+  it('I9 a batch whose every file is refused is refused with the first refusal, storing nothing', async () => {
     const refused = await refusal([file(imageOnlyPdf, 'scan.pdf'), file(ocrPdf, 'manifesto.pdf')], {
-      limits: { maxPagesPerFile: 1 },
+      limits: { maxPagesPerFile: 0 },
     });
     expect(refused.body.error.code).toBe('too_many_pages');
     expect(await counts()).toMatchObject({ blobs: 0, cleanups: 0, pages: 0, items: 0, files: 0 });

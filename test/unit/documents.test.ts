@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parsePdfInfo, renderedSize, textLayerLines } from '../../core/interchange/pdfText';
+import {
+  parsePdfImages,
+  parsePdfInfo,
+  renderedSize,
+  scannedImage,
+  textLayerLines,
+} from '../../core/interchange/pdfText';
 import {
   ImageNotEmbeddable,
   jpegImage,
@@ -110,6 +116,36 @@ Page    2 rot:   90
     // A page turned by 90 degrees is rendered on its side.
     expect(renderedSize(parsed.sizes.get(2)!, 72)).toEqual({ width: 792, height: 612 });
     expect(parsePdfInfo('Pages: 1\nEncrypted: yes (print:no)\n').encrypted).toBe(true);
+  });
+
+  it('I9 a page that is one upright scan covering the page is taken at its own pixels; anything else is rendered', () => {
+    const list = `page   num  type   width height color comp bpc  enc interp  object ID x-ppi y-ppi size ratio
+--------------------------------------------------------------------------------------------
+   1     0 image    2745  4445  gray    1   1  image  no        11  0    96    96  127K 8.5%
+   2     1 image    1185    43  gray    1   8  jpeg   no        17  0   300   300 9.1K  18%
+   3     2 image     600   800  rgb     3   8  jpeg   no        23  0   300   300  50K 3.5%
+   3     3 smask     600   800  gray    1   8  image  no        23  0   300   300  10K 2.0%
+   4     4 image    2745  4445  gray    1   1  image  no        29  0   300   300 127K 8.5%
+`;
+    const images = parsePdfImages(list);
+    expect(images).toHaveLength(5);
+    expect(images[0]).toMatchObject({
+      page: 1,
+      type: 'image',
+      width: 2745,
+      height: 4445,
+      xPpi: 96,
+    });
+    const onPage = (page: number) => images.filter((i) => i.page === page);
+    const upright = (width: number, height: number) => ({ width, height, rotation: 0 });
+    // 2745 px at 96 ppi is 2058.75 pt: the whole page.
+    expect(scannedImage(onPage(1), upright(2058.75, 3333.75))?.width).toBe(2745);
+    expect(scannedImage(onPage(2), upright(284.4, 10.32))?.encoding).toBe('jpeg');
+    // An image with a soft mask, a scan on a larger page (a letter with a small photo), a turned page.
+    expect(scannedImage(onPage(3), upright(144, 192))).toBeNull();
+    expect(scannedImage(onPage(4), upright(612, 792))).toBeNull();
+    expect(scannedImage(onPage(1), { width: 2058.75, height: 3333.75, rotation: 90 })).toBeNull();
+    expect(scannedImage([], upright(612, 792))).toBeNull();
   });
 
   it('I5 text layer words become lines: a new line where a word goes back left or leaves the row; touching words join', () => {

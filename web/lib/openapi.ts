@@ -91,7 +91,7 @@ export const OPERATIONS: Operation[] = [
             type: 'array',
             items: { type: 'string', contentMediaType: 'application/octet-stream' },
             description:
-              'Images (PNG, JPEG, TIFF, WebP), recordings (WAV, FLAC, MP3, OGG, M4A) and, I5, PDFs and multi-page TIFFs: one page per PDF page (rendered at QUIRE_PDF_DPI) or TIFF frame, in order, in one item. A PDF page with a text layer gets it as revision 1 (source import, format pdf) and no job. Refused with too_many_pages, image_too_large (a page above the pixel limit), document_encrypted or malformed_media, storing nothing.',
+              'Images (PNG, JPEG, TIFF, WebP), recordings (WAV, FLAC, MP3, OGG, M4A) and, I5, PDFs and multi-page TIFFs: one page per PDF page (a page that is one scanned image at the pixels of that image, I9; any other page rendered at QUIRE_PDF_DPI) or TIFF frame, in order, in one item. A PDF page with a text layer gets it as revision 1 (source import, format pdf) and no job. Refused with too_many_pages, image_too_large (a page above the pixel limit), document_encrypted or malformed_media, storing nothing.',
           },
           itemId: { type: 'string' },
           externalReferenceId: { type: 'string' },
@@ -115,7 +115,10 @@ export const OPERATIONS: Operation[] = [
       },
     },
     responses: {
-      '201': { description: '{batchId, pages:[{pageId,itemId,canvasUri,jobId}]}' },
+      '201': {
+        description:
+          '{batchId, pages:[{pageId,itemId,canvasUri,jobId}], files:[{index,filename,status:stored,pages} or {index,filename,status:refused,error:{code,message}}]}. I9: in a batch of several files a file refused for itself is refused alone and listed with its code; the others are stored. When every file is refused, so is the request, with the first refusal.',
+      },
       ...errors([400, 401, 404, 413, 415, 422]),
     },
   },

@@ -1,5 +1,6 @@
 import { isActiveStatus, type JobStatus } from '@quire/core/temporal';
 import { getBatchCreatedAt, jobsDigest } from '@quire/db/console';
+import { loadBatchResult } from '@quire/db/ingest';
 import { listJobSummaries } from '@quire/db/jobList';
 import { CancelBatchButton } from '@quire/web/components/CancelBatchButton';
 import { shortId } from '@quire/web/components/format';
@@ -20,9 +21,10 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
   if (batchId.length > 100) notFound();
   const createdAt = await getBatchCreatedAt(pool(), principal.workspaceId, batchId);
   if (!createdAt) notFound();
-  const [jobs, digest] = await Promise.all([
+  const [jobs, digest, { files }] = await Promise.all([
     listJobSummaries(pool(), principal.workspaceId, { batchId, limit: 100 }),
     jobsDigest(pool(), principal.workspaceId),
+    loadBatchResult(pool(), principal.workspaceId, batchId),
   ]);
   const count = (status: JobStatus) => jobs.filter((j) => j.status === status).length;
   const active = jobs.filter((j) => isActiveStatus(j.status)).length;
@@ -60,6 +62,32 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
         </p>
         <CancelBatchButton batchId={batchId} active={active} />
       </section>
+      {files.length > 0 && (
+        <section className="card" aria-labelledby="batch-files">
+          <h2 id="batch-files">Files</h2>
+          <table>
+            <caption className="sr-only">What became of each uploaded file</caption>
+            <thead>
+              <tr>
+                <th scope="col">File</th>
+                <th scope="col">Outcome</th>
+              </tr>
+            </thead>
+            <tbody>
+              {files.map((f) => (
+                <tr key={f.index} data-outcome={f.status}>
+                  <td>{f.filename ?? `file ${f.index + 1}`}</td>
+                  <td>
+                    {f.status === 'stored'
+                      ? `stored, ${f.pages} page${f.pages === 1 ? '' : 's'}`
+                      : `refused (${f.error.code}): ${f.error.message}`}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
       <h2>Jobs</h2>
       {jobs.length === 0 ? (
         <p className="empty card muted">This batch has no jobs.</p>
