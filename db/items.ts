@@ -226,6 +226,33 @@ export async function listItems(
   return rows.map(toItem);
 }
 
+/** An item a page can be moved to, as the page mover lists it. */
+export interface MoveTarget {
+  id: string;
+  title: string | null;
+}
+
+/**
+ * F6: the items a page of `fromItemId` can move to: those whose title or id contains
+ * `search` (any case), else the most recently changed, newest first.
+ */
+export async function listMoveTargets(
+  db: Queryable,
+  workspaceId: number,
+  options: { fromItemId: string; search?: string; limit: number },
+): Promise<MoveTarget[]> {
+  const search = options.search?.trim();
+  const pattern = search ? `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+  const { rows } = await db.query<MoveTarget>(
+    `SELECT id, title FROM items
+      WHERE workspace_id = $1 AND deleted_at IS NULL AND id <> $2
+        AND ($3::text IS NULL OR title ILIKE $3 OR id ILIKE $3)
+      ORDER BY updated_at DESC, id LIMIT $4`,
+    [workspaceId, options.fromItemId, pattern, options.limit],
+  );
+  return rows;
+}
+
 export interface ItemPatch {
   title?: string | null;
   metadata?: MetadataEntry[];
@@ -487,6 +514,15 @@ export async function arrangeItemPages(
       [workspaceId, ids, targets, positions],
     );
     if (moved.rowCount !== ids.length) throw new Error('a page changed while locked');
+    // F6: a page's lines carry its item for the review queue and progress; they follow it in
+    // the same transaction, so every count sees the page where it now is.
+    await client.query(
+      `UPDATE page_lines l SET item_id = p.item_id
+         FROM pages p
+        WHERE p.workspace_id = $1 AND p.id = ANY($2::bigint[]) AND l.page_id = p.id
+          AND l.item_id <> p.item_id`,
+      [workspaceId, ids],
+    );
     const tombstones = new Set(locked.rows.filter((r) => r.deleted).map((r) => Number(r.id)));
     const after = Object.fromEntries(
       items.map((id) => [id, order.get(id)!.filter((p) => !tombstones.has(p))]),

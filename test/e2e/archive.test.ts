@@ -7,6 +7,7 @@ import { auditInvariants } from '../../db/audit';
 import { getItem, listItemPages } from '../../db/items';
 import { getPage } from '../../db/pages';
 import { createWorkspace } from '../../db/workspaces';
+import { ingestBatch } from '../../ingest/batch';
 import { createProviderRegistry } from '../../providers/registry';
 import { TesseractProvider } from '../../providers/tesseract';
 import type { QuireWorker } from '../../worker/createWorker';
@@ -25,7 +26,7 @@ import {
 } from '../support/fixtures';
 import { ingestWithJobs } from '../support/ingest';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
-import { png } from '../support/uploadFixtures';
+import { file, png, uploadRequest } from '../support/uploadFixtures';
 import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
@@ -251,5 +252,51 @@ describe('a batch with one bad file in the console (I9)', () => {
       [workspace.id],
     );
     expect(pages[0].n).toBe(1);
+  });
+});
+
+describe('moving a page by choosing its item (F6)', () => {
+  it('F6 a page is moved by finding its target item by title and choosing it; both items show it where it now is', async () => {
+    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Letters');
+    const ingest = (itemId: string, files: number) =>
+      ingestBatch(
+        { pool: quire.db.pool, blobStore: quire.blobStore },
+        workspace.id,
+        uploadRequest([
+          { name: 'itemId', value: itemId },
+          ...Array.from({ length: files }, (_, i) => file(png(40 + i, 30), `p${i}.png`)),
+        ]),
+      );
+    const from = await ingest('bundle-1', 2);
+    await ingest('letter-to-engels', 1);
+    await ingest('letter-to-ruge', 1);
+    await quire.db.pool.query(
+      "UPDATE items SET title = CASE id WHEN 'letter-to-engels' THEN 'Letter to Engels, 1844' ELSE 'Letter to Ruge' END WHERE workspace_id = $1 AND id LIKE 'letter-%'",
+      [workspace.id],
+    );
+    const context = await contexts.fresh();
+    const page = await context.newPage();
+    await page.goto('/signin');
+    await page.getByLabel('Workspace API key').fill(apiKey);
+    await page.getByRole('button', { name: 'Sign in with a key' }).click();
+    await page.waitForURL((url) => url.pathname === '/');
+    await page.goto('/items/bundle-1');
+    await page.getByLabel('Move pages to an item titled').fill('engels');
+    await page.getByRole('button', { name: 'Find items' }).click();
+    await page.waitForURL('**/items/bundle-1?moveTo=engels');
+    const chooser = page.getByLabel('Item to move page 2 to');
+    // Found by title, any case; the other letter is not offered.
+    expect(await chooser.locator('option').allTextContents()).toEqual([
+      'Letter to Engels, 1844 (letter-to-engels)',
+    ]);
+    await chooser.selectOption('letter-to-engels');
+    await page.getByRole('button', { name: 'Move page 2 to the chosen item' }).click();
+    await page.waitForURL('**/items/bundle-1?done=moved');
+    expect(await page.locator('ol.page-strip > li').count()).toBe(1);
+    await screenshots(page, 'item-page-mover');
+    await page.goto('/items/letter-to-engels');
+    const moved = page.locator(`ol.page-strip > li[data-page="${from.pages[1]!.pageId}"]`);
+    expect(await moved.count()).toBe(1);
+    expect(await page.locator('ol.page-strip > li').count()).toBe(2);
   });
 });

@@ -8,6 +8,7 @@ import { auditInvariants } from '../../db/audit';
 import { listAudit } from '../../db/auditLog';
 import { listRevisions, publishPage, savePageEdit } from '../../db/pages';
 import { withTransaction } from '../../db/pool';
+import { lineProgress, listReviewQueue } from '../../db/review';
 import { authenticateApiKey, createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
 import { configureWeb } from '../../web/lib/server';
@@ -694,6 +695,31 @@ describe('F3 search', () => {
     expect(first.lines.map((l: { segmentIndex: number }) => l.segmentIndex)).toEqual([1]);
     const refused = await scope('checked');
     expect(refused.status).toBe(400);
+  });
+
+  it('F6 a moved page counts under its new item at once: the progress and the review queue of both items follow it', async () => {
+    const from = await upload(A, 'follow.from', 2);
+    const to = await upload(A, 'follow.to', 1);
+    const moving = from[1]!;
+    await writeLines(A, moving.pageId, ['a line to review', 'another line']);
+    const linesOf = async (itemId: string) =>
+      (await lineProgress(db.pool, A.ws, itemId)).lines.total;
+    const queued = async (itemId: string) =>
+      (await listReviewQueue(db.pool, A.ws, { itemId, limit: 50 })).map((l) => l.pageId);
+    expect(await linesOf('follow.from')).toBe(2);
+    const move = await call(
+      R.itemPages!,
+      'PUT',
+      '/x',
+      { ws: ws(A), itemId: 'follow.to' },
+      { ...as(A), body: { pageIds: [to[0]!.pageId, moving.pageId] } },
+    );
+    expect(move.status, move.text).toBe(200);
+    expect(await linesOf('follow.to')).toBe(2);
+    expect(await linesOf('follow.from')).toBe(0);
+    expect(await queued('follow.to')).toEqual([moving.pageId, moving.pageId]);
+    expect(await queued('follow.from')).toEqual([]);
+    expect((await lineProgress(db.pool, A.ws, 'follow.to')).pages.total).toBe(2);
   });
 
   it("F1 F2 F3 tenancy: another workspace's collection, item and search give 404 or no hits", async () => {

@@ -1,7 +1,7 @@
 import { imageServiceUriFor, thumbnailOf } from '@quire/core/interchange/imageApi';
 import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
-import { getItem, listItemPages } from '@quire/db/items';
+import { getItem, listItemPages, listMoveTargets } from '@quire/db/items';
 import {
   CollectionSelect,
   FormNotice,
@@ -56,7 +56,8 @@ export default async function ItemPage({
 }) {
   const { principal, item } = await load((await params).itemId);
   const query = await searchParams;
-  const [pages, choices, up, collection] = await Promise.all([
+  const moveSearch = queryValue(query.moveTo)?.slice(0, 200);
+  const [pages, choices, up, collection, targets] = await Promise.all([
     listItemPages(pool(), principal.workspaceId, item.id),
     listCollectionChoices(pool(), principal.workspaceId),
     item.collectionId === null
@@ -65,6 +66,11 @@ export default async function ItemPage({
     item.collectionId === null
       ? Promise.resolve(undefined)
       : getCollection(pool(), principal.workspaceId, item.collectionId),
+    listMoveTargets(pool(), principal.workspaceId, {
+      fromItemId: item.id,
+      ...(moveSearch ? { search: moveSearch } : {}),
+      limit: 50,
+    }),
   ]);
   const path = collection ? [...up, { id: collection.id, title: collection.title }] : [];
   const ids = pages.map((p) => p.pageId);
@@ -104,6 +110,24 @@ export default async function ItemPage({
 
       <section aria-labelledby="pages-heading">
         <h2 id="pages-heading">Pages in order</h2>
+        {pages.length > 0 && (
+          <search>
+            <form method="get" className="inline-form" aria-label="Find items to move pages to">
+              <label htmlFor="move-search">Move pages to an item titled</label>{' '}
+              <input
+                id="move-search"
+                name="moveTo"
+                type="search"
+                maxLength={200}
+                defaultValue={moveSearch ?? ''}
+                placeholder="Any title; recent items when empty"
+              />{' '}
+              <button type="submit" className="secondary">
+                Find items
+              </button>
+            </form>
+          </search>
+        )}
         {pages.length === 0 ? (
           <p className="muted">This item has no pages.</p>
         ) : (
@@ -163,24 +187,30 @@ export default async function ItemPage({
                     </button>
                   </form>
                 </div>
-                <form action={movePageAction} className="inline-form">
-                  <input type="hidden" name="itemId" value={item.id} />
-                  <input type="hidden" name="pageId" value={page.pageId} />
-                  <input
-                    name="targetItemId"
-                    required
-                    maxLength={200}
-                    aria-label={`Item to move page ${i + 1} to`}
-                    placeholder="Item id"
-                  />
-                  <button
-                    type="submit"
-                    className="secondary"
-                    aria-label={`Move page ${i + 1} to that item`}
-                  >
-                    Move
-                  </button>
-                </form>
+                {targets.length > 0 && (
+                  <form action={movePageAction} className="stack move-form">
+                    <input type="hidden" name="itemId" value={item.id} />
+                    <input type="hidden" name="pageId" value={page.pageId} />
+                    <select
+                      name="targetItemId"
+                      required
+                      aria-label={`Item to move page ${i + 1} to`}
+                    >
+                      {targets.map((t) => (
+                        <option key={t.id} value={t.id}>
+                          {t.title ? `${t.title} (${t.id})` : t.id}
+                        </option>
+                      ))}
+                    </select>
+                    <button
+                      type="submit"
+                      className="secondary"
+                      aria-label={`Move page ${i + 1} to the chosen item`}
+                    >
+                      Move
+                    </button>
+                  </form>
+                )}
               </li>
             ))}
           </ol>
