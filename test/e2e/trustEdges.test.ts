@@ -3,7 +3,8 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { hashPassword } from '../../core/passwords';
-import { createAccount, putMember, removeMember } from '../../db/accounts';
+import { createAccount, putMember, removeMember, setAccountDisabled } from '../../db/accounts';
+import { endSession } from '../../db/sessions';
 import { apiKeyIdOf, createWorkspace } from '../../db/workspaces';
 import { launchBrowser } from '../support/browser';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -417,17 +418,36 @@ describe('streams end with their credential (X3)', () => {
     expect(stream.endedAt()! - revokedAt).toBeLessThan(5_000);
   }, 60_000);
 
-  it("X3 a removed member's live console stream ends within 5 s", async () => {
-    const member = await person();
-    const stream = await openStream(`${plain.url}/console-api/live?topics=jobs`, {
-      cookie: await sessionOf(member.email),
-    });
-    await expect.poll(() => stream.text(), { timeout: 10_000 }).toContain('event: jobs');
-    await removeMember(db.pool, CLI_ACTOR, { workspaceId: ws, accountId: member.accountId });
-    const removedAt = Date.now();
-    await Promise.race([stream.done, new Promise((r) => setTimeout(r, 8_000))]);
-    stream.cancel();
-    expect(stream.endedAt()).toBeDefined();
-    expect(stream.endedAt()! - removedAt).toBeLessThan(5_000);
-  }, 60_000);
+  /** How a person's access ends, each as the console or an operator ends it. */
+  const endings: Array<[string, (p: { accountId: number; cookie: string }) => Promise<unknown>]> = [
+    [
+      'a removed member',
+      (p) => removeMember(db.pool, CLI_ACTOR, { workspaceId: ws, accountId: p.accountId }),
+    ],
+    ['an ended session', (p) => endSession(db.pool, p.cookie.split('=')[1]!)],
+    ['a disabled account', (p) => setAccountDisabled(db.pool, CLI_ACTOR, p.accountId, true)],
+  ];
+  for (const [who, end] of endings) {
+    it(`X3 ${who}'s live console stream and session-opened event stream end within 5 s`, async () => {
+      const member = await person();
+      const cookie = await sessionOf(member.email);
+      const streams = await Promise.all([
+        openStream(`${plain.url}/console-api/live?topics=jobs`, { cookie }),
+        openStream(`${proxied.url}/api/v1/workspaces/${ws}/events`, { cookie }),
+      ]);
+      await expect.poll(() => streams[0]!.text(), { timeout: 10_000 }).toContain('event: jobs');
+      await expect.poll(() => streams[1]!.text(), { timeout: 10_000 }).toContain('stream.ready');
+      await end({ accountId: member.accountId, cookie });
+      const endedAt = Date.now();
+      await Promise.race([
+        Promise.all(streams.map((s) => s.done)),
+        new Promise((r) => setTimeout(r, 8_000)),
+      ]);
+      for (const stream of streams) {
+        stream.cancel();
+        expect(stream.endedAt()).toBeDefined();
+        expect(stream.endedAt()! - endedAt).toBeLessThan(5_000);
+      }
+    }, 60_000);
+  }
 });
