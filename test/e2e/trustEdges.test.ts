@@ -87,7 +87,11 @@ async function signIn(
     accept: 'text/x-component',
     origin: web.url,
   };
-  if (forwardedFor) headers['x-forwarded-for'] = forwardedFor;
+  if (forwardedFor) {
+    headers['x-forwarded-for'] = forwardedFor;
+    // The header the server writes for itself, forged too: it must be overwritten.
+    headers['x-quire-client-address'] = forwardedFor.split(',')[0]!;
+  }
   const response = await fetch(`${web.url}/signin`, {
     method: 'POST',
     headers,
