@@ -10,6 +10,7 @@ import {
   type JobSettings,
   MAINTENANCE_TASK_QUEUE,
 } from './temporal';
+import { parseTrustedProxies } from './trustedProxies';
 
 /**
  * The one typed configuration of Quire, read from the environment and validated at start.
@@ -209,6 +210,8 @@ const schema = z.object({
   QUIRE_SSE_HEARTBEAT_MS: intFrom(100, 300_000, 15_000),
   QUIRE_SSE_CHECKPOINT_MS: intFrom(0, 300_000, 1_000),
   QUIRE_SSE_POLL_MS: intFrom(50, 300_000, 2_000),
+  /** X3: how often an open stream re-checks the key or session that opened it. */
+  QUIRE_STREAM_RECHECK_MS: intFrom(100, 60_000, 2_000),
   /** O3: events and finished deliveries older than this are removed. */
   QUIRE_EVENT_RETENTION_DAYS: intFrom(1, 3650, 30),
   /**
@@ -229,11 +232,32 @@ const schema = z.object({
   QUIRE_SESSION_IDLE_SECONDS: intFrom(10, 30 * 86_400, 12 * 3_600),
   /** R3: and this long after sign-in, however busy (seconds; default 7 days). */
   QUIRE_SESSION_ABSOLUTE_SECONDS: intFrom(10, 365 * 86_400, 7 * 86_400),
-  /** R2: failed sign-ins of one account within the window before it is refused for a while. */
+  /**
+   * R2, X4: failed sign-ins of one account from one address within the window before each
+   * further try from there waits (web/services/signinDelay.ts); other addresses are not slowed.
+   */
   QUIRE_SIGNIN_MAX_FAILURES_PER_ACCOUNT: intFrom(1, 1_000, 5),
-  /** R2: failed sign-ins from one address within the window (every account together). */
+  /** R2, X4: failed sign-ins from one address within the window (every account together). */
   QUIRE_SIGNIN_MAX_FAILURES_PER_ADDRESS: intFrom(1, 100_000, 20),
   QUIRE_SIGNIN_WINDOW_SECONDS: intFrom(1, 86_400, 900),
+  /** X4: the first wait past a limit (ms); it doubles with each further failure. */
+  QUIRE_SIGNIN_DELAY_MS: intFrom(10, 600_000, 2_000),
+  /** X4: the longest wait between tries (seconds). */
+  QUIRE_SIGNIN_MAX_DELAY_SECONDS: intFrom(1, 86_400, 900),
+  /**
+   * X4: proxies whose X-Forwarded-For is believed (addresses or CIDRs, comma-separated; see
+   * core/trustedProxies.ts). Unset: none, the socket's peer is the client.
+   */
+  QUIRE_TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .superRefine((value, ctx) => {
+      try {
+        parseTrustedProxies(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    }),
   /** R1: how long an invitation link stays valid (seconds; default 7 days). */
   QUIRE_INVITATION_SECONDS: intFrom(60, 90 * 86_400, 7 * 86_400),
   /**

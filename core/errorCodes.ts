@@ -48,6 +48,8 @@ export const ERROR_CODES = {
   invalid_query: { kind: 'malformed', sentence: 'The request could not be read.', detail: true },
   invalid_path: { kind: 'malformed', sentence: 'That address is not valid.' },
   malformed_json: { kind: 'malformed', sentence: 'The request could not be read.' },
+  /** X5: JSON nested deeper than MAX_JSON_DEPTH (core/jsonDepth.ts). */
+  json_too_deep: { kind: 'malformed', sentence: 'The request could not be read.', detail: true },
   malformed_multipart: { kind: 'malformed', sentence: 'The upload could not be read.' },
   invalid_text: {
     kind: 'malformed',
@@ -192,6 +194,8 @@ export const ERROR_CODES = {
     detail: true,
   },
   invalid_options: { kind: 'invalid', sentence: 'Those job options are not valid.', detail: true },
+  /** X5: a job option Quire does not know is refused by name, never stored in the snapshot. */
+  unknown_option: { kind: 'invalid', sentence: 'That job option is not known.', detail: true },
   invalid_job_request: {
     kind: 'invalid',
     sentence: 'That job cannot be started as asked.',

@@ -96,6 +96,9 @@ export function checkResolvedProvider(provider: string, enabled: readonly string
   checkProvider(provider, enabled, 'provider');
 }
 
+/** X5: every option a job may carry; any other key is refused (422 `unknown_option`). */
+export const JOB_OPTION_KEYS = ['polishProvider', 'overwriteHumanLines', 'simulated'] as const;
+
 /**
  * V3: whether a job reads every line of a page, those a person edited or verified too (an
  * explicit choice, recorded in the audit log), instead of keeping them.
@@ -114,7 +117,7 @@ export function polishProviderOf(options: Record<string, unknown> | undefined): 
  * Checks a job request before anything is written: the provider (`auto` or enabled), the
  * polish provider, and the simulated engine's options. Throws a `DomainError` (kind
  * `invalid`, 422) with a stable code: `unknown_provider`, `provider_not_enabled`,
- * `invalid_options`, `simulated_not_enabled`, `invalid_simulated_options`.
+ * `unknown_option`, `invalid_options`, `simulated_not_enabled`, `invalid_simulated_options`.
  */
 export function checkJobRequest(
   request: { provider: string; options?: Record<string, unknown> },
@@ -122,6 +125,13 @@ export function checkJobRequest(
 ): void {
   if (request.provider !== AUTO_PROVIDER) checkProvider(request.provider, enabled, 'provider');
   const options = request.options ?? {};
+  // X5: an option no stage reads would be kept in the snapshot and silently ignored.
+  for (const key of Object.keys(options)) {
+    if (!(JOB_OPTION_KEYS as readonly string[]).includes(key)) {
+      const name = /^[A-Za-z0-9_-]{1,64}$/.test(key) ? key : JSON.stringify(key.slice(0, 64));
+      throw refuse('unknown_option', `options.${name} is not a job option`, `options.${name}`);
+    }
+  }
   if ('polishProvider' in options) {
     const polish = polishProviderOf(options);
     if (polish === undefined || polish.length === 0 || polish.length > 64) {

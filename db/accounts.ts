@@ -1,4 +1,5 @@
 import type { Role } from '../core/roles';
+import type { SignInFailures } from '../core/signinDelay';
 import { type AuditActor, recordAudit } from './auditLog';
 import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
 import { type Pool, type Queryable, withTransaction } from './pool';
@@ -382,29 +383,48 @@ export async function recordSignInFailure(
 }
 
 /**
- * Failures within the window, per account and per address, shared by every replica. Rows
- * older than the window are dropped on the way (they never count again).
+ * X4: failures within the window of this account from this address, and of this address over
+ * every account, each with the time since its newest (PostgreSQL's clock, shared by every
+ * replica). Rows older than the window are dropped on the way (they never count again).
  */
 export async function recentSignInFailures(
   db: Queryable,
   input: { email: string; address: string; windowSeconds: number },
-): Promise<{ account: number; address: number }> {
+): Promise<SignInFailures> {
   await db.query(
     `DELETE FROM sign_in_failures WHERE at < now() - make_interval(secs => $1) AND id IN (
        SELECT id FROM sign_in_failures WHERE at < now() - make_interval(secs => $1) LIMIT 1000)`,
     [input.windowSeconds],
   );
   const { rows } = await db.query(
-    `SELECT count(*) FILTER (WHERE email = $1)::int AS account,
-            count(*) FILTER (WHERE address = $2)::int AS address
+    `SELECT count(*) FILTER (WHERE email = $1)::int AS pair,
+            coalesce(extract(epoch FROM now() - max(at) FILTER (WHERE email = $1)) * 1000, 0)::float8
+              AS pair_ago_ms,
+            count(*)::int AS address,
+            coalesce(extract(epoch FROM now() - max(at)) * 1000, 0)::float8 AS address_ago_ms
        FROM sign_in_failures
-      WHERE (email = $1 OR address = $2) AND at >= now() - make_interval(secs => $3)`,
+      WHERE address = $2 AND at >= now() - make_interval(secs => $3)`,
     [input.email, input.address, input.windowSeconds],
   );
-  return { account: rows[0].account, address: rows[0].address };
+  const row = rows[0];
+  return {
+    pair: row.pair,
+    pairAgoMs: row.pair_ago_ms,
+    address: row.address,
+    addressAgoMs: row.address_ago_ms,
+  };
 }
 
-/** A successful sign-in clears the account's failures (the address keeps its count). */
-export async function clearSignInFailures(db: Queryable, email: string): Promise<void> {
-  await db.query('DELETE FROM sign_in_failures WHERE email = $1', [email]);
+/**
+ * X4: a successful sign-in clears this account's failures from this address only: another
+ * address's guesses at the account keep slowing that address.
+ */
+export async function clearSignInFailures(
+  db: Queryable,
+  input: { email: string; address: string },
+): Promise<void> {
+  await db.query('DELETE FROM sign_in_failures WHERE email = $1 AND address = $2', [
+    input.email,
+    input.address,
+  ]);
 }

@@ -3,6 +3,7 @@ import {
   DEFAULT_TRANSCRIPT_LIMITS,
   type TranscriptLimits,
 } from '../core/interchange/transcriptImport';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../core/jsonDepth';
 import { DEFAULT_MEDIA_LIMITS, type MediaLimits } from '../core/media';
 import { describeTextFault, findTextFault, textFault } from '../core/text';
 
@@ -146,6 +147,12 @@ export function applyField(
         throw new IngestError(
           'metadata_too_large',
           `metadata is larger than ${limits.maxMetadataBytes} bytes`,
+        );
+      }
+      if (jsonTooDeep(value)) {
+        throw new IngestError(
+          'json_too_deep',
+          `metadata may nest at most ${MAX_JSON_DEPTH} levels`,
         );
       }
       let parsed: unknown;

@@ -40,9 +40,17 @@ const config: NextConfig = {
           { key: 'Referrer-Policy', value: 'same-origin' },
         ],
       },
-      ...['/api/:path*', '/console-api/:path*', '/iiif/:path*', '/healthz', '/readyz'].map(
-        (source) => ({ source, headers: dataPolicy }),
-      ),
+      // X5: and the paths proxy.ts leaves out, so no response goes without a policy.
+      ...[
+        '/api/:path*',
+        '/console-api/:path*',
+        '/iiif/:path*',
+        '/healthz',
+        '/readyz',
+        '/_next/static/:path*',
+        '/_next/image',
+        '/favicon.ico',
+      ].map((source) => ({ source, headers: dataPolicy })),
     ];
   },
   reactStrictMode: true,

@@ -4,8 +4,8 @@ import { originRefusal } from './lib/origin';
 import { DATA_POLICY, pagePolicy } from './lib/securityHeaders';
 
 /**
- * R6, in front of every console page and every server action (Next posts an action to the
- * page's own path): a state-changing request must come from the public URL's origin, else
+ * R6, X5, in front of every console page and every server action (Next posts an action to the
+ * page's own path, and runs one posted to any other path it answers): a state-changing request must come from the public URL's origin, else
  * 403 `origin_mismatch` before the action runs; and each page gets its Content-Security-Policy
  * with a fresh nonce.
  *
@@ -51,6 +51,12 @@ export function proxy(request: NextRequest) {
 }
 
 export const config = {
-  // Pages only (see above): not the route handlers, not the build's static files.
-  matcher: ['/((?!api/|console-api/|iiif/|healthz|readyz|_next/static|_next/image|favicon.ico).*)'],
+  matcher: [
+    // Pages only (see above): not the route handlers, not the build's static files. Every
+    // other path, a 404 included, is a page of the console and gets the page policy (X5).
+    '/((?!(?:api|console-api|iiif)(?:/|$)|(?:healthz|readyz|favicon\\.ico)$|_next/static/|_next/image$).*)',
+    // X5: Next runs a server action posted to any path its router answers, a route handler's
+    // 404 included; such a post carries `Next-Action`, so the Origin rule sees it wherever.
+    { source: '/:path*', has: [{ type: 'header', key: 'next-action' }] },
+  ],
 };

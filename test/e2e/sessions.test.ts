@@ -62,6 +62,8 @@ beforeAll(async () => {
     TEMPORAL_ADDRESS: temporalAddress(),
     QUIRE_SECRET_KEY: 'quire-test-secret-key-0123456789-abcdefghij',
     QUIRE_SIGNIN_MAX_FAILURES_PER_ACCOUNT: '3',
+    // X4: past the limit an address waits (no lock); long enough to span the test's tries.
+    QUIRE_SIGNIN_DELAY_MS: '120000',
     LOG_LEVEL: 'warn',
   };
   [web1, web2] = await Promise.all([startWeb(distDir, env), startWeb(distDir, env)]);
@@ -129,7 +131,7 @@ describe('sessions across replicas (R2, R3)', () => {
     await expect.poll(() => again.getByRole('alert').first().textContent()).toContain('not valid');
   }, 120_000);
 
-  it('R2 failed sign-ins are counted in PostgreSQL: after too many on one replica, the other refuses even the right password', async () => {
+  it('R2 X4 failed sign-ins are counted in PostgreSQL: after too many on one replica, the other makes the same address wait, even with the right password', async () => {
     const { email } = await person('editor');
     const context = await contexts.fresh();
     for (let i = 0; i < 3; i += 1) {

@@ -169,6 +169,8 @@ function distinctWordLines(count: number, chars: number): Array<Record<string, u
 }
 
 interface Case {
+  /** The requirement the case proves (R6 unless named). */
+  spec?: string;
   name: string;
   route: keyof typeof ROUTES;
   method: string;
@@ -181,7 +183,42 @@ interface Case {
 }
 
 const NUL = '\u0000';
+/** X5: JSON 6,000 levels deep (a stack overflow once the parsed value is walked). */
+const DEEP = `${'['.repeat(6_000)}"${MARK}"${']'.repeat(6_000)}`;
 const cases: Case[] = [
+  {
+    spec: 'X5',
+    name: 'POST transcription-jobs with options nested 6,000 deep',
+    route: 'jobs',
+    method: 'POST',
+    path: () => `/workspaces/${A.ws}/transcription-jobs`,
+    params: () => ws(),
+    options: () => json(`{"pageId":${pageId},"options":{"simulated":${DEEP}}}`),
+    status: 400,
+    code: 'json_too_deep',
+  },
+  {
+    spec: 'X5',
+    name: 'POST batches with metadata nested 6,000 deep',
+    route: 'batches',
+    method: 'POST',
+    path: () => `/workspaces/${A.ws}/batches`,
+    params: () => ws(),
+    options: () => multipart([{ name: 'metadata', value: `{"a":${DEEP}}` }, image()]),
+    status: 400,
+    code: 'json_too_deep',
+  },
+  {
+    spec: 'X5',
+    name: 'POST transcription-jobs with an option Quire does not know',
+    route: 'jobs',
+    method: 'POST',
+    path: () => `/workspaces/${A.ws}/transcription-jobs`,
+    params: () => ws(),
+    options: () => json(`{"pageId":${pageId},"options":{"polish":true}}`),
+    status: 422,
+    code: 'unknown_option',
+  },
   {
     name: 'search?q=a%00b',
     route: 'search',
@@ -500,7 +537,7 @@ const cases: Case[] = [
 
 describe('R6 text and ids that used to answer 500', () => {
   for (const c of cases.filter((k) => k.status !== 200)) {
-    it(`R6 ${c.name} is ${c.status} ${c.code}, logged without the input, and changes nothing`, async () => {
+    it(`${c.spec ?? 'R6'} ${c.name} is ${c.status} ${c.code}, logged without the input, and changes nothing`, async () => {
       const before = await state();
       const from = logs.length;
       const options = { key: A.key, ...(c.options?.() ?? {}) };
@@ -511,6 +548,8 @@ describe('R6 text and ids that used to answer 500', () => {
         code: c.code,
       });
       expect(response.text).not.toContain(MARK);
+      // X5: an unknown option is refused by its name.
+      if (c.code === 'unknown_option') expect(response.json.error.message).toContain('polish');
       expect(await state()).toEqual(before);
       const written = logs.slice(from);
       expect(written.some((l) => l.includes('request refused') && l.includes(`"${c.code}"`))).toBe(

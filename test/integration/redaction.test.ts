@@ -19,9 +19,12 @@ const SECRETS = [
   'postgres://admin:hunter2@db:5432/x',
 ];
 
+const LEAK_SEED = 'leak-on-segment';
+
 class LeakyProvider extends SimulatedProvider {
   override async segmentPage(image: MediaInput, ctx: CallContext) {
-    if (ctx.options.leakOnSegment) {
+    // A seed the job chooses marks the leaking run (X5: a job carries known options only).
+    if ((ctx.options.simulated as { seed?: string } | undefined)?.seed === LEAK_SEED) {
       throw new ProviderError('image', `cannot decode: token=${SECRETS[0]} ${SECRETS[1]}`);
     }
     return super.segmentPage(image, ctx);
@@ -104,7 +107,7 @@ describe('redaction (Q4, O2)', () => {
     const failing = await quire.client.startJob({
       workspaceId: ws,
       pageId: await quire.page(ws),
-      options: { leakOnSegment: true },
+      options: { simulated: { seed: LEAK_SEED } },
     });
     const outcome = await quire.temporal.workflow.getHandle(failing.workflowId).result();
     expect(outcome).toMatchObject({ status: 'failed', errorCategory: 'image' });

@@ -162,6 +162,8 @@ describe('event stream bounds (S1)', () => {
       try {
         const response = await live.openConsoleLive({
           principal,
+          // A key's own credential: it holds for the whole test (X3).
+          credential: { kind: 'apiKey', apiKeyId: principal.actor.id, workspaceId: A.ws },
           topics: live.liveTopics('jobs'),
           signal: controller.signal,
         });

@@ -1,4 +1,5 @@
 import 'server-only';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '@quire/core/jsonDepth';
 import { redactError } from '@quire/core/redact';
 import { assertAcceptedText, describeTextFault, textFault } from '@quire/core/text';
 import type { Principal } from '@quire/db/workspaces';
@@ -145,8 +146,17 @@ export async function readJson<S extends z.ZodType>(
   }
   const bytes = await readBodyBytes(request, maxBytes);
   let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new ApiError('malformed_json', 'the body is not valid JSON');
+  }
+  if (jsonTooDeep(text)) {
+    throw new ApiError('json_too_deep', `JSON may nest at most ${MAX_JSON_DEPTH} levels`);
+  }
+  try {
+    value = JSON.parse(text);
   } catch {
     throw new ApiError('malformed_json', 'the body is not valid JSON');
   }

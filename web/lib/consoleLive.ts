@@ -4,6 +4,7 @@ import { jobsDigest, providersDigest } from '@quire/db/console';
 import type { Principal } from '@quire/db/workspaces';
 import { ApiError } from './api';
 import { config, pool } from './server';
+import { type StreamCredential, watchCredential } from './streamCredential';
 import { acquireStreamSlot } from './streamSlots';
 
 export type LiveTopic = 'jobs' | 'providers';
@@ -30,6 +31,8 @@ export function liveTopics(requested: string | null): LiveTopic[] {
  */
 export async function openConsoleLive(args: {
   principal: Principal;
+  /** X3: the session that opened it, re-checked while it is open. */
+  credential: StreamCredential;
   topics: LiveTopic[];
   signal: AbortSignal;
 }): Promise<Response> {
@@ -49,9 +52,11 @@ export async function openConsoleLive(args: {
   const startedAt = Date.now();
   let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
 
+  let stopWatching = () => {};
   const close = () => {
     if (closed) return;
     closed = true;
+    stopWatching();
     slot.release();
     if (timer) clearTimeout(timer);
     try {
@@ -66,6 +71,7 @@ export async function openConsoleLive(args: {
     start(controller) {
       controllerRef = controller;
       controller.enqueue(encoder.encode('retry: 2000\n\n'));
+      stopWatching = watchCredential(args.credential, close);
       const tick = async () => {
         if (closed) return;
         try {

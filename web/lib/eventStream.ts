@@ -13,6 +13,7 @@ import { createNotificationListener, type NotificationListener } from '@quire/db
 import type { Principal } from '@quire/db/workspaces';
 import { ApiError } from './api';
 import { config, pool } from './server';
+import { type StreamCredential, watchCredential } from './streamCredential';
 import { acquireStreamSlot } from './streamSlots';
 
 /**
@@ -184,6 +185,8 @@ async function assertResumable(resumeAfter: number | undefined, hubCursor: numbe
 
 export async function openEventStream(args: {
   principal: Principal;
+  /** X3: what let the request in, re-checked while the stream is open. */
+  credential: StreamCredential;
   resumeAfter: number | undefined;
   signal: AbortSignal;
 }): Promise<Response> {
@@ -212,10 +215,12 @@ export async function openEventStream(args: {
   let running = false;
   let again = false;
   let closed = false;
+  let stopWatching = () => {};
 
   const close = () => {
     if (closed) return;
     closed = true;
+    stopWatching();
     release();
     unsubscribe?.();
     if (heartbeat) clearInterval(heartbeat);
@@ -321,6 +326,10 @@ export async function openEventStream(args: {
           })}\n\n`,
         );
         unsubscribe = hub.subscribe(() => void pass());
+        stopWatching = watchCredential(args.credential, () => {
+          log('info', 'event stream ended: its key or session no longer holds', { workspaceId });
+          close();
+        });
         heartbeat = setInterval(
           () => write(`: heartbeat ${Date.now()}\n\n`),
           config().QUIRE_SSE_HEARTBEAT_MS,

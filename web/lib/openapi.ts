@@ -47,14 +47,14 @@ function withPathRefusal(op: Operation): Operation['responses'] {
 }
 
 const ERROR_TEXT: Record<number, string> = {
-  400: 'malformed JSON, parameters or page token; text holding NUL or a lone surrogate (`invalid_text`, `invalid_path`, `invalid_query`)',
+  400: 'malformed JSON, parameters or page token; text holding NUL or a lone surrogate (`invalid_text`, `invalid_path`, `invalid_query`); a path whose percent-encoding does not decode (`invalid_path`); JSON nested more than 64 levels (`json_too_deep`)',
   401: 'missing or invalid API key',
   404: 'not found in this workspace',
   409: 'conflict with the current state',
   412: 'the page moved on since the If-Match revision (`stale_revision`, with `currentRevision`)',
   413: "body too large, or a page's lines beyond 150,000 bytes of text in all (`page_text_too_large`)",
   415: 'body is not application/json',
-  422: 'well-formed but not acceptable',
+  422: 'well-formed but not acceptable (an unknown job option is `unknown_option`, naming it)',
   428: 'If-Match is required',
   429: 'too many open streams for this key or workspace',
   503: 'Temporal does not answer',

@@ -146,7 +146,7 @@ export async function switchSessionWorkspace(workspaceId: number | null): Promis
 }
 
 /** The session id a request's Cookie header carries (route handlers read it from the request). */
-function sessionIdOf(request: Request): string | undefined {
+export function sessionIdOf(request: Request): string | undefined {
   for (const part of (request.headers.get('cookie') ?? '').split(';')) {
     const [name, ...value] = part.trim().split('=');
     if (name === SESSION_COOKIE) return value.join('=');

@@ -1,12 +1,12 @@
 import 'server-only';
+import { CLIENT_ADDRESS_HEADER } from './edgeGuard';
 
 /**
- * R2: the address a sign-in attempt is counted against. `next start` sets X-Forwarded-For
- * from the connection when the request has none; behind a proxy the last entry is the one the
- * proxy nearest to Quire saw, which a client cannot choose. Unknown when absent.
+ * R2, X4: the address a sign-in attempt is counted against: the one the process's edge guard
+ * resolved from the connection and the trusted proxies (web/lib/edgeGuard.ts), never a
+ * header the client wrote. Unknown when absent (a route called in process).
  */
 export function clientAddress(headers: Headers): string {
-  const forwarded = headers.get('x-forwarded-for');
-  const last = forwarded?.split(',').pop()?.trim();
-  return last && last.length <= 100 ? last : 'unknown';
+  const address = headers.get(CLIENT_ADDRESS_HEADER)?.trim();
+  return address && address.length <= 100 ? address : 'unknown';
 }

@@ -8,6 +8,7 @@ import {
   verifyPassword,
 } from '@quire/core/passwords';
 import { isKeyScope, isRole, type KeyScope, type Principal, type Role } from '@quire/core/roles';
+import { signInWaitMs } from '@quire/core/signinDelay';
 import { describeTextFault, textFault } from '@quire/core/text';
 import {
   type Account,
@@ -68,13 +69,17 @@ export async function signInWithPassword(input: {
     address: input.address,
     windowSeconds: settings.QUIRE_SIGNIN_WINDOW_SECONDS,
   });
-  if (
-    failures.account >= settings.QUIRE_SIGNIN_MAX_FAILURES_PER_ACCOUNT ||
-    failures.address >= settings.QUIRE_SIGNIN_MAX_FAILURES_PER_ADDRESS
-  ) {
+  // X4: a wait, never a lock; the password is not even checked until it has passed.
+  const waitMs = signInWaitMs(failures, {
+    perAccount: settings.QUIRE_SIGNIN_MAX_FAILURES_PER_ACCOUNT,
+    perAddress: settings.QUIRE_SIGNIN_MAX_FAILURES_PER_ADDRESS,
+    delayMs: settings.QUIRE_SIGNIN_DELAY_MS,
+    maxDelayMs: settings.QUIRE_SIGNIN_MAX_DELAY_SECONDS * 1_000,
+  });
+  if (waitMs > 0) {
     throw new DomainError(
       'too_many_attempts',
-      'too many failed sign-ins; wait a few minutes and try again',
+      `too many failed sign-ins; try again in ${Math.ceil(waitMs / 1_000)} s`,
     );
   }
   const account = await findAccountByEmail(pool(), email);
@@ -83,7 +88,7 @@ export async function signInWithPassword(input: {
     await recordSignInFailure(pool(), { email, address: input.address });
     throw wrongCredentials();
   }
-  await clearSignInFailures(pool(), email);
+  await clearSignInFailures(pool(), { email, address: input.address });
   const { passwordHash: _, ...signedIn } = account;
   return signedIn;
 }

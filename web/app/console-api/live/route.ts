@@ -1,5 +1,6 @@
 import { liveTopics, openConsoleLive } from '@quire/web/lib/consoleLive';
 import { withSession } from '@quire/web/lib/session';
+import { streamCredentialOf } from '@quire/web/lib/streamCredential';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -12,6 +13,7 @@ export async function GET(request: Request) {
   return withSession(request, async (principal) =>
     openConsoleLive({
       principal,
+      credential: streamCredentialOf(request, principal),
       topics: liveTopics(new URL(request.url).searchParams.get('topics')),
       signal: request.signal,
     }),

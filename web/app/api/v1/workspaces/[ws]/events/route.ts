@@ -3,6 +3,7 @@ import { ApiError, errorResponse, type RouteContext, readQuery } from '@quire/we
 import { openEventStream, resumeCursor } from '@quire/web/lib/eventStream';
 import { authorize } from '@quire/web/lib/http';
 import { eventsQuery } from '@quire/web/lib/schemas';
+import { streamCredentialOf } from '@quire/web/lib/streamCredential';
 
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
@@ -44,7 +45,12 @@ export async function GET(request: Request, context: RouteContext<{ ws: string }
     if (principal instanceof Response) return principal;
     const query = readQuery(request, eventsQuery);
     const resumeAfter = resumeCursor(request, query.lastEventId);
-    return await openEventStream({ principal, resumeAfter, signal: request.signal });
+    return await openEventStream({
+      principal,
+      credential: streamCredentialOf(request, principal),
+      resumeAfter,
+      signal: request.signal,
+    });
   } catch (error) {
     return errorResponse(error, request);
   }
