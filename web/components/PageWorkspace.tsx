@@ -34,6 +34,8 @@ interface Props {
   recordingRetention: 'keep' | 'delete-after-recognition';
   /** F3: the line a search hit named (`?line=`), selected and scrolled to on arrival. */
   initialLine?: number | null;
+  /** R8: the role may edit and verify lines (core/roles.ts `page.edit`); else the page is read. */
+  mayEdit: boolean;
 }
 
 type Conflict = {
@@ -68,6 +70,7 @@ export function PageWorkspace({
   mediaUrl,
   recordingRetention,
   initialLine = null,
+  mayEdit,
 }: Props) {
   const [active, setActive] = useState<number | null>(null);
   const [selected, setSelected] = useState<number | null>(
@@ -292,13 +295,24 @@ export function PageWorkspace({
           <h2 id="transcript-heading">
             Transcript <span className="muted small">revision {baseRevision}</span>
           </h2>
-          {segments.length > 0 && !editing && !conflict ? (
+          {segments.length > 0 && !editing && !conflict && mayEdit ? (
             <div className="actions">
-              <button type="button" className="secondary" onClick={() => setEditing(true)}>
+              <button
+                type="button"
+                className="secondary"
+                onClick={() => setEditing(true)}
+                data-act="page.edit"
+              >
                 Edit
               </button>
               {segments.some((s) => s.state !== 'verified') ? (
-                <button type="button" className="secondary" onClick={verifyAll} disabled={pending}>
+                <button
+                  type="button"
+                  className="secondary"
+                  onClick={verifyAll}
+                  disabled={pending}
+                  data-act="page.edit"
+                >
                   Verify all lines
                 </button>
               ) : null}
@@ -457,8 +471,8 @@ export function PageWorkspace({
             </button>
           </div>
         ) : null}
-        {kind === 'audio' && speakers.length > 0 && !editing && !conflict ? (
-          <form action={renameSpeaker} className="speaker-rename">
+        {kind === 'audio' && speakers.length > 0 && !editing && !conflict && mayEdit ? (
+          <form action={renameSpeaker} className="speaker-rename" data-act="page.edit">
             <label>
               Speaker{' '}
               <select name="from" defaultValue={speakers[0]}>

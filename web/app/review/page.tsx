@@ -1,3 +1,4 @@
+import { permits } from '@quire/core/roles';
 import { ReviewQueue } from '@quire/web/components/ReviewQueue';
 import { requirePrincipal } from '@quire/web/lib/session';
 import { reviewProgress, reviewQueue } from '@quire/web/services/review';
@@ -36,7 +37,11 @@ export default async function ReviewView({
         {lines.verified} of {lines.total} lines verified, {lines.edited} edited, {lines.machine} as
         the engine read them · {pages.fullyVerified} of {pages.total} pages fully verified
       </p>
-      <ReviewQueue itemId={itemId ?? null} initial={first} />
+      <ReviewQueue
+        itemId={itemId ?? null}
+        initial={first}
+        mayEdit={permits(principal.grant, 'page.edit')}
+      />
     </main>
   );
 }

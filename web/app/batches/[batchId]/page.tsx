@@ -1,3 +1,4 @@
+import { permits } from '@quire/core/roles';
 import { isActiveStatus, type JobStatus } from '@quire/core/temporal';
 import { getBatchCreatedAt, jobsDigest } from '@quire/db/console';
 import { listJobSummaries } from '@quire/db/jobList';
@@ -58,7 +59,9 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
           <progress max={Math.max(1, jobs.length)} value={done} aria-label="Jobs finished" /> {done}{' '}
           of {jobs.length} finished
         </p>
-        <CancelBatchButton batchId={batchId} active={active} />
+        {permits(principal.grant, 'batch.cancel') ? (
+          <CancelBatchButton batchId={batchId} active={active} />
+        ) : null}
       </section>
       <h2>Jobs</h2>
       {jobs.length === 0 ? (

@@ -1,4 +1,5 @@
 import { imageServiceUriFor, thumbnailOf } from '@quire/core/interchange/imageApi';
+import { permits } from '@quire/core/roles';
 import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
 import { getItem, listItemPages } from '@quire/db/items';
@@ -69,6 +70,8 @@ export default async function ItemPage({
   const path = collection ? [...up, { id: collection.id, title: collection.title }] : [];
   const ids = pages.map((p) => p.pageId);
   const name = item.title ?? item.id;
+  // R8: arranging and describing are offered only to a role that may.
+  const arrange = permits(principal.grant, 'item.arrange');
   return (
     <main className="wide">
       <nav aria-label="Breadcrumb" className="crumbs">
@@ -133,94 +136,105 @@ export default async function ItemPage({
                     · {page.lines} {page.lines === 1 ? 'line' : 'lines'} · revision {page.revision}
                   </span>
                 </span>
-                <div className="inline-form">
-                  <form action={arrangePagesAction}>
+                {arrange ? (
+                  <div className="inline-form">
+                    <form action={arrangePagesAction} data-act="item.arrange">
+                      <input type="hidden" name="itemId" value={item.id} />
+                      <input type="hidden" name="order" value={moved(ids, i, Math.max(0, i - 1))} />
+                      <button
+                        type="submit"
+                        className="secondary"
+                        disabled={i === 0}
+                        aria-label={`Move page ${i + 1} earlier`}
+                      >
+                        Earlier
+                      </button>
+                    </form>
+                    <form action={arrangePagesAction} data-act="item.arrange">
+                      <input type="hidden" name="itemId" value={item.id} />
+                      <input
+                        type="hidden"
+                        name="order"
+                        value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
+                      />
+                      <button
+                        type="submit"
+                        className="secondary"
+                        disabled={i === ids.length - 1}
+                        aria-label={`Move page ${i + 1} later`}
+                      >
+                        Later
+                      </button>
+                    </form>
+                  </div>
+                ) : null}
+                {arrange ? (
+                  <form action={movePageAction} className="inline-form" data-act="item.arrange">
                     <input type="hidden" name="itemId" value={item.id} />
-                    <input type="hidden" name="order" value={moved(ids, i, Math.max(0, i - 1))} />
-                    <button
-                      type="submit"
-                      className="secondary"
-                      disabled={i === 0}
-                      aria-label={`Move page ${i + 1} earlier`}
-                    >
-                      Earlier
-                    </button>
-                  </form>
-                  <form action={arrangePagesAction}>
-                    <input type="hidden" name="itemId" value={item.id} />
+                    <input type="hidden" name="pageId" value={page.pageId} />
                     <input
-                      type="hidden"
-                      name="order"
-                      value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
+                      name="targetItemId"
+                      required
+                      maxLength={200}
+                      aria-label={`Item to move page ${i + 1} to`}
+                      placeholder="Item id"
                     />
                     <button
                       type="submit"
                       className="secondary"
-                      disabled={i === ids.length - 1}
-                      aria-label={`Move page ${i + 1} later`}
+                      aria-label={`Move page ${i + 1} to that item`}
                     >
-                      Later
+                      Move
                     </button>
                   </form>
-                </div>
-                <form action={movePageAction} className="inline-form">
-                  <input type="hidden" name="itemId" value={item.id} />
-                  <input type="hidden" name="pageId" value={page.pageId} />
-                  <input
-                    name="targetItemId"
-                    required
-                    maxLength={200}
-                    aria-label={`Item to move page ${i + 1} to`}
-                    placeholder="Item id"
-                  />
-                  <button
-                    type="submit"
-                    className="secondary"
-                    aria-label={`Move page ${i + 1} to that item`}
-                  >
-                    Move
-                  </button>
-                </form>
+                ) : null}
               </li>
             ))}
           </ol>
         )}
       </section>
 
-      <section aria-labelledby="describe-heading">
-        <h2 id="describe-heading">Describe</h2>
-        <form action={updateItemAction} className="card stack" aria-label="Describe the item">
-          <input type="hidden" name="itemId" value={item.id} />
-          <div className="field">
-            <label htmlFor="item-title">Title</label>
-            <input id="item-title" name="title" maxLength={500} defaultValue={item.title ?? ''} />
-          </div>
-          <CollectionSelect
-            name="collectionId"
-            label="Collection"
-            choices={choices}
-            value={item.collectionId}
-            rootLabel="None (top level)"
-          />
-          <div className="field">
-            <label htmlFor="item-language">Language</label>
-            <input
-              id="item-language"
-              name="language"
-              maxLength={35}
-              defaultValue={item.language ?? ''}
-              aria-describedby="item-language-hint"
+      {permits(principal.grant, 'item.update') ? (
+        <section aria-labelledby="describe-heading">
+          <h2 id="describe-heading">Describe</h2>
+          <form
+            action={updateItemAction}
+            className="card stack"
+            aria-label="Describe the item"
+            data-act="item.update"
+          >
+            <input type="hidden" name="itemId" value={item.id} />
+            <div className="field">
+              <label htmlFor="item-title">Title</label>
+              <input id="item-title" name="title" maxLength={500} defaultValue={item.title ?? ''} />
+            </div>
+            <CollectionSelect
+              name="collectionId"
+              label="Collection"
+              choices={choices}
+              value={item.collectionId}
+              rootLabel="None (top level)"
             />
-            <span id="item-language-hint" className="muted small">
-              A tag such as en or de; search then matches word forms in that language.
-            </span>
-          </div>
-          <MetadataFields entries={item.metadata} />
-          <div className="actions">
-            <button type="submit">Save</button>
-          </div>
-        </form>
-      </section>
+            <div className="field">
+              <label htmlFor="item-language">Language</label>
+              <input
+                id="item-language"
+                name="language"
+                maxLength={35}
+                defaultValue={item.language ?? ''}
+                aria-describedby="item-language-hint"
+              />
+              <span id="item-language-hint" className="muted small">
+                A tag such as en or de; search then matches word forms in that language.
+              </span>
+            </div>
+            <MetadataFields entries={item.metadata} />
+            <div className="actions">
+              <button type="submit">Save</button>
+            </div>
+          </form>
+        </section>
+      ) : null}
     </main>
   );
 }

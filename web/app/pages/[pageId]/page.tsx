@@ -1,6 +1,7 @@
 import { actorName, actorOfLineAuthor } from '@quire/core/actor';
 import { lineStateOf, segmentsOf } from '@quire/core/annotation';
 import { countLineStates } from '@quire/core/lineStates';
+import { permits } from '@quire/core/roles';
 import { isActiveStatus } from '@quire/core/temporal';
 import { actorNames } from '@quire/db/actors';
 import { jobsDigest } from '@quire/db/console';
@@ -162,11 +163,13 @@ export default async function PageView({
             // A running job's commit appears without a reload; drafts being edited are kept.
             <LiveRefresh topics={['jobs']} baselines={{ jobs: digest }} label="Job running" />
           ) : null}
-          <PublishButton
-            pageId={page.id}
-            revision={page.revision}
-            publishedRevision={page.publishedRevision}
-          />
+          {permits(principal.grant, 'page.publish') ? (
+            <PublishButton
+              pageId={page.id}
+              revision={page.revision}
+              publishedRevision={page.publishedRevision}
+            />
+          ) : null}
         </div>
       </div>
 
@@ -181,6 +184,7 @@ export default async function PageView({
         mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
         recordingRetention={workspace?.recordingRetention ?? 'keep'}
         initialLine={revisionParam(query.line) ?? null}
+        mayEdit={permits(principal.grant, 'page.edit')}
       />
 
       <div className="columns">
