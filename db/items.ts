@@ -31,6 +31,8 @@ export async function deleteItem(
   pool: Pool,
   workspaceId: number,
   itemId: string,
+  /** R10: who deletes; recorded in the audit log in the same transaction. */
+  actor?: AuditActor,
 ): Promise<DeletedItem> {
   return withTransaction(pool, async (client) => {
     const item = await client.query(
@@ -60,6 +62,15 @@ export async function deleteItem(
         WHERE workspace_id = $1 AND id = $2`,
       [workspaceId, itemId],
     );
+    if (actor) {
+      await recordAudit(client, actor, {
+        action: 'item.delete',
+        target: `items/${itemId}`,
+        workspaceId,
+        before: { pages: pageIds },
+        after: null,
+      });
+    }
     return { itemId, pages: pageIds.length, blobsHandedToCleanup: blobs };
   });
 }
