@@ -194,6 +194,12 @@ function altoProcessing(provenance: ExportProvenance | undefined): string[] {
     out.push(
       `      <processingStepDescription>${escapeXml(describeStep(step))}</processingStepDescription>`,
     );
+    if (step.kind === 'human' && step.editorRef) {
+      // R7: the editor's account (or key) beside the name: ALTO's agency is a bare name.
+      out.push(
+        `      <processingStepSettings>editor=${escapeXml(step.editorRef)}</processingStepSettings>`,
+      );
+    }
     if (step.kind === 'engine') {
       if (step.model) {
         out.push(

@@ -36,7 +36,7 @@ async function load(raw: string) {
 
 export async function generateMetadata({ params }: { params: Promise<{ itemId: string }> }) {
   const { item } = await load((await params).itemId);
-  return { title: `${item.title ?? item.id} · Quire` };
+  return { title: `${item.title ?? 'Untitled item'} · Quire` };
 }
 
 /** The order with the page at `from` moved to `to`, as the form sends it. */
@@ -69,7 +69,8 @@ export default async function ItemPage({
   ]);
   const path = collection ? [...up, { id: collection.id, title: collection.title }] : [];
   const ids = pages.map((p) => p.pageId);
-  const name = item.title ?? item.id;
+  // R7: an item is shown by its title; its id stays in the line below the heading.
+  const name = item.title ?? 'Untitled item';
   // R8: arranging and describing are offered only to a role that may.
   const arrange = permits(principal.grant, 'item.arrange');
   return (
