@@ -195,9 +195,10 @@ function altoProcessing(provenance: ExportProvenance | undefined): string[] {
       `      <processingStepDescription>${escapeXml(describeStep(step))}</processingStepDescription>`,
     );
     if (step.kind === 'human' && step.editorRef) {
-      // R7: the editor's account (or key) beside the name: ALTO's agency is a bare name.
+      // R7: the editor's account (or key) beside the name (`account=7`): ALTO's agency is
+      // a bare name.
       out.push(
-        `      <processingStepSettings>editor=${escapeXml(step.editorRef)}</processingStepSettings>`,
+        `      <processingStepSettings>${escapeXml(step.editorRef.replace(':', '='))}</processingStepSettings>`,
       );
     }
     if (step.kind === 'engine') {
