@@ -135,6 +135,12 @@ beforeAll(async () => {
     secret: 's'.repeat(32),
     eventTypes: null,
   });
+  // F2: the item as an archivist described it (an upload names no title of its own).
+  await db.pool.query('UPDATE items SET title = $1 WHERE workspace_id = $2 AND id = $3', [
+    'Was ist Aufklärung?',
+    ws,
+    transcribed.pages[0].itemId,
+  ]);
   fixture = {
     collectionId: collection.id,
     itemId: transcribed.pages[0].itemId,
@@ -309,8 +315,11 @@ describe('people by name (R7, R10)', () => {
     await page.goto(`/pages/${fixture.pageId}`);
     // R7: the item by its title and the page by its place, not by ids.
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(
-      'Page 1 of 1 · kant-0017.tif',
+      'Page 1 of 1 · Was ist Aufklärung?',
     );
+    const crumbs = await page.getByRole('navigation', { name: 'Breadcrumb' }).textContent();
+    expect(crumbs).toContain('Was ist Aufklärung?');
+    expect(crumbs).not.toContain(fixture.itemId);
     await page.getByRole('button', { name: 'Edit', exact: true }).click();
     await page.getByLabel('Line 1', { exact: true }).fill('Beantwortung der Frage:');
     await page.getByRole('button', { name: /Save 1 change/ }).click();
