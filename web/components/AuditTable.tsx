@@ -36,10 +36,10 @@ export function AuditTable({ entries, caption }: { entries: AuditEntry[]; captio
                 <code>{entry.action}</code>
               </td>
               <td data-label="Target">{entry.target}</td>
-              <td data-label="Before" className="mono small">
+              <td data-label="Before" className="mono small break">
                 {show(entry.before)}
               </td>
-              <td data-label="After" className="mono small">
+              <td data-label="After" className="mono small break">
                 {show(entry.after)}
               </td>
             </tr>
