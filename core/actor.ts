@@ -79,6 +79,36 @@ export function actorView(actor: Actor, names: ActorNames, recorded?: string | n
   };
 }
 
+/**
+ * R7: an actor as a screen or an export shows it: the name people read, and beneath it the
+ * row it names, kept for a title, a data attribute or an export's attribute: `ref` as a
+ * machine reads it (`account:7`, the `ActorNames` key), `title` as a person does
+ * (`account 7`). An engine, an imported file and the admin CLI have no row: both are null.
+ */
+export interface ActorDisplay {
+  name: string;
+  ref: string | null;
+  title: string | null;
+}
+
+const ROW_WORDS: Record<NamedActor['kind'], string> = {
+  account: 'account',
+  apiKey: 'API key',
+  operatorKey: 'operator key',
+};
+
+export function actorDisplay(view: ActorView): ActorDisplay {
+  if (view.id === null || !(view.type in ROW_WORDS)) {
+    return { name: view.name, ref: null, title: null };
+  }
+  const kind = view.type as NamedActor['kind'];
+  return {
+    name: view.name,
+    ref: actorKey({ kind, id: view.id }),
+    title: `${ROW_WORDS[kind]} ${view.id}`,
+  };
+}
+
 /** Where a person made an edit: the HTTP API or the console. */
 export type EditChannel = 'api' | 'console';
 

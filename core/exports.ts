@@ -194,6 +194,13 @@ function altoProcessing(provenance: ExportProvenance | undefined): string[] {
     out.push(
       `      <processingStepDescription>${escapeXml(describeStep(step))}</processingStepDescription>`,
     );
+    if (step.kind === 'human' && step.editorRef) {
+      // R7: the editor's account (or key) beside the name (`account=7`): ALTO's agency is
+      // a bare name.
+      out.push(
+        `      <processingStepSettings>${escapeXml(step.editorRef.replace(':', '='))}</processingStepSettings>`,
+      );
+    }
     if (step.kind === 'engine') {
       if (step.model) {
         out.push(

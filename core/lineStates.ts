@@ -128,3 +128,26 @@ export function countLineStates(segments: readonly Segment[]): {
   for (const s of segments) counts[lineStateOf(s)] += 1;
   return { ...counts, fullyVerified: segments.length > 0 && counts.verified === segments.length };
 }
+
+/**
+ * R10: what one revision did to a page's lines, as the audit log counts it: lines a person
+ * changed (now `edited`), lines confirmed (now `verified`), and any other line that changed
+ * (put back by an undo, added or removed by a whole-page edit).
+ */
+export function revisionChanges(
+  before: readonly Segment[],
+  after: readonly Segment[],
+): { edited: number; verified: number; other: number } {
+  const counts = { edited: 0, verified: 0, other: 0 };
+  const earlier = new Map(before.map((s) => [s.index, s]));
+  for (const line of after) {
+    const was = earlier.get(line.index);
+    earlier.delete(line.index);
+    if (sameLine(was, line)) continue;
+    const state = lineStateOf(line);
+    if (state === 'machine') counts.other += 1;
+    else counts[state] += 1;
+  }
+  counts.other += earlier.size;
+  return counts;
+}

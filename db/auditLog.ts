@@ -41,41 +41,58 @@ function actorOfRow(r: {
   }
 }
 
-export type AuditAction =
-  | 'installation.daily_budget'
-  | 'installation.quota'
-  | 'workspace.daily_budget'
-  | 'workspace.quota'
-  | 'workspace.job_cap'
-  | 'workspace.providers'
+/** Every action the audit log records; the audit page offers them as a filter (R10). */
+export const AUDIT_ACTIONS = [
+  'installation.daily_budget',
+  'installation.quota',
+  'workspace.daily_budget',
+  'workspace.quota',
+  'workspace.job_cap',
+  'workspace.providers',
   /** V6: keep recordings, or delete Quire's copy once the engine holds it. */
-  | 'workspace.recording_retention'
-  | 'provider.resume'
-  | 'operator_key.create'
-  | 'operator_key.revoke'
-  | 'job.cancel'
-  | 'job.rerun'
+  'workspace.recording_retention',
+  'provider.resume',
+  'operator_key.create',
+  'operator_key.revoke',
+  /** R10: an upload (a batch of files, its pages and the jobs started for them). */
+  'batch.create',
+  /** R10: a job started on its own (POST transcription-jobs), not by an upload or a re-run. */
+  'job.start',
+  'job.cancel',
+  'job.rerun',
   /** V3: a job started to read every line, those a person edited or verified too. */
-  | 'job.overwrite_human_lines'
-  | 'batch.cancel'
-  | 'collection.create'
-  | 'collection.update'
-  | 'collection.delete'
-  | 'item.update'
-  | 'item.pages'
-  | 'page.edit'
-  | 'page.publish'
-  | 'member.invite'
+  'job.overwrite_human_lines',
+  'batch.cancel',
+  'collection.create',
+  'collection.update',
+  'collection.delete',
+  'item.update',
+  'item.pages',
+  /** R10: an item deleted with its pages (their ids in `before`). */
+  'item.delete',
+  /** R10: a person's revision of a page, with the lines it edited and verified (counts). */
+  'page.edit',
+  'page.publish',
+  'webhook.create',
+  'webhook.delete',
+  'member.invite',
   /** R1: an owner revoked a pending invitation; its link opens nothing. */
-  | 'member.revoke_invitation'
-  | 'member.join'
-  | 'member.change_role'
-  | 'member.remove'
-  | 'api_key.create'
-  | 'api_key.revoke'
-  | 'account.create'
-  | 'account.disable'
-  | 'account.enable';
+  'member.revoke_invitation',
+  'member.join',
+  'member.change_role',
+  'member.remove',
+  'api_key.create',
+  'api_key.revoke',
+  'account.create',
+  'account.disable',
+  'account.enable',
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export function isAuditAction(value: unknown): value is AuditAction {
+  return typeof value === 'string' && (AUDIT_ACTIONS as readonly string[]).includes(value);
+}
 
 export interface AuditEntryInput {
   action: AuditAction;
@@ -102,16 +119,23 @@ export interface AuditEntry {
   after: unknown;
 }
 
-/** Appends one row; call it inside the transaction of the act it records where there is one. */
+/**
+ * Appends one row; call it inside the transaction of the act it records where there is one.
+ * `once`: not when the log holds this action on this target already (an upload retried with
+ * its idempotency key answers the batch it made, and changed nothing the second time).
+ */
 export async function recordAudit(
   db: Queryable,
   actor: AuditActor,
   entry: AuditEntryInput,
+  options: { once?: boolean } = {},
 ): Promise<void> {
   await db.query(
     `INSERT INTO audit_log (actor_kind, actor_key_id, actor_account_id, actor_name, action,
                             target, workspace_id, before, after)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb)`,
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb
+      WHERE NOT $10::boolean
+         OR NOT EXISTS (SELECT 1 FROM audit_log WHERE action = $5 AND target = $6)`,
     [
       RECORDED_KIND[actor.kind],
       actor.kind === 'apiKey' || actor.kind === 'operatorKey' ? actor.id : null,
@@ -122,8 +146,20 @@ export async function recordAudit(
       entry.workspaceId,
       JSON.stringify(entry.before ?? null),
       JSON.stringify(entry.after ?? null),
+      options.once ?? false,
     ],
   );
+}
+
+/**
+ * R10: what the audit page narrows to: one person (an account or a key), one action, and a
+ * span of days (`from` inclusive, `to` exclusive).
+ */
+export interface AuditFilter {
+  actor?: Extract<AuditActor, { kind: 'account' | 'apiKey' }>;
+  action?: AuditAction;
+  from?: Date;
+  to?: Date;
 }
 
 /**
@@ -132,16 +168,31 @@ export async function recordAudit(
  */
 export async function listAudit(
   db: Queryable,
-  filter: { workspaceId: number | null; beforeId?: number; limit?: number },
+  filter: { workspaceId: number | null; beforeId?: number; limit?: number } & AuditFilter,
 ): Promise<{ entries: AuditEntry[]; nextBeforeId: number | null }> {
   const limit = Math.min(Math.max(filter.limit ?? 50, 1), 200);
+  const actor = filter.actor;
   const { rows } = await db.query(
     `SELECT a.id, a.at, a.actor_kind, a.actor_key_id, a.actor_account_id, a.action, a.target,
             a.workspace_id, a.before, a.after, a.actor_name
        FROM audit_log a
       WHERE ($1::bigint IS NULL OR a.workspace_id = $1) AND ($2::bigint IS NULL OR a.id < $2)
+        AND ($4::bigint IS NULL OR a.actor_kind = 'account' AND a.actor_account_id = $4)
+        AND ($5::bigint IS NULL OR a.actor_kind = 'workspace' AND a.actor_key_id = $5)
+        AND ($6::text IS NULL OR a.action = $6)
+        AND ($7::timestamptz IS NULL OR a.at >= $7)
+        AND ($8::timestamptz IS NULL OR a.at < $8)
       ORDER BY a.id DESC LIMIT $3`,
-    [filter.workspaceId, filter.beforeId ?? null, limit + 1],
+    [
+      filter.workspaceId,
+      filter.beforeId ?? null,
+      limit + 1,
+      actor?.kind === 'account' ? actor.id : null,
+      actor?.kind === 'apiKey' ? actor.id : null,
+      filter.action ?? null,
+      filter.from ?? null,
+      filter.to ?? null,
+    ],
   );
   const listed = rows.slice(0, limit).map((r) => ({ row: r, actor: actorOfRow(r) }));
   const names = await actorNames(

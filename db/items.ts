@@ -31,6 +31,8 @@ export async function deleteItem(
   pool: Pool,
   workspaceId: number,
   itemId: string,
+  /** R10: who deletes; recorded in the audit log in the same transaction. */
+  actor?: AuditActor,
 ): Promise<DeletedItem> {
   return withTransaction(pool, async (client) => {
     const item = await client.query(
@@ -60,6 +62,15 @@ export async function deleteItem(
         WHERE workspace_id = $1 AND id = $2`,
       [workspaceId, itemId],
     );
+    if (actor) {
+      await recordAudit(client, actor, {
+        action: 'item.delete',
+        target: `items/${itemId}`,
+        workspaceId,
+        before: { pages: pageIds },
+        after: null,
+      });
+    }
     return { itemId, pages: pageIds.length, blobsHandedToCleanup: blobs };
   });
 }
@@ -197,6 +208,23 @@ export async function getItem(
     [workspaceId, itemId],
   );
   return rows[0] ? toItem(rows[0]) : undefined;
+}
+
+/**
+ * R7: where a page sits in its item as people count (`page 3 of 36`): its rank among the
+ * item's live pages by position, and how many there are.
+ */
+export async function pageNumber(
+  db: Queryable,
+  workspaceId: number,
+  page: { itemId: string; position: number },
+): Promise<{ number: number; of: number }> {
+  const { rows } = await db.query<{ number: number; of: number }>(
+    `SELECT (count(*) FILTER (WHERE position <= $3))::int AS number, count(*)::int AS of
+       FROM pages WHERE workspace_id = $1 AND item_id = $2 AND deleted_at IS NULL`,
+    [workspaceId, page.itemId, page.position],
+  );
+  return rows[0] ?? { number: 1, of: 1 };
 }
 
 /** Which items a listing shows: all, those at the workspace's root, or one collection's. */

@@ -6,7 +6,8 @@ import {
   editedByReference,
   type WorkspaceActor,
 } from '../core/actor';
-import type { AnnotationPage, Segment } from '../core/annotation';
+import { type AnnotationPage, type Segment, segmentsOf } from '../core/annotation';
+import { revisionChanges } from '../core/lineStates';
 import type { MediaKind } from '../core/media';
 import { actorNames } from './actors';
 import { type AuditActor, recordAudit } from './auditLog';
@@ -128,13 +129,27 @@ export async function savePageEdit(
 ): Promise<RevisionWriteOutcome> {
   const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
   if (!page) throw new NotFoundError('page_not_found', 'page not found');
-  return commitRevision(client, {
+  const written = await commitRevision(client, {
     pageId: page.id,
     expectedRevision: args.expectedRevision,
     segments: args.segments,
     language: args.language,
     provenance: { source: 'human', author: args.author, channel: args.channel },
   });
+  if (written.state === 'committed') {
+    // R10: each person's revision in the audit log, with how many lines it edited and verified.
+    await recordAudit(client, args.author, {
+      action: 'page.edit',
+      target: `pages/${page.id}`,
+      workspaceId: page.workspaceId,
+      before: { revision: page.revision },
+      after: {
+        revision: written.revision,
+        ...revisionChanges(segmentsOf(page.annotationPage), args.segments),
+      },
+    });
+  }
+  return written;
 }
 
 export interface RevisionSummary {

@@ -9,6 +9,7 @@ import {
   validateWebhookSecret,
   validateWebhookUrl,
 } from '../core/webhookValidation';
+import { type AuditActor, recordAudit } from './auditLog';
 import { type Pool, type Queryable, withTransaction } from './pool';
 import { GIVEN_UP_DELIVERY_LIST } from './sql';
 
@@ -91,6 +92,8 @@ export interface CreateSubscriptionInput {
   url: string;
   secret: string;
   eventTypes?: string[] | null;
+  /** R10: who creates it; recorded in the audit log in the same transaction. */
+  actor?: AuditActor;
 }
 
 /**
@@ -134,7 +137,18 @@ export async function createSubscription(
        RETURNING ${SUBSCRIPTION_COLUMNS}`,
       [id, input.workspaceId, url.toString(), sealed, eventTypes],
     );
-    return toSubscription(rows[0]!);
+    const created = toSubscription(rows[0]!);
+    if (input.actor) {
+      // The URL and event types only: the secret never reaches the log.
+      await recordAudit(client, input.actor, {
+        action: 'webhook.create',
+        target: `webhooks/${created.id}`,
+        workspaceId: input.workspaceId,
+        before: null,
+        after: { url: created.url, eventTypes: created.eventTypes },
+      });
+    }
+    return created;
   });
 }
 
@@ -171,10 +185,12 @@ export async function deleteSubscription(
   pool: Pool,
   workspaceId: number,
   subscriptionId: string,
+  /** R10: who deletes it; recorded in the audit log in the same transaction. */
+  actor?: AuditActor,
 ): Promise<boolean> {
   return withTransaction(pool, async (client) => {
-    const found = await client.query(
-      'SELECT id FROM webhook_subscriptions WHERE workspace_id = $1 AND id = $2 FOR UPDATE',
+    const found = await client.query<{ id: string; url: string }>(
+      'SELECT id, url FROM webhook_subscriptions WHERE workspace_id = $1 AND id = $2 FOR UPDATE',
       [workspaceId, subscriptionId],
     );
     if (found.rowCount === 0) return false;
@@ -186,6 +202,15 @@ export async function deleteSubscription(
       [workspaceId, subscriptionId],
     );
     if (deleted.rowCount !== 1) throw new Error('subscription vanished while locked');
+    if (actor) {
+      await recordAudit(client, actor, {
+        action: 'webhook.delete',
+        target: `webhooks/${subscriptionId}`,
+        workspaceId,
+        before: { url: found.rows[0]!.url },
+        after: null,
+      });
+    }
     return true;
   });
 }

@@ -53,6 +53,9 @@ const config: NextConfig = {
       ].map((source) => ({ source, headers: dataPolicy })),
     ];
   },
+  // R8: an act a role may not take, posted to a server action anyway, answers 403 through
+  // `forbidden()` (web/lib/session.ts requireAct) and app/forbidden.tsx, never an error page.
+  experimental: { authInterrupts: true },
   reactStrictMode: true,
   output: 'standalone',
   // Tests build into a directory of their own so they never race a developer's `.next`.

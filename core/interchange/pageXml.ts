@@ -114,6 +114,10 @@ function pageMetadataItems(provenance: ExportProvenance | undefined): string[] {
   if (!provenance) return [];
   return provenance.steps.map((step) => {
     const name = step.kind === 'human' ? 'edit' : step.kind;
-    return `    <MetadataItem type="processingStep" name="${name}" value="${escapeXml(describeStep(step))}" date="${step.at.toISOString()}"/>`;
+    const item = `    <MetadataItem type="processingStep" name="${name}" value="${escapeXml(describeStep(step))}" date="${step.at.toISOString()}"`;
+    if (step.kind !== 'human' || !step.editorRef) return `${item}/>`;
+    // R7: the editor's account (or key) beside the name, as a label PAGE keeps.
+    const [kind, id] = step.editorRef.split(':');
+    return `${item}>\n      <Labels externalModel="quire"><Label type="${kind}" value="${id}"/></Labels>\n    </MetadataItem>`;
   });
 }

@@ -6,7 +6,7 @@
  * from `page_revisions` (db/pages.ts `listRevisions`), their editors named there (R7).
  */
 
-import type { ActorNames, ActorView } from '../actor';
+import { type ActorNames, type ActorView, actorDisplay } from '../actor';
 
 export interface RevisionRecord {
   revision: number;
@@ -39,7 +39,14 @@ export type ProvenanceStep =
       producer: string | null;
       filename: string | null;
     }
-  | { kind: 'human'; revision: number; at: Date; editedBy: string };
+  | {
+      kind: 'human';
+      revision: number;
+      at: Date;
+      editedBy: string;
+      /** R7: the account or key behind the name, kept beside it in an export (`account:7`). */
+      editorRef: string | null;
+    };
 
 export interface ExportProvenance {
   /** The revision exported. */
@@ -89,6 +96,7 @@ export function provenanceOf(
         revision: r.revision,
         at: r.createdAt,
         editedBy: r.editedByActor?.name ?? 'unknown',
+        editorRef: r.editedByActor ? actorDisplay(r.editedByActor).ref : null,
       });
     }
   }

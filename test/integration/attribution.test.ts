@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import type { Principal } from '../../core/roles';
 import { createAccount, putMember } from '../../db/accounts';
-import { listAudit } from '../../db/auditLog';
+import { type AuditFilter, listAudit } from '../../db/auditLog';
 import { listRevisions } from '../../db/pages';
 import { createSession, touchSession } from '../../db/sessions';
 import { addApiKey, createWorkspace } from '../../db/workspaces';
@@ -157,6 +157,9 @@ describe('attribution (R5)', () => {
     const edited = await edit();
     expect(edited.state).toBe('committed');
     const internal = /console:|account:|api-key:|API key null|account \d/;
+    // What a person reads: the text of the markup. The id stays beneath, in attributes.
+    const shown = (html: string) => html.replace(/<[^>]+>/g, ' ');
+    const beneath = `title="account ${editor.actor.id}" data-actor="account:${editor.actor.id}"`;
 
     // The audit page (console) draws the audit list with AuditTable.
     const { entries } = await listAudit(quire.db.pool, { workspaceId: ws, limit: 50 });
@@ -164,7 +167,8 @@ describe('attribution (R5)', () => {
     expect(cancel).toBeDefined();
     const auditHtml = renderToStaticMarkup(AuditTable({ entries: [cancel!], caption: 'audit' }));
     expect(auditHtml).toContain('Eda Editor');
-    expect(auditHtml).not.toMatch(internal);
+    expect(shown(auditHtml)).not.toMatch(internal);
+    expect(auditHtml).toContain(beneath);
 
     // The page view's revision history.
     const revisions = (await listRevisions(quire.db.pool, ws, pageId, { limit: 10 }))!;
@@ -172,7 +176,8 @@ describe('attribution (R5)', () => {
       RevisionHistory({ revisions, publishedRevision: null }),
     );
     expect(historyHtml).toContain('Eda Editor');
-    expect(historyHtml).not.toMatch(internal);
+    expect(shown(historyHtml)).not.toMatch(internal);
+    expect(historyHtml).toContain(beneath);
 
     // An export's provenance names the person who edited.
     const exportRoute: RouteModule = await import(
@@ -188,6 +193,10 @@ describe('attribution (R5)', () => {
     expect(alto.status).toBe(200);
     expect(alto.text).toContain('<processingAgency>Eda Editor</processingAgency>');
     expect(alto.text).toContain('edited by Eda Editor');
+    // The account stays beside the name, where each format keeps such a thing.
+    expect(alto.text).toContain(
+      `<processingStepSettings>account=${editor.actor.id}</processingStepSettings>`,
+    );
     expect(alto.text).not.toMatch(/console:|account:/);
     // PAGE says who set each line's state, by name too.
     const pageXml = await call(
@@ -199,6 +208,149 @@ describe('attribution (R5)', () => {
     );
     expect(pageXml.status).toBe(200);
     expect(pageXml.text).toContain('comments="edited by Eda Editor at ');
+    expect(pageXml.text).toContain('value="revision 1: edited by Eda Editor"');
+    expect(pageXml.text).toContain(
+      `<Labels externalModel="quire"><Label type="account" value="${editor.actor.id}"/></Labels>`,
+    );
     expect(pageXml.text).not.toMatch(/console:|account:/);
   }, 60_000);
+});
+
+describe('the audit log names the person of every change (R10)', () => {
+  /** The rows of one action on one target, as the audit listing gives them. */
+  const rowsOf = async (action: string, target: string, filter: Partial<AuditFilter> = {}) =>
+    (await listAudit(quire.db.pool, { workspaceId: ws, limit: 200, ...filter })).entries.filter(
+      (e) => e.action === action && e.target === target,
+    );
+
+  it('R10 uploads, job starts, edits and verifications (counted), item deletes and webhook changes each have their row with the account or key', async () => {
+    const jobs = await import('../../web/services/jobs');
+    const pages = await import('../../web/services/pages');
+    const webhooks = await import('../../web/services/webhooks');
+    const sync = { type: 'apiKey', name: 'catalogue sync' };
+    const eda = { type: 'account', id: editor.actor.id, name: 'Eda Editor' };
+    const olga = { type: 'account', id: owner.actor.id, name: 'Olga Owner' };
+
+    // An upload through the API with the key: its batch, its pages and jobs, by the key.
+    const upload = await uploadWithKey(ws, key, 'audited.png');
+    expect(upload.status).toBe(201);
+    const { pageId, jobId, itemId } = upload.json.pages[0];
+    const [uploaded] = await rowsOf('batch.create', `batches/${upload.json.batchId}`);
+    expect(uploaded?.actor).toMatchObject(sync);
+    expect(uploaded?.after).toEqual({ pages: 1, items: 1, jobs: 1 });
+
+    // A job started on its own, by the editor.
+    await jobs.cancelJob(editor, jobId);
+    const started = await jobs.startJob(editor, { pageId });
+    const [start] = await rowsOf('job.start', `transcription-jobs/${started.jobId}`);
+    expect(start?.actor).toMatchObject(eda);
+    await jobs.cancelJob(editor, started.jobId);
+
+    // The editor's revision edits one line; the owner's verifies both: counts per revision.
+    const box = (y: number) => ({ kind: 'xywh' as const, box: { x: 0, y, w: 40, h: 10 } });
+    const first = await pages.editPage(editor, {
+      pageId,
+      expectedRevision: 0,
+      edit: {
+        segments: [
+          { index: 0, text: 'Marriages, 1790', target: box(0) },
+          { index: 1, text: 'Banns read', target: box(10) },
+        ],
+      },
+      channel: 'api',
+    });
+    expect(first.state).toBe('committed');
+    const second = await pages.editPage(editor, {
+      pageId,
+      expectedRevision: 1,
+      edit: { texts: [{ index: 1, text: 'Banns read thrice' }] },
+      channel: 'console',
+    });
+    expect(second.state).toBe('committed');
+    const verified = await pages.editPage(owner, {
+      pageId,
+      expectedRevision: 2,
+      edit: { verify: [0, 1] },
+      channel: 'console',
+    });
+    expect(verified.state).toBe('committed');
+    const edits = await rowsOf('page.edit', `pages/${pageId}`);
+    expect(edits.map((e) => [e.actor.name, e.before, e.after]).reverse()).toEqual([
+      ['Eda Editor', { revision: 0 }, { revision: 1, edited: 2, verified: 0, other: 0 }],
+      ['Eda Editor', { revision: 1 }, { revision: 2, edited: 1, verified: 0, other: 0 }],
+      ['Olga Owner', { revision: 2 }, { revision: 3, edited: 0, verified: 2, other: 0 }],
+    ]);
+
+    // DELETE /items/{id} with the write key: 200, and the row names the key and the pages.
+    const itemRoute: RouteModule = await import(
+      '../../web/app/api/v1/workspaces/[ws]/items/[itemId]/route'
+    );
+    const deleted = await call(
+      itemRoute,
+      'DELETE',
+      `/workspaces/${ws}/items/${itemId}`,
+      { ws: String(ws), itemId },
+      { key },
+    );
+    expect(deleted.status).toBe(200);
+    const [gone] = await rowsOf('item.delete', `items/${itemId}`);
+    expect(gone?.actor).toMatchObject(sync);
+    expect(gone?.before).toEqual({ pages: [pageId] });
+
+    // A webhook made and deleted by the owner; the secret never reaches the log.
+    const settings = { ...quire.config, QUIRE_WEBHOOK_ALLOW_HOSTS: 'localhost' };
+    const secret = 'a-webhook-secret-that-is-long-enough-0123';
+    const hook = await webhooks.createWebhook(
+      owner,
+      { url: 'https://localhost/audited-hook', secret, eventTypes: null },
+      settings,
+    );
+    await webhooks.deleteWebhook(owner, hook.id);
+    const [made] = await rowsOf('webhook.create', `webhooks/${hook.id}`);
+    const [dropped] = await rowsOf('webhook.delete', `webhooks/${hook.id}`);
+    expect(made?.actor).toMatchObject(olga);
+    expect(made?.after).toMatchObject({ url: 'https://localhost/audited-hook' });
+    expect(JSON.stringify(made)).not.toContain(secret);
+    expect(dropped?.actor).toMatchObject(olga);
+  }, 60_000);
+
+  it('R10 the log filters by person, by action and by days', async () => {
+    const byEda = await listAudit(quire.db.pool, {
+      workspaceId: ws,
+      limit: 200,
+      actor: { kind: 'account', id: editor.actor.id },
+    });
+    expect(byEda.entries.length).toBeGreaterThan(0);
+    expect(byEda.entries.every((e) => e.actor.name === 'Eda Editor')).toBe(true);
+    const { rows } = await quire.db.pool.query(
+      'SELECT id FROM api_keys WHERE workspace_id = $1 AND label = $2',
+      [ws, 'catalogue sync'],
+    );
+    const byKey = await listAudit(quire.db.pool, {
+      workspaceId: ws,
+      limit: 200,
+      actor: { kind: 'apiKey', id: Number(rows[0].id) },
+    });
+    expect(byKey.entries.length).toBeGreaterThan(0);
+    expect(byKey.entries.every((e) => e.actor.name === 'catalogue sync')).toBe(true);
+    const edits = await listAudit(quire.db.pool, {
+      workspaceId: ws,
+      limit: 200,
+      action: 'page.edit',
+    });
+    expect(edits.entries.length).toBeGreaterThan(0);
+    expect(edits.entries.every((e) => e.action === 'page.edit')).toBe(true);
+    const today = new Date(new Date().toISOString().slice(0, 10));
+    const tomorrow = new Date(today.getTime() + 86_400_000);
+    const all = await listAudit(quire.db.pool, { workspaceId: ws, limit: 200 });
+    const sinceToday = await listAudit(quire.db.pool, {
+      workspaceId: ws,
+      limit: 200,
+      from: today,
+      to: tomorrow,
+    });
+    expect(sinceToday.entries.length).toBe(all.entries.length);
+    const before = await listAudit(quire.db.pool, { workspaceId: ws, limit: 200, to: today });
+    expect(before.entries).toEqual([]);
+  });
 });

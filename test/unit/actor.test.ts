@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   type Actor,
+  actorDisplay,
   actorName,
   actorOfLineAuthor,
   actorView,
+  CLI_ACTOR,
   editedByReference,
   lineAuthorOf,
   streamPrincipal,
@@ -52,5 +54,35 @@ describe('R7 one actor, shown by name', () => {
     });
     expect(streamPrincipal({ kind: 'apiKey', id: 3 }, 'api')).toBe('key:3');
     expect(streamPrincipal({ kind: 'apiKey', id: 3 }, 'console')).toBe('console:api-key:3');
+  });
+});
+
+describe('R7 the display of who acted', () => {
+  it('R7 actorDisplay gives the name, with the account or key it names kept beneath (ref and title); engines, imports and the CLI name no row', () => {
+    expect(actorDisplay(actorView({ kind: 'account', id: 1 }, names))).toEqual({
+      name: 'Ada Lovelace',
+      ref: 'account:1',
+      title: 'account 1',
+    });
+    expect(actorDisplay(actorView({ kind: 'apiKey', id: 3 }, names))).toEqual({
+      name: 'catalogue sync',
+      ref: 'apiKey:3',
+      title: 'API key 3',
+    });
+    expect(actorDisplay(actorView({ kind: 'operatorKey', id: 2 }, names)).title).toBe(
+      'operator key 2',
+    );
+    // A name kept with the act is shown; the id beneath is the row's, not the name's.
+    expect(actorDisplay(actorView({ kind: 'account', id: 9 }, names, 'Ada King'))).toEqual({
+      name: 'Ada King',
+      ref: 'account:9',
+      title: 'account 9',
+    });
+    for (const actor of [{ kind: 'engine', engine: 'kraken' }, { kind: 'import' }, CLI_ACTOR]) {
+      const shown = actorDisplay(actorView(actor as Actor, names));
+      expect(shown.ref).toBeNull();
+      expect(shown.title).toBeNull();
+      expect(shown.name).not.toMatch(/null|undefined|:/);
+    }
   });
 });

@@ -11,6 +11,7 @@ import {
   countLineStates,
   humanLineIndexes,
   mergeLines,
+  revisionChanges,
   stampEdit,
   stampVerified,
 } from '../../core/lineStates';
@@ -183,5 +184,23 @@ describe('V3 protected lines on a re-run', () => {
     // overwriteHumanLines: nothing protected, every line the engine's.
     const all = assembleTranscript(saved, previous, { usePolish: false, protectedLines: [] });
     expect(all.kept).toBe(0);
+  });
+});
+
+describe('R10 what a revision did, as the audit log counts it', () => {
+  it('R10 revisionChanges counts the lines a revision edited and verified, and any other change', () => {
+    const base = page();
+    const edited = stampEdit(base, withText(withText(base, 0, 'ONE'), 2, 'THREE'), alice, T1);
+    expect(revisionChanges(base, edited)).toEqual({ edited: 2, verified: 0, other: 0 });
+    const verified = stampVerified(edited, [0, 1], bob, T1);
+    expect(revisionChanges(edited, verified)).toEqual({ edited: 0, verified: 2, other: 0 });
+    // An undo puts a machine line back; a whole-page edit may drop a line.
+    expect(revisionChanges(edited, [base[0]!, edited[1]!, edited[2]!])).toEqual({
+      edited: 0,
+      verified: 0,
+      other: 1,
+    });
+    expect(revisionChanges(base, base.slice(0, 2))).toEqual({ edited: 0, verified: 0, other: 1 });
+    expect(revisionChanges(base, base)).toEqual({ edited: 0, verified: 0, other: 0 });
   });
 });

@@ -1,4 +1,4 @@
-import { permits } from '@quire/core/roles';
+import { ACTIONS, permits } from '@quire/core/roles';
 import { providersDigest } from '@quire/db/console';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { NavLinks } from '@quire/web/components/NavLinks';
@@ -37,7 +37,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
             <NavLinks
               temporalUiUrl={operator ? config().QUIRE_TEMPORAL_UI_URL : undefined}
               operator={!principal}
-              owner={principal ? permits(principal.grant, 'member.invite') : false}
+              allowed={principal ? ACTIONS.filter((act) => permits(principal.grant, act)) : []}
             />
           ) : null}
           {session ? (

@@ -1,3 +1,4 @@
+import { permits } from '@quire/core/roles';
 import { listCollections } from '@quire/db/collections';
 import { listItems } from '@quire/db/items';
 import { CollectionList, FormNotice, ItemTable } from '@quire/web/components/Archive';
@@ -48,9 +49,11 @@ export default async function ArchiveHome({
           <Link className="button secondary" href="/search">
             Search
           </Link>
-          <Link className="button" href="/upload">
-            Upload files
-          </Link>
+          {permits(principal.grant, 'batch.create') ? (
+            <Link className="button" href="/upload" data-act="batch.create">
+              Upload files
+            </Link>
+          ) : null}
         </div>
       </div>
       <FormNotice error={queryValue(query.error)} done={queryValue(query.done)} />
@@ -62,19 +65,22 @@ export default async function ArchiveHome({
         ) : (
           <CollectionList collections={collections} />
         )}
-        <form
-          action={createCollectionAction}
-          className="inline-form"
-          aria-label="Create a collection"
-        >
-          <div className="field">
-            <label htmlFor="new-collection-title">New collection</label>
-            <input id="new-collection-title" name="title" required maxLength={500} />
-          </div>
-          <div className="field-actions">
-            <button type="submit">Create collection</button>
-          </div>
-        </form>
+        {permits(principal.grant, 'collection.create') ? (
+          <form
+            action={createCollectionAction}
+            className="inline-form"
+            aria-label="Create a collection"
+            data-act="collection.create"
+          >
+            <div className="field">
+              <label htmlFor="new-collection-title">New collection</label>
+              <input id="new-collection-title" name="title" required maxLength={500} />
+            </div>
+            <div className="field-actions">
+              <button type="submit">Create collection</button>
+            </div>
+          </form>
+        ) : null}
       </section>
 
       <section aria-labelledby="items-heading">
@@ -82,10 +88,14 @@ export default async function ArchiveHome({
         {items.length === 0 && !after ? (
           <section className="empty card">
             <h3>No items here</h3>
-            <p className="muted">
-              <Link href="/upload">Upload files</Link>; each upload's files become the pages of an
-              item.
-            </p>
+            {permits(principal.grant, 'batch.create') ? (
+              <p className="muted">
+                <Link href="/upload" data-act="batch.create">
+                  Upload files
+                </Link>
+                ; each upload's files become the pages of an item.
+              </p>
+            ) : null}
           </section>
         ) : (
           <ItemTable items={items} caption="Items in no collection" />

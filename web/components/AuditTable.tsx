@@ -1,4 +1,5 @@
 import type { AuditEntry } from '@quire/db/auditLog';
+import { ActorName } from './ActorName';
 import { Time } from './Time';
 
 const show = (value: unknown) => (value === null ? '–' : JSON.stringify(value));
@@ -28,15 +29,17 @@ export function AuditTable({ entries, caption }: { entries: AuditEntry[]; captio
               <td data-label="When">
                 <Time date={entry.at} />
               </td>
-              <td data-label="Actor">{entry.actor.name}</td>
+              <td data-label="Actor">
+                <ActorName actor={entry.actor} />
+              </td>
               <td data-label="Action">
                 <code>{entry.action}</code>
               </td>
               <td data-label="Target">{entry.target}</td>
-              <td data-label="Before" className="mono small">
+              <td data-label="Before" className="mono small break">
                 {show(entry.before)}
               </td>
-              <td data-label="After" className="mono small">
+              <td data-label="After" className="mono small break">
                 {show(entry.after)}
               </td>
             </tr>

@@ -11,6 +11,7 @@ export function CancelBatchButton({ batchId, active }: { batchId: string; active
     <form
       action={action}
       className="actions"
+      data-act="batch.cancel"
       onSubmit={(e) => {
         if (
           !window.confirm(

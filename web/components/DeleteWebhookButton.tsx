@@ -6,6 +6,7 @@ export function DeleteWebhookButton({ webhookId, url }: { webhookId: string; url
     <form
       action={deleteWebhookAction}
       className="inline-form"
+      data-act="webhook.delete"
       onSubmit={(e) => {
         if (!window.confirm(`Delete the webhook to ${url}? Its delivery log is deleted too.`))
           e.preventDefault();

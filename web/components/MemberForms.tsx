@@ -1,4 +1,5 @@
 'use client';
+import type { Action } from '@quire/core/roles';
 import {
   changeRoleAction,
   createKeyAction,
@@ -37,18 +38,21 @@ function Outcome({ state }: { state: MembersActionState }) {
 
 function ActionForm({
   action,
+  act,
   children,
   label,
   className,
 }: {
   action: (s: MembersActionState, f: FormData) => Promise<MembersActionState>;
+  /** R8: the act of core/roles.ts the form does (its `data-act`). */
+  act: Action;
   children: ReactNode;
   label: string;
   className?: string;
 }) {
   const [state, run, pending] = useActionState(action, INITIAL);
   return (
-    <form action={run} className={className ?? 'stack'}>
+    <form action={run} className={className ?? 'stack'} data-act={act}>
       {children}
       <button type="submit" disabled={pending}>
         {label}
@@ -61,7 +65,7 @@ function ActionForm({
 export function InviteForm() {
   const id = useId();
   return (
-    <ActionForm action={inviteAction} label="Invite" className="card stack">
+    <ActionForm action={inviteAction} act="member.invite" label="Invite" className="card stack">
       <label htmlFor={`${id}-email`}>Email</label>
       <input id={`${id}-email`} name="email" type="email" required />
       <label htmlFor={`${id}-role`}>Role</label>
@@ -85,7 +89,12 @@ export function RoleForm({
 }) {
   const id = useId();
   return (
-    <ActionForm action={changeRoleAction} label="Change role" className="actions">
+    <ActionForm
+      action={changeRoleAction}
+      act="member.change_role"
+      label="Change role"
+      className="actions"
+    >
       <input type="hidden" name="accountId" value={accountId} />
       <label htmlFor={`${id}-role`} className="sr-only">
         Role of {name}
@@ -101,7 +110,12 @@ export function RoleForm({
 
 export function RemoveMemberForm({ accountId, name }: { accountId: number; name: string }) {
   return (
-    <ActionForm action={removeMemberAction} label={`Remove ${name}`} className="actions">
+    <ActionForm
+      action={removeMemberAction}
+      act="member.remove"
+      label={`Remove ${name}`}
+      className="actions"
+    >
       <input type="hidden" name="accountId" value={accountId} />
     </ActionForm>
   );
@@ -110,7 +124,12 @@ export function RemoveMemberForm({ accountId, name }: { accountId: number; name:
 export function CreateKeyForm() {
   const id = useId();
   return (
-    <ActionForm action={createKeyAction} label="Make key" className="card stack">
+    <ActionForm
+      action={createKeyAction}
+      act="api_key.create"
+      label="Make key"
+      className="card stack"
+    >
       <label htmlFor={`${id}-name`}>Key name</label>
       <input id={`${id}-name`} name="name" required maxLength={200} />
       <label htmlFor={`${id}-scope`}>Scope</label>
@@ -124,7 +143,12 @@ export function CreateKeyForm() {
 
 export function RevokeKeyForm({ apiKeyId, name }: { apiKeyId: number; name: string }) {
   return (
-    <ActionForm action={revokeKeyAction} label={`Revoke ${name}`} className="actions">
+    <ActionForm
+      action={revokeKeyAction}
+      act="api_key.revoke"
+      label={`Revoke ${name}`}
+      className="actions"
+    >
       <input type="hidden" name="apiKeyId" value={apiKeyId} />
     </ActionForm>
   );
@@ -140,6 +164,7 @@ export function RevokeInvitationForm({
   return (
     <ActionForm
       action={revokeInvitationAction}
+      act="member.revoke_invitation"
       label={`Revoke the invitation of ${email}`}
       className="actions"
     >

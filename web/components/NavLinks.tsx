@@ -1,22 +1,31 @@
 'use client';
+import type { Action } from '@quire/core/roles';
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
 
-const LINKS = [
+interface NavLink {
+  href: string;
+  label: string;
+  /** R8: shown only to a role that may take this act (core/roles.ts). */
+  act?: Action;
+}
+
+const LINKS: NavLink[] = [
   // F4: the archive is home; jobs, batches and operations stay one click away.
   { href: '/', label: 'Archive' },
   { href: '/search', label: 'Search' },
   { href: '/jobs', label: 'Jobs' },
-  { href: '/upload', label: 'Upload' },
+  { href: '/upload', label: 'Upload', act: 'batch.create' },
   { href: '/batches', label: 'Batches' },
   { href: '/review', label: 'Review' },
   { href: '/providers', label: 'Providers' },
   { href: '/webhooks', label: 'Webhooks' },
   { href: '/operations', label: 'Operations' },
   { href: '/audit', label: 'Audit' },
+  // R1: owners manage members and keys.
+  { href: '/members', label: 'Members', act: 'member.invite' },
 ];
-const OWNER_LINKS = [{ href: '/members', label: 'Members' }];
-const OPERATOR_LINKS = [
+const OPERATOR_LINKS: NavLink[] = [
   { href: '/operator', label: 'Operator' },
   // R3: disabling and enabling the installation's accounts.
   { href: '/operator/accounts', label: 'Accounts' },
@@ -26,17 +35,19 @@ const OPERATOR_LINKS = [
 export function NavLinks({
   temporalUiUrl,
   operator = false,
-  owner = false,
+  allowed = [],
 }: {
   /** R4: given to operator sessions only; the Temporal UI is the operators'. */
   temporalUiUrl?: string;
   /** M1: an operator session sees the operator view, not a workspace's pages. */
   operator?: boolean;
-  /** R1: owners manage members and keys. */
-  owner?: boolean;
+  /** R8: the acts the signed-in role may take; a link to an act outside them is not shown. */
+  allowed?: readonly Action[];
 }) {
   const pathname = usePathname() ?? '';
-  const links = operator ? OPERATOR_LINKS : owner ? [...LINKS, ...OWNER_LINKS] : LINKS;
+  const links = operator
+    ? OPERATOR_LINKS
+    : LINKS.filter((link) => !link.act || allowed.includes(link.act));
   const under = (href: string) => pathname === href || pathname.startsWith(`${href}/`);
   // A section inside another (/operator/accounts in /operator) is the current one, not both.
   const deeper = (href: string) =>
@@ -54,7 +65,11 @@ export function NavLinks({
               (link.href === '/jobs' && pathname.startsWith('/pages/')));
           return (
             <li key={link.href}>
-              <Link href={link.href} aria-current={current ? 'page' : undefined}>
+              <Link
+                href={link.href}
+                aria-current={current ? 'page' : undefined}
+                data-act={link.act}
+              >
                 {link.label}
               </Link>
             </li>

@@ -1,4 +1,5 @@
 'use client';
+import { type ActorDisplay, actorDisplay, actorOfLineAuthor, actorView } from '@quire/core/actor';
 import type { LineState } from '@quire/core/annotation';
 import type { MediaKind } from '@quire/core/media';
 import {
@@ -34,14 +35,16 @@ interface Props {
   recordingRetention: 'keep' | 'delete-after-recognition';
   /** F3: the line a search hit named (`?line=`), selected and scrolled to on arrival. */
   initialLine?: number | null;
+  /** R8: the role may edit and verify lines (core/roles.ts `page.edit`); else the page is read. */
+  mayEdit: boolean;
 }
 
 type Conflict = {
   revision: number;
   current: Map<number, string>;
   choice: Map<number, 'mine' | 'theirs'>;
-  /** V4: who wrote the other text of each line, when known. */
-  authors: Map<number, string>;
+  /** V4: who wrote the other text of each line, when known (R7: by name, the id beneath). */
+  authors: Map<number, ActorDisplay>;
 };
 
 /** V1: the words a line's state is shown with. */
@@ -68,6 +71,7 @@ export function PageWorkspace({
   mediaUrl,
   recordingRetention,
   initialLine = null,
+  mayEdit,
 }: Props) {
   const [active, setActive] = useState<number | null>(null);
   const [selected, setSelected] = useState<number | null>(
@@ -121,11 +125,14 @@ export function PageWorkspace({
     } else if (result.state === 'conflict' || result.state === 'lineConflict') {
       const current = new Map(result.current.map((c) => [c.index, c.text]));
       const choice = new Map<number, 'mine' | 'theirs'>();
-      const authors = new Map<number, string>();
+      const authors = new Map<number, ActorDisplay>();
       if (result.state === 'lineConflict') {
         for (const c of result.conflicts) {
           choice.set(c.index, 'mine');
-          if (c.theirs?.byName) authors.set(c.index, c.theirs.byName);
+          if (c.theirs?.by && c.theirs.byName) {
+            const by = actorView(actorOfLineAuthor(c.theirs.by), new Map(), c.theirs.byName);
+            authors.set(c.index, actorDisplay(by));
+          }
         }
       } else {
         for (const e of edits) choice.set(e.index, 'mine');
@@ -292,13 +299,24 @@ export function PageWorkspace({
           <h2 id="transcript-heading">
             Transcript <span className="muted small">revision {baseRevision}</span>
           </h2>
-          {segments.length > 0 && !editing && !conflict ? (
+          {segments.length > 0 && !editing && !conflict && mayEdit ? (
             <div className="actions">
-              <button type="button" className="secondary" onClick={() => setEditing(true)}>
+              <button
+                type="button"
+                className="secondary"
+                onClick={() => setEditing(true)}
+                data-act="page.edit"
+              >
                 Edit
               </button>
               {segments.some((s) => s.state !== 'verified') ? (
-                <button type="button" className="secondary" onClick={verifyAll} disabled={pending}>
+                <button
+                  type="button"
+                  className="secondary"
+                  onClick={verifyAll}
+                  disabled={pending}
+                  data-act="page.edit"
+                >
                   Verify all lines
                 </button>
               ) : null}
@@ -318,6 +336,7 @@ export function PageWorkspace({
               {[...conflict.choice.keys()].map((index) => {
                 const mine = drafts.get(index) ?? '';
                 const theirs = conflict.current.get(index) ?? '';
+                const author = conflict.authors.get(index);
                 const name = `choice-${index}`;
                 return (
                   <li key={index} className="conflict-line" data-line={index}>
@@ -358,7 +377,18 @@ export function PageWorkspace({
                         />
                         <span className="choice-label">
                           Revision {conflict.revision}
-                          {conflict.authors.get(index) ? `, by ${conflict.authors.get(index)}` : ''}
+                          {author ? (
+                            <>
+                              , by{' '}
+                              <span
+                                className="actor"
+                                title={author.title ?? undefined}
+                                data-actor={author.ref ?? undefined}
+                              >
+                                {author.name}
+                              </span>
+                            </>
+                          ) : null}
                         </span>
                         <span className="choice-text" data-testid={`theirs-${index}`}>
                           {theirs}
@@ -457,8 +487,8 @@ export function PageWorkspace({
             </button>
           </div>
         ) : null}
-        {kind === 'audio' && speakers.length > 0 && !editing && !conflict ? (
-          <form action={renameSpeaker} className="speaker-rename">
+        {kind === 'audio' && speakers.length > 0 && !editing && !conflict && mayEdit ? (
+          <form action={renameSpeaker} className="speaker-rename" data-act="page.edit">
             <label>
               Speaker{' '}
               <select name="from" defaultValue={speakers[0]}>

@@ -17,7 +17,7 @@ export function PublishButton({
   });
   const current = publishedRevision === revision;
   return (
-    <form action={action} className="actions">
+    <form action={action} className="actions" data-act="page.publish">
       <input type="hidden" name="pageId" value={pageId} />
       <input type="hidden" name="expectedRevision" value={revision} />
       <button type="submit" disabled={pending || current || revision === 0}>

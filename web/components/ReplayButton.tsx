@@ -8,7 +8,7 @@ export function ReplayButton({ deliveryId }: { deliveryId: number }) {
     done: null,
   });
   return (
-    <form action={action} className="inline-form">
+    <form action={action} className="inline-form" data-act="webhook.replay">
       <input type="hidden" name="deliveryId" value={deliveryId} />
       <button
         type="submit"

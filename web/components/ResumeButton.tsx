@@ -9,7 +9,7 @@ export function ResumeButton({ provider }: { provider: string }) {
     resumed: null,
   });
   return (
-    <form action={action} className="inline-form">
+    <form action={action} className="inline-form" data-act="provider.resume">
       <input type="hidden" name="provider" value={provider} />
       <button type="submit" disabled={pending} aria-label={`Resume ${provider}`}>
         {pending ? 'Resuming…' : 'Resume'}

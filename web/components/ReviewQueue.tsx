@@ -16,6 +16,8 @@ import { STATE_LABEL } from './PageWorkspace';
 interface Props {
   itemId: string | null;
   initial: { lines: ReviewLine[]; nextPageToken: string | null };
+  /** R8: the role may edit and verify (core/roles.ts `page.edit`); else the queue is read only. */
+  mayEdit: boolean;
 }
 
 /** A line as the view holds it: what the queue gave, and what was done to it here. */
@@ -39,7 +41,7 @@ const keyOf = (l: ReviewLine) => `${l.pageId}:${l.index}`;
  * Each line is saved as it goes, from the page revision it was read from (V4 merges it with
  * whatever else changed on the page since); a line someone changed meanwhile shows their text.
  */
-export function ReviewQueue({ itemId, initial }: Props) {
+export function ReviewQueue({ itemId, initial, mayEdit }: Props) {
   const [lines, setLines] = useState<Held[]>(() =>
     initial.lines.map((l) => ({ ...l, key: keyOf(l) })),
   );
@@ -238,11 +240,15 @@ export function ReviewQueue({ itemId, initial }: Props) {
         ['j', () => move(1)],
         ['ArrowUp', () => move(-1)],
         ['k', () => move(-1)],
-        ['v', verify],
-        ['e', startEdit],
-        ['Enter', startEdit],
-        ['u', undo],
         ['p', play],
+        ...(mayEdit
+          ? ([
+              ['v', verify],
+              ['e', startEdit],
+              ['Enter', startEdit],
+              ['u', undo],
+            ] as const)
+          : []),
       ]);
       const action = actions.get(event.key);
       if (!action) return;
@@ -266,11 +272,20 @@ export function ReviewQueue({ itemId, initial }: Props) {
 
   return (
     <div className="review" data-testid="review" aria-busy={pending}>
-      <p className="muted small" id="review-keys">
-        Keys: <kbd>↓</kbd> or <kbd>j</kbd> next, <kbd>↑</kbd> or <kbd>k</kbd> previous, <kbd>v</kbd>{' '}
-        verify, <kbd>e</kbd> or <kbd>Enter</kbd> edit (<kbd>Enter</kbd> saves, <kbd>Esc</kbd>{' '}
-        cancels), <kbd>u</kbd> undo{current?.kind === 'audio' ? ', p play the span' : ''}.
-      </p>
+      {mayEdit ? (
+        <p className="muted small" id="review-keys" data-act="page.edit">
+          Keys: <kbd>↓</kbd> or <kbd>j</kbd> next, <kbd>↑</kbd> or <kbd>k</kbd> previous,{' '}
+          <kbd>v</kbd> verify, <kbd>e</kbd> or <kbd>Enter</kbd> edit (<kbd>Enter</kbd> saves,{' '}
+          <kbd>Esc</kbd> cancels), <kbd>u</kbd> undo
+          {current?.kind === 'audio' ? ', p play the span' : ''}.
+        </p>
+      ) : (
+        <p className="muted small" id="review-keys">
+          Keys: <kbd>↓</kbd> or <kbd>j</kbd> next, <kbd>↑</kbd> or <kbd>k</kbd> previous
+          {current?.kind === 'audio' ? ', p play the span' : ''}. Your role reads lines; it does not
+          edit them.
+        </p>
+      )}
       {current ? (
         <section
           className="review-line card"

@@ -1,5 +1,6 @@
 import type { RevisionSummary } from '@quire/db/pages';
 import Link from 'next/link';
+import { ActorName } from './ActorName';
 import { shortId } from './format';
 import { Time } from './Time';
 
@@ -49,7 +50,11 @@ export function RevisionHistory({
                     ) : null}
                   </>
                 ) : r.source === 'human' ? (
-                  (r.editedByActor?.name ?? 'an editor')
+                  r.editedByActor ? (
+                    <ActorName actor={r.editedByActor} />
+                  ) : (
+                    'an editor'
+                  )
                 ) : r.source === 'import' ? (
                   <>
                     imported {String(r.provenance?.format ?? '').toUpperCase()}

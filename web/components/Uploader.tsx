@@ -313,7 +313,12 @@ export function Uploader() {
       </fieldset>
 
       <div className="actions">
-        <button type="button" onClick={upload} disabled={busy || sendable.length === 0}>
+        <button
+          type="button"
+          onClick={upload}
+          disabled={busy || sendable.length === 0}
+          data-act="batch.create"
+        >
           {busy ? 'Uploading…' : sendable.length > 1 ? `Upload ${sendable.length} files` : 'Upload'}
         </button>
         <span

@@ -88,6 +88,7 @@ export function WebhookForm() {
         action={action}
         className="card stack"
         aria-labelledby="create-webhook-heading"
+        data-act="webhook.create"
         onSubmit={() => {
           submitted.current = secret;
         }}

@@ -3,7 +3,9 @@ import { providersForWorkspace } from '@quire/core/jobOptions';
 import type { JobRecord } from '@quire/core/jobStore';
 import { pricesWith } from '@quire/core/pricing';
 import { enabledProviders } from '@quire/core/providerCatalogue';
+import type { Principal } from '@quire/core/roles';
 import type { JobPriority } from '@quire/core/temporal';
+import { recordAudit } from '@quire/db/auditLog';
 import { providersEnabledFor } from '@quire/db/operatorControls';
 import { ingestBatch } from '@quire/ingest/batch';
 import { recordJobsForIngest } from '@quire/ingest/jobs';
@@ -21,10 +23,11 @@ import { config, pool, quireClient } from './server';
  * the API's batches are bulk.
  */
 export async function ingestAndStart(
-  workspaceId: number,
+  principal: Principal,
   request: Request,
   priority: JobPriority = 'bulk',
 ): Promise<NextResponse> {
+  const { workspaceId } = principal;
   const records: JobRecord[] = [];
   const settings = config();
   try {
@@ -49,6 +52,24 @@ export async function ingestAndStart(
       },
       workspaceId,
       request,
+    );
+    // R10: the upload in the audit log with who made it, once its batch is stored; a retry
+    // with the same idempotency key answers that batch and is not recorded again.
+    await recordAudit(
+      pool(),
+      principal.actor,
+      {
+        action: 'batch.create',
+        target: `batches/${result.batchId}`,
+        workspaceId,
+        before: null,
+        after: {
+          pages: result.pages.length,
+          items: new Set(result.pages.map((p) => p.itemId)).size,
+          jobs: result.pages.filter((p) => p.jobId).length,
+        },
+      },
+      { once: true },
     );
     if (records.length > 0) {
       try {

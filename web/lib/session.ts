@@ -1,5 +1,5 @@
 import 'server-only';
-import type { Principal } from '@quire/core/roles';
+import { type Action, type Principal, permits } from '@quire/core/roles';
 import type { OperatorPrincipal } from '@quire/db/operatorKeys';
 import {
   createSession,
@@ -11,7 +11,7 @@ import {
   touchSession,
 } from '@quire/db/sessions';
 import { cookies, headers } from 'next/headers';
-import { notFound, redirect } from 'next/navigation';
+import { forbidden, notFound, redirect } from 'next/navigation';
 import { cache } from 'react';
 import { ApiError, errorResponse } from './api';
 import { assertSameOrigin } from './origin';
@@ -87,6 +87,19 @@ export async function requirePrincipal(): Promise<Principal> {
   if (operatorOfSession(session)) redirect('/operator');
   if (session?.kind === 'account') redirect('/workspaces');
   redirect('/signin');
+}
+
+/**
+ * R8: for a server action that does one act of core/roles.ts: the signed-in principal, when
+ * its role (or key scope) allows the act. The console never offers an act the role does not
+ * allow; one posted anyway ends here, before anything is read or changed, as a 403 that
+ * app/forbidden.tsx answers with the code and its sentence. Next treats `forbidden()` as an
+ * answer, not a failure: nothing is logged, no error page.
+ */
+export async function requireAct(act: Action): Promise<Principal> {
+  const principal = await requirePrincipal();
+  if (!permits(principal.grant, act)) forbidden();
+  return principal;
 }
 
 /** For the operator view: the signed-in operator; a workspace session gets not-found (M1). */

@@ -23,6 +23,16 @@ export async function startJob(
   requireAction(principal, 'job.start');
   const client = await availableQuireClient();
   const started = await client.startJob({ ...input, workspaceId: principal.workspaceId });
+  if (started.created) {
+    // R10: every job started is in the audit log with who started it.
+    await recordAudit(pool(), actorOf(principal), {
+      action: 'job.start',
+      target: `transcription-jobs/${started.jobId}`,
+      workspaceId: principal.workspaceId,
+      before: null,
+      after: { jobId: started.jobId, pageId: input.pageId, provider: input.provider ?? null },
+    });
+  }
   if (started.created && overwritesHumanLines(input.options)) {
     await recordAudit(pool(), actorOf(principal), {
       action: 'job.overwrite_human_lines',

@@ -17,7 +17,7 @@ import {
 import type { Principal } from '@quire/db/workspaces';
 import { assertWebhookTargetAllowed, parseAllowHosts } from '@quire/net/ssrf';
 import { pool } from '@quire/web/lib/server';
-import { requireAction } from './access';
+import { actorOf, requireAction } from './access';
 
 /**
  * W1/W2 for the API and the console alike: creating and deleting a subscription, replaying a
@@ -48,6 +48,7 @@ export async function createWebhook(
     url: input.url,
     secret: input.secret,
     eventTypes: input.eventTypes,
+    actor: actorOf(principal),
   });
 }
 
@@ -57,7 +58,7 @@ export async function deleteWebhook(principal: Principal, webhookId: string): Pr
   const deleted =
     webhookId.length > 0 &&
     webhookId.length <= 64 &&
-    (await deleteSubscription(pool(), principal.workspaceId, webhookId));
+    (await deleteSubscription(pool(), principal.workspaceId, webhookId, actorOf(principal)));
   if (!deleted) throw new WebhookNotFoundError('webhook_not_found', 'webhook not found');
 }
 

@@ -1,6 +1,6 @@
 'use server';
 import { refusalOf } from '@quire/web/lib/errors';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 import { cancelBatch } from '@quire/web/services/jobs';
 import { refresh } from 'next/cache';
 
@@ -14,7 +14,7 @@ export async function cancelBatchAction(
   _previous: BatchActionState,
   form: FormData,
 ): Promise<BatchActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('batch.cancel');
   try {
     const { canceled } = await cancelBatch(principal, String(form.get('batchId') ?? ''));
     refresh();

@@ -3,7 +3,7 @@ import type { ErrorCode } from '@quire/core/errors';
 import { metadataOf, refusedHref } from '@quire/web/lib/archiveForms';
 import { createCollectionBody, updateCollectionBody } from '@quire/web/lib/archiveSchemas';
 import { refusalOf } from '@quire/web/lib/errors';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 import { createCollection, deleteCollection, updateCollection } from '@quire/web/services/archive';
 import { redirect } from 'next/navigation';
 
@@ -21,7 +21,7 @@ function parentOf(form: FormData): number | null {
 const codeOf = (error: unknown): ErrorCode => refusalOf(error).code;
 
 export async function createCollectionAction(form: FormData): Promise<void> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('collection.create');
   const parentId = parentOf(form);
   const back = parentId === null ? '/' : `/collections/${parentId}`;
   const body = createCollectionBody.safeParse({
@@ -41,7 +41,7 @@ export async function createCollectionAction(form: FormData): Promise<void> {
 }
 
 export async function updateCollectionAction(form: FormData): Promise<void> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('collection.update');
   const id = Number(form.get('collectionId'));
   const back = `/collections/${id}`;
   const metadata = metadataOf(form);
@@ -61,7 +61,7 @@ export async function updateCollectionAction(form: FormData): Promise<void> {
 }
 
 export async function moveCollectionAction(form: FormData): Promise<void> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('collection.update');
   const id = Number(form.get('collectionId'));
   const back = `/collections/${id}`;
   let error: ErrorCode | undefined;
@@ -74,7 +74,7 @@ export async function moveCollectionAction(form: FormData): Promise<void> {
 }
 
 export async function deleteCollectionAction(form: FormData): Promise<void> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('collection.delete');
   const id = Number(form.get('collectionId'));
   const parentId = parentOf(form);
   let error: ErrorCode | undefined;

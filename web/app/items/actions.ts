@@ -5,7 +5,7 @@ import { metadataOf, refusedHref } from '@quire/web/lib/archiveForms';
 import { updateItemBody } from '@quire/web/lib/archiveSchemas';
 import { refusalOf } from '@quire/web/lib/errors';
 import { pool } from '@quire/web/lib/server';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 import { arrangePages, updateItem } from '@quire/web/services/archive';
 import { redirect } from 'next/navigation';
 
@@ -20,7 +20,7 @@ const itemPath = (itemId: string) => `/items/${encodeURIComponent(itemId)}`;
 const codeOf = (error: unknown): ErrorCode => refusalOf(error).code;
 
 export async function updateItemAction(form: FormData): Promise<void> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('item.update');
   const itemId = String(form.get('itemId') ?? '');
   const back = itemPath(itemId);
   const metadata = metadataOf(form);
@@ -50,7 +50,7 @@ function orderOf(form: FormData): number[] | undefined {
 }
 
 export async function arrangePagesAction(form: FormData): Promise<void> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('item.arrange');
   const itemId = String(form.get('itemId') ?? '');
   const back = itemPath(itemId);
   const order = orderOf(form);
@@ -66,7 +66,7 @@ export async function arrangePagesAction(form: FormData): Promise<void> {
 
 /** Moves one page to the end of another item (made when it does not exist yet). */
 export async function movePageAction(form: FormData): Promise<void> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('item.arrange');
   const itemId = String(form.get('itemId') ?? '');
   const pageId = Number(form.get('pageId'));
   const target = String(form.get('targetItemId') ?? '').trim();

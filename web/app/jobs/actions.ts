@@ -1,6 +1,6 @@
 'use server';
 import { refusalOf } from '@quire/web/lib/errors';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 import { cancelJob, rerunJob } from '@quire/web/services/jobs';
 import { refresh } from 'next/cache';
 import { redirect } from 'next/navigation';
@@ -15,7 +15,7 @@ export async function cancelJobAction(
   _previous: JobActionState,
   form: FormData,
 ): Promise<JobActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('job.cancel');
   try {
     await cancelJob(principal, String(form.get('jobId') ?? ''));
   } catch (error) {
@@ -33,7 +33,7 @@ export async function rerunJobAction(
   _previous: JobActionState,
   form: FormData,
 ): Promise<JobActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('job.rerun');
   let newJobId: string;
   try {
     ({ jobId: newJobId } = await rerunJob(principal, String(form.get('jobId') ?? '')));

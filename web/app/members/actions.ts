@@ -1,7 +1,7 @@
 'use server';
 import { refusalOf } from '@quire/web/lib/errors';
 import { config } from '@quire/web/lib/server';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 import {
   changeRole,
   createWorkspaceKey,
@@ -29,7 +29,7 @@ export async function inviteAction(
   _previous: MembersActionState,
   form: FormData,
 ): Promise<MembersActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('member.invite');
   try {
     const { token } = await inviteMember(principal, {
       email: String(form.get('email') ?? ''),
@@ -50,7 +50,7 @@ export async function revokeInvitationAction(
   _previous: MembersActionState,
   form: FormData,
 ): Promise<MembersActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('member.revoke_invitation');
   try {
     await revokeWorkspaceInvitation(principal, Number(form.get('invitationId')));
     refresh();
@@ -64,7 +64,7 @@ export async function changeRoleAction(
   _previous: MembersActionState,
   form: FormData,
 ): Promise<MembersActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('member.change_role');
   try {
     await changeRole(principal, {
       accountId: Number(form.get('accountId')),
@@ -81,7 +81,7 @@ export async function removeMemberAction(
   _previous: MembersActionState,
   form: FormData,
 ): Promise<MembersActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('member.remove');
   try {
     await removeWorkspaceMember(principal, Number(form.get('accountId')));
     refresh();
@@ -95,7 +95,7 @@ export async function createKeyAction(
   _previous: MembersActionState,
   form: FormData,
 ): Promise<MembersActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('api_key.create');
   try {
     const { key } = await createWorkspaceKey(principal, {
       name: String(form.get('name') ?? ''),
@@ -112,7 +112,7 @@ export async function revokeKeyAction(
   _previous: MembersActionState,
   form: FormData,
 ): Promise<MembersActionState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('api_key.revoke');
   try {
     await revokeWorkspaceKey(principal, Number(form.get('apiKeyId')));
     refresh();

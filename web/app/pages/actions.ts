@@ -2,7 +2,7 @@
 import { segmentsOf } from '@quire/core/annotation';
 import type { PageRow } from '@quire/db/pages';
 import { refusalOf } from '@quire/web/lib/errors';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 import {
   type EditPageResult,
   editPage,
@@ -97,7 +97,7 @@ async function consoleEdit(
   input: { pageId: number; expectedRevision: number },
   edit: PageEdit,
 ): Promise<SaveResult> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('page.edit');
   if (!Number.isSafeInteger(input.pageId) || !Number.isSafeInteger(input.expectedRevision)) {
     return { state: 'error', message: 'The edit was malformed.' };
   }
@@ -138,7 +138,7 @@ export async function publishPageAction(
   _previous: PublishState,
   form: FormData,
 ): Promise<PublishState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('page.publish');
   const pageId = Number(form.get('pageId'));
   const expectedRevision = Number(form.get('expectedRevision'));
   if (!Number.isSafeInteger(pageId) || !Number.isSafeInteger(expectedRevision)) {

@@ -1,6 +1,6 @@
 'use server';
 import { refusalOf } from '@quire/web/lib/errors';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 import { resumeProvider } from '@quire/web/services/providers';
 import { refresh } from 'next/cache';
 
@@ -14,7 +14,7 @@ export async function resumeProviderAction(
   _previous: ResumeState,
   form: FormData,
 ): Promise<ResumeState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('provider.resume');
   const name = String(form.get('provider') ?? '');
   try {
     await resumeProvider(principal, name);

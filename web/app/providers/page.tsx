@@ -1,3 +1,4 @@
+import { permits } from '@quire/core/roles';
 import { spendSummary } from '@quire/db/budget';
 import { formatMicros } from '@quire/web/components/format';
 import { ResumeButton } from '@quire/web/components/ResumeButton';
@@ -129,7 +130,9 @@ export default async function ProvidersPage() {
                     <td data-label="Spend today">{formatMicros(p?.spentMicros ?? 0)}</td>
                     <td data-label="Calls today">{p?.calls ?? 0}</td>
                     <td data-label="Actions">
-                      {s.resumable ? <ResumeButton provider={name} /> : null}
+                      {s.resumable && permits(principal.grant, 'provider.resume') ? (
+                        <ResumeButton provider={name} />
+                      ) : null}
                     </td>
                   </tr>
                 );

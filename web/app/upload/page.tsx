@@ -2,7 +2,7 @@ import { MEASURED_QUALITY, werInWords } from '@quire/core/engineQuality';
 import { getWorkspace } from '@quire/db/workspaces';
 import { Uploader } from '@quire/web/components/Uploader';
 import { pool } from '@quire/web/lib/server';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 
 const SPEECH = MEASURED_QUALITY.pocketsphinx;
 
@@ -10,7 +10,8 @@ export const metadata = { title: 'Upload · Quire' };
 export const dynamic = 'force-dynamic';
 
 export default async function UploadPage() {
-  const principal = await requirePrincipal();
+  // R8: a role that may not upload gets the refusal, not a form it cannot send.
+  const principal = await requireAct('batch.create');
   const workspace = await getWorkspace(pool(), principal.workspaceId);
   return (
     <main>

@@ -2,7 +2,7 @@
 import { WebhookNotFoundError } from '@quire/db/webhooks';
 import { refusalOf } from '@quire/web/lib/errors';
 import { config } from '@quire/web/lib/server';
-import { requirePrincipal } from '@quire/web/lib/session';
+import { requireAct } from '@quire/web/lib/session';
 import { createWebhook, deleteWebhook, replayDelivery } from '@quire/web/services/webhooks';
 import { refresh } from 'next/cache';
 import { redirect } from 'next/navigation';
@@ -21,7 +21,7 @@ export async function createWebhookAction(
   _previous: CreateWebhookState,
   form: FormData,
 ): Promise<CreateWebhookState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('webhook.create');
   const eventTypes = form.getAll('eventTypes').map(String);
   try {
     const subscription = await createWebhook(
@@ -44,7 +44,7 @@ export async function createWebhookAction(
 }
 
 export async function deleteWebhookAction(form: FormData): Promise<void> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('webhook.delete');
   try {
     await deleteWebhook(principal, String(form.get('webhookId') ?? ''));
   } catch (error) {
@@ -64,7 +64,7 @@ export async function replayDeliveryAction(
   _previous: ReplayState,
   form: FormData,
 ): Promise<ReplayState> {
-  const principal = await requirePrincipal();
+  const principal = await requireAct('webhook.replay');
   const deliveryId = Number(form.get('deliveryId'));
   if (!Number.isSafeInteger(deliveryId)) return { error: 'The request was malformed.', done: null };
   try {

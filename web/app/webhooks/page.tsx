@@ -1,3 +1,4 @@
+import { permits } from '@quire/core/roles';
 import { listSubscriptions } from '@quire/db/webhooks';
 import { DeleteWebhookButton } from '@quire/web/components/DeleteWebhookButton';
 import { Time } from '@quire/web/components/Time';
@@ -52,14 +53,16 @@ export default async function WebhooksPage() {
                     <Link href={`/webhooks/${s.id}`} className="button secondary">
                       Delivery log
                     </Link>
-                    <DeleteWebhookButton webhookId={s.id} url={s.url} />
+                    {permits(principal.grant, 'webhook.delete') ? (
+                      <DeleteWebhookButton webhookId={s.id} url={s.url} />
+                    ) : null}
                   </div>
                 </li>
               ))}
             </ul>
           )}
         </section>
-        <WebhookForm />
+        {permits(principal.grant, 'webhook.create') ? <WebhookForm /> : null}
       </div>
     </main>
   );

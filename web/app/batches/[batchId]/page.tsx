@@ -1,3 +1,4 @@
+import { permits } from '@quire/core/roles';
 import { isActiveStatus, type JobStatus } from '@quire/core/temporal';
 import { getBatchCreatedAt, jobsDigest } from '@quire/db/console';
 import { loadBatchResult } from '@quire/db/ingest';
@@ -60,7 +61,9 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
           <progress max={Math.max(1, jobs.length)} value={done} aria-label="Jobs finished" /> {done}{' '}
           of {jobs.length} finished
         </p>
-        <CancelBatchButton batchId={batchId} active={active} />
+        {permits(principal.grant, 'batch.cancel') ? (
+          <CancelBatchButton batchId={batchId} active={active} />
+        ) : null}
       </section>
       {files.length > 0 && (
         <section className="card" aria-labelledby="batch-files">

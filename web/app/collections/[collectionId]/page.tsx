@@ -1,3 +1,4 @@
+import { type Action, permits } from '@quire/core/roles';
 import {
   collectionPath,
   getCollection,
@@ -65,6 +66,8 @@ export default async function CollectionPage({
   ]);
   const items = rows.slice(0, PAGE_SIZE);
   const next = rows.length > PAGE_SIZE ? items[items.length - 1]?.id : undefined;
+  // R8: the forms are offered only to a role that may arrange the archive.
+  const may = (act: Action) => permits(principal.grant, act);
   return (
     <main>
       <nav aria-label="Breadcrumb" className="crumbs">
@@ -104,20 +107,23 @@ export default async function CollectionPage({
         ) : (
           <CollectionList collections={children} />
         )}
-        <form
-          action={createCollectionAction}
-          className="inline-form"
-          aria-label="Create a sub-collection"
-        >
-          <input type="hidden" name="parentId" value={collection.id} />
-          <div className="field">
-            <label htmlFor="new-sub-title">New sub-collection</label>
-            <input id="new-sub-title" name="title" required maxLength={500} />
-          </div>
-          <div className="field-actions">
-            <button type="submit">Create</button>
-          </div>
-        </form>
+        {may('collection.create') ? (
+          <form
+            action={createCollectionAction}
+            className="inline-form"
+            aria-label="Create a sub-collection"
+            data-act="collection.create"
+          >
+            <input type="hidden" name="parentId" value={collection.id} />
+            <div className="field">
+              <label htmlFor="new-sub-title">New sub-collection</label>
+              <input id="new-sub-title" name="title" required maxLength={500} />
+            </div>
+            <div className="field-actions">
+              <button type="submit">Create</button>
+            </div>
+          </form>
+        ) : null}
       </section>
 
       <section aria-labelledby="items-heading">
@@ -138,76 +144,81 @@ export default async function CollectionPage({
         ) : null}
       </section>
 
-      <div className="columns">
-        <section aria-labelledby="edit-heading">
-          <h2 id="edit-heading">Describe</h2>
-          <form
-            action={updateCollectionAction}
-            className="card stack"
-            aria-label="Describe the collection"
-          >
-            <input type="hidden" name="collectionId" value={collection.id} />
-            <div className="field">
-              <label htmlFor="collection-title">Title</label>
-              <input
-                id="collection-title"
-                name="title"
-                required
-                maxLength={500}
-                defaultValue={collection.title}
+      {may('collection.update') ? (
+        <div className="columns">
+          <section aria-labelledby="edit-heading">
+            <h2 id="edit-heading">Describe</h2>
+            <form
+              action={updateCollectionAction}
+              className="card stack"
+              aria-label="Describe the collection"
+              data-act="collection.update"
+            >
+              <input type="hidden" name="collectionId" value={collection.id} />
+              <div className="field">
+                <label htmlFor="collection-title">Title</label>
+                <input
+                  id="collection-title"
+                  name="title"
+                  required
+                  maxLength={500}
+                  defaultValue={collection.title}
+                />
+              </div>
+              <div className="field">
+                <label htmlFor="collection-description">Description</label>
+                <textarea
+                  id="collection-description"
+                  name="description"
+                  maxLength={10000}
+                  defaultValue={collection.description ?? ''}
+                />
+              </div>
+              <MetadataFields entries={collection.metadata} />
+              <div className="actions">
+                <button type="submit">Save</button>
+              </div>
+            </form>
+          </section>
+          <section aria-labelledby="move-heading">
+            <h2 id="move-heading">Move or delete</h2>
+            <form
+              action={moveCollectionAction}
+              className="card stack"
+              aria-label="Move the collection"
+              data-act="collection.update"
+            >
+              <input type="hidden" name="collectionId" value={collection.id} />
+              <CollectionSelect
+                name="parentId"
+                label="Parent collection"
+                choices={choices}
+                value={collection.parentId}
+                rootLabel="None (top level)"
+                exclude={collection.id}
               />
-            </div>
-            <div className="field">
-              <label htmlFor="collection-description">Description</label>
-              <textarea
-                id="collection-description"
-                name="description"
-                maxLength={10000}
-                defaultValue={collection.description ?? ''}
-              />
-            </div>
-            <MetadataFields entries={collection.metadata} />
-            <div className="actions">
-              <button type="submit">Save</button>
-            </div>
-          </form>
-        </section>
-        <section aria-labelledby="move-heading">
-          <h2 id="move-heading">Move or delete</h2>
-          <form
-            action={moveCollectionAction}
-            className="card stack"
-            aria-label="Move the collection"
-          >
-            <input type="hidden" name="collectionId" value={collection.id} />
-            <CollectionSelect
-              name="parentId"
-              label="Parent collection"
-              choices={choices}
-              value={collection.parentId}
-              rootLabel="None (top level)"
-              exclude={collection.id}
-            />
-            <div className="actions">
-              <button type="submit" className="secondary">
-                Move
+              <div className="actions">
+                <button type="submit" className="secondary">
+                  Move
+                </button>
+              </div>
+            </form>
+            <form
+              action={deleteCollectionAction}
+              className="actions"
+              aria-label="Delete the collection"
+              data-act="collection.delete"
+            >
+              <input type="hidden" name="collectionId" value={collection.id} />
+              <input type="hidden" name="parentId" value={collection.parentId ?? ''} />
+              <button type="submit" className="danger">
+                Delete collection
               </button>
-            </div>
-          </form>
-          <form
-            action={deleteCollectionAction}
-            className="actions"
-            aria-label="Delete the collection"
-          >
-            <input type="hidden" name="collectionId" value={collection.id} />
-            <input type="hidden" name="parentId" value={collection.parentId ?? ''} />
-            <button type="submit" className="danger">
-              Delete collection
-            </button>
-            <span className="muted small">Only an empty collection can be deleted.</span>
-          </form>
-        </section>
-      </div>
+              <span className="muted small">Only an empty collection can be deleted.</span>
+            </form>
+          </section>
+        </div>
+      ) : null}
     </main>
   );
 }

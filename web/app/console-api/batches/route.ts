@@ -14,6 +14,6 @@ export const dynamic = 'force-dynamic';
 export async function POST(request: Request) {
   return withSession(request, async (principal) => {
     requireAction(principal, 'batch.create');
-    return ingestAndStart(principal.workspaceId, request, 'interactive');
+    return ingestAndStart(principal, request, 'interactive');
   });
 }

@@ -1,4 +1,5 @@
 import { imageServiceUriFor, thumbnailOf } from '@quire/core/interchange/imageApi';
+import { permits } from '@quire/core/roles';
 import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
 import { getItem, listItemPages, listMoveTargets } from '@quire/db/items';
@@ -35,7 +36,7 @@ async function load(raw: string) {
 
 export async function generateMetadata({ params }: { params: Promise<{ itemId: string }> }) {
   const { item } = await load((await params).itemId);
-  return { title: `${item.title ?? item.id} · Quire` };
+  return { title: `${item.title ?? 'Untitled item'} · Quire` };
 }
 
 /** The order with the page at `from` moved to `to`, as the form sends it. */
@@ -57,6 +58,8 @@ export default async function ItemPage({
   const { principal, item } = await load((await params).itemId);
   const query = await searchParams;
   const moveSearch = queryValue(query.moveTo)?.slice(0, 200);
+  // R8: arranging and describing are offered only to a role that may.
+  const arrange = permits(principal.grant, 'item.arrange');
   const [pages, choices, up, collection, targets] = await Promise.all([
     listItemPages(pool(), principal.workspaceId, item.id),
     listCollectionChoices(pool(), principal.workspaceId),
@@ -66,15 +69,18 @@ export default async function ItemPage({
     item.collectionId === null
       ? Promise.resolve(undefined)
       : getCollection(pool(), principal.workspaceId, item.collectionId),
-    listMoveTargets(pool(), principal.workspaceId, {
-      fromItemId: item.id,
-      ...(moveSearch ? { search: moveSearch } : {}),
-      limit: 50,
-    }),
+    arrange
+      ? listMoveTargets(pool(), principal.workspaceId, {
+          fromItemId: item.id,
+          ...(moveSearch ? { search: moveSearch } : {}),
+          limit: 50,
+        })
+      : Promise.resolve([]),
   ]);
   const path = collection ? [...up, { id: collection.id, title: collection.title }] : [];
   const ids = pages.map((p) => p.pageId);
-  const name = item.title ?? item.id;
+  // R7: an item is shown by its title; its id stays in the line below the heading.
+  const name = item.title ?? 'Untitled item';
   return (
     <main className="wide">
       <nav aria-label="Breadcrumb" className="crumbs">
@@ -110,7 +116,7 @@ export default async function ItemPage({
 
       <section aria-labelledby="pages-heading">
         <h2 id="pages-heading">Pages in order</h2>
-        {pages.length > 0 && (
+        {arrange && pages.length > 0 && (
           <search>
             <form method="get" className="inline-form" aria-label="Find items to move pages to">
               <label htmlFor="move-search">Move pages to an item titled</label>{' '}
@@ -157,38 +163,40 @@ export default async function ItemPage({
                     · {page.lines} {page.lines === 1 ? 'line' : 'lines'} · revision {page.revision}
                   </span>
                 </span>
-                <div className="inline-form">
-                  <form action={arrangePagesAction}>
-                    <input type="hidden" name="itemId" value={item.id} />
-                    <input type="hidden" name="order" value={moved(ids, i, Math.max(0, i - 1))} />
-                    <button
-                      type="submit"
-                      className="secondary"
-                      disabled={i === 0}
-                      aria-label={`Move page ${i + 1} earlier`}
-                    >
-                      Earlier
-                    </button>
-                  </form>
-                  <form action={arrangePagesAction}>
-                    <input type="hidden" name="itemId" value={item.id} />
-                    <input
-                      type="hidden"
-                      name="order"
-                      value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
-                    />
-                    <button
-                      type="submit"
-                      className="secondary"
-                      disabled={i === ids.length - 1}
-                      aria-label={`Move page ${i + 1} later`}
-                    >
-                      Later
-                    </button>
-                  </form>
-                </div>
-                {targets.length > 0 && (
-                  <form action={movePageAction} className="stack move-form">
+                {arrange ? (
+                  <div className="inline-form">
+                    <form action={arrangePagesAction} data-act="item.arrange">
+                      <input type="hidden" name="itemId" value={item.id} />
+                      <input type="hidden" name="order" value={moved(ids, i, Math.max(0, i - 1))} />
+                      <button
+                        type="submit"
+                        className="secondary"
+                        disabled={i === 0}
+                        aria-label={`Move page ${i + 1} earlier`}
+                      >
+                        Earlier
+                      </button>
+                    </form>
+                    <form action={arrangePagesAction} data-act="item.arrange">
+                      <input type="hidden" name="itemId" value={item.id} />
+                      <input
+                        type="hidden"
+                        name="order"
+                        value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
+                      />
+                      <button
+                        type="submit"
+                        className="secondary"
+                        disabled={i === ids.length - 1}
+                        aria-label={`Move page ${i + 1} later`}
+                      >
+                        Later
+                      </button>
+                    </form>
+                  </div>
+                ) : null}
+                {arrange && targets.length > 0 ? (
+                  <form action={movePageAction} className="stack move-form" data-act="item.arrange">
                     <input type="hidden" name="itemId" value={item.id} />
                     <input type="hidden" name="pageId" value={page.pageId} />
                     <select
@@ -210,47 +218,54 @@ export default async function ItemPage({
                       Move
                     </button>
                   </form>
-                )}
+                ) : null}
               </li>
             ))}
           </ol>
         )}
       </section>
 
-      <section aria-labelledby="describe-heading">
-        <h2 id="describe-heading">Describe</h2>
-        <form action={updateItemAction} className="card stack" aria-label="Describe the item">
-          <input type="hidden" name="itemId" value={item.id} />
-          <div className="field">
-            <label htmlFor="item-title">Title</label>
-            <input id="item-title" name="title" maxLength={500} defaultValue={item.title ?? ''} />
-          </div>
-          <CollectionSelect
-            name="collectionId"
-            label="Collection"
-            choices={choices}
-            value={item.collectionId}
-            rootLabel="None (top level)"
-          />
-          <div className="field">
-            <label htmlFor="item-language">Language</label>
-            <input
-              id="item-language"
-              name="language"
-              maxLength={35}
-              defaultValue={item.language ?? ''}
-              aria-describedby="item-language-hint"
+      {permits(principal.grant, 'item.update') ? (
+        <section aria-labelledby="describe-heading">
+          <h2 id="describe-heading">Describe</h2>
+          <form
+            action={updateItemAction}
+            className="card stack"
+            aria-label="Describe the item"
+            data-act="item.update"
+          >
+            <input type="hidden" name="itemId" value={item.id} />
+            <div className="field">
+              <label htmlFor="item-title">Title</label>
+              <input id="item-title" name="title" maxLength={500} defaultValue={item.title ?? ''} />
+            </div>
+            <CollectionSelect
+              name="collectionId"
+              label="Collection"
+              choices={choices}
+              value={item.collectionId}
+              rootLabel="None (top level)"
             />
-            <span id="item-language-hint" className="muted small">
-              A tag such as en or de; search then matches word forms in that language.
-            </span>
-          </div>
-          <MetadataFields entries={item.metadata} />
-          <div className="actions">
-            <button type="submit">Save</button>
-          </div>
-        </form>
-      </section>
+            <div className="field">
+              <label htmlFor="item-language">Language</label>
+              <input
+                id="item-language"
+                name="language"
+                maxLength={35}
+                defaultValue={item.language ?? ''}
+                aria-describedby="item-language-hint"
+              />
+              <span id="item-language-hint" className="muted small">
+                A tag such as en or de; search then matches word forms in that language.
+              </span>
+            </div>
+            <MetadataFields entries={item.metadata} />
+            <div className="actions">
+              <button type="submit">Save</button>
+            </div>
+          </form>
+        </section>
+      ) : null}
     </main>
   );
 }

@@ -1,4 +1,5 @@
 import type { MediaKind } from '@quire/core/media';
+import { permits } from '@quire/core/roles';
 import { isActiveStatus, type JobStatus, STAGES_BY_KIND } from '@quire/core/temporal';
 import { jobsDigest } from '@quire/db/console';
 import { getJob, listAttempts } from '@quire/db/jobs';
@@ -130,7 +131,12 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
             <strong>{job.errorCategory}</strong>: {job.errorDetail}
           </p>
         ) : null}
-        <JobActions jobId={job.id} active={active} />
+        <JobActions
+          jobId={job.id}
+          active={active}
+          mayCancel={permits(principal.grant, 'job.cancel')}
+          mayRerun={permits(principal.grant, 'job.rerun')}
+        />
       </section>
 
       <section aria-labelledby="facts-heading">

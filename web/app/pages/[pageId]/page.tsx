@@ -1,9 +1,11 @@
 import { actorName, actorOfLineAuthor } from '@quire/core/actor';
 import { lineStateOf, segmentsOf } from '@quire/core/annotation';
 import { countLineStates } from '@quire/core/lineStates';
+import { permits } from '@quire/core/roles';
 import { isActiveStatus } from '@quire/core/temporal';
 import { actorNames } from '@quire/db/actors';
 import { jobsDigest } from '@quire/db/console';
+import { getItem, pageNumber } from '@quire/db/items';
 import { listJobSummaries } from '@quire/db/jobList';
 import { getPage, getRevision, listRevisions } from '@quire/db/pages';
 import { lineProgress } from '@quire/db/review';
@@ -62,13 +64,18 @@ export default async function PageView({
   const page = await getPage(pool(), principal.workspaceId, pageId);
   if (!page) notFound();
   const query = await searchParams;
-  const [revisions, jobs, digest, itemProgress, workspace] = await Promise.all([
+  const [revisions, jobs, digest, itemProgress, workspace, item, place] = await Promise.all([
     listRevisions(pool(), principal.workspaceId, pageId, { limit: 50 }),
     listJobSummaries(pool(), principal.workspaceId, { pageId, limit: 5 }),
     jobsDigest(pool(), principal.workspaceId),
     lineProgress(pool(), principal.workspaceId, page.itemId),
     getWorkspace(pool(), principal.workspaceId),
+    getItem(pool(), principal.workspaceId, page.itemId),
+    pageNumber(pool(), principal.workspaceId, page),
   ]);
+  // R7: the item by its title and the page by its place in it, never by internal ids.
+  const itemName = item?.title ?? 'Untitled item';
+  const pageName = `Page ${place.number} of ${place.of}`;
   const from = revisionParam(query.from);
   const to = revisionParam(query.to);
   let diff:
@@ -123,15 +130,18 @@ export default async function PageView({
     <main className="wide">
       <nav aria-label="Breadcrumb" className="crumbs">
         <Link href="/">Archive</Link> <span aria-hidden="true">/</span>{' '}
-        <Link href={`/items/${encodeURIComponent(page.itemId)}`}>{page.itemId}</Link>{' '}
-        <span aria-hidden="true">/</span> <span>Page {page.id}</span>
+        <Link href={`/items/${encodeURIComponent(page.itemId)}`} title={`item ${page.itemId}`}>
+          {itemName}
+        </Link>{' '}
+        <span aria-hidden="true">/</span> <span aria-current="page">{pageName}</span>
       </nav>
       <div className="page-head">
         <div>
-          <h1>Page {page.id}</h1>
+          <h1 data-page={page.id}>
+            {pageName} <span className="muted">· {itemName}</span>
+          </h1>
           <p className="muted">
-            {page.kind === 'image' ? 'Image' : 'Recording'} · item{' '}
-            <span className="mono">{shortId(page.itemId)}</span> · revision {page.revision} ·{' '}
+            {page.kind === 'image' ? 'Image' : 'Recording'} · revision {page.revision} ·{' '}
             {page.publishedRevision === null
               ? 'not published'
               : `revision ${page.publishedRevision} published`}
@@ -162,11 +172,13 @@ export default async function PageView({
             // A running job's commit appears without a reload; drafts being edited are kept.
             <LiveRefresh topics={['jobs']} baselines={{ jobs: digest }} label="Job running" />
           ) : null}
-          <PublishButton
-            pageId={page.id}
-            revision={page.revision}
-            publishedRevision={page.publishedRevision}
-          />
+          {permits(principal.grant, 'page.publish') ? (
+            <PublishButton
+              pageId={page.id}
+              revision={page.revision}
+              publishedRevision={page.publishedRevision}
+            />
+          ) : null}
         </div>
       </div>
 
@@ -181,6 +193,7 @@ export default async function PageView({
         mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
         recordingRetention={workspace?.recordingRetention ?? 'keep'}
         initialLine={revisionParam(query.line) ?? null}
+        mayEdit={permits(principal.grant, 'page.edit')}
       />
 
       <div className="columns">

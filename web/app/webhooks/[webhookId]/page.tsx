@@ -1,3 +1,4 @@
+import { permits } from '@quire/core/roles';
 import { DELIVERY_STATUSES, isGivenUpDelivery } from '@quire/core/webhookStatus';
 import { getSubscription, listDeliveries } from '@quire/db/webhooks';
 import { DeleteWebhookButton } from '@quire/web/components/DeleteWebhookButton';
@@ -44,7 +45,9 @@ export default async function WebhookPage({
         </div>
         <div className="page-head-actions">
           <LiveRefresh workspaceId={principal.workspaceId} />
-          <DeleteWebhookButton webhookId={subscription.id} url={subscription.url} />
+          {permits(principal.grant, 'webhook.delete') ? (
+            <DeleteWebhookButton webhookId={subscription.id} url={subscription.url} />
+          ) : null}
         </div>
       </div>
       <nav aria-label="Filter deliveries" className="tabs">
@@ -131,7 +134,9 @@ export default async function WebhookPage({
                       <Time date={d.createdAt} />
                     </td>
                     <td data-label="Actions">
-                      {isGivenUpDelivery(d.status) ? <ReplayButton deliveryId={d.id} /> : null}
+                      {isGivenUpDelivery(d.status) && permits(principal.grant, 'webhook.replay') ? (
+                        <ReplayButton deliveryId={d.id} />
+                      ) : null}
                     </td>
                   </tr>
                 );

@@ -9,6 +9,6 @@ export const dynamic = 'force-dynamic';
 export async function POST(request: Request, context: RouteContext<{ ws: string }>) {
   return withApi(request, context, async (principal) => {
     requireAction(principal, 'batch.create');
-    return ingestAndStart(principal.workspaceId, request);
+    return ingestAndStart(principal, request);
   });
 }
