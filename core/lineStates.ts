@@ -1,4 +1,10 @@
-import { type LineAuthor, lineStateOf, type Segment, targetFragment } from './annotation';
+import {
+  isCheckedLine,
+  type LineAuthor,
+  lineStateOf,
+  type Segment,
+  targetFragment,
+} from './annotation';
 
 /**
  * V1 and V4: how a line's state follows what was done to it, and how a save made from an
@@ -59,9 +65,27 @@ export function stampVerified(
   );
 }
 
-/** The indexes of the lines a person's save is not to see replaced by an engine (V3). */
+/**
+ * V10: the lines of an imported file or text layer, stamped `imported` with their source
+ * (`pdf`, `page`, `alto`, `hocr`), or `verified` by the import when it declares them ground
+ * truth.
+ */
+export function stampImported(
+  segments: readonly Segment[],
+  source: string,
+  at: string,
+  options: { verified: boolean },
+): Segment[] {
+  const state = options.verified ? 'verified' : 'imported';
+  return segments.map((s) => ({ ...s, stamp: { state, by: { kind: 'import', id: source }, at } }));
+}
+
+/**
+ * The indexes of the lines a person's save is not to see replaced by an engine (V3): edited
+ * or verified ones. An engine run asked for on an imported page reads its imported lines.
+ */
 export function humanLineIndexes(segments: readonly Segment[]): number[] {
-  return segments.filter((s) => lineStateOf(s) !== 'machine').map((s) => s.index);
+  return segments.filter(isCheckedLine).map((s) => s.index);
 }
 
 /** V4: a line both saves changed, each its own way. */
@@ -120,11 +144,12 @@ export function mergeLines(
 /** V5: the lines of a page by state, and whether every line of it is verified. */
 export function countLineStates(segments: readonly Segment[]): {
   machine: number;
+  imported: number;
   edited: number;
   verified: number;
   fullyVerified: boolean;
 } {
-  const counts = { machine: 0, edited: 0, verified: 0 };
+  const counts = { machine: 0, imported: 0, edited: 0, verified: 0 };
   for (const s of segments) counts[lineStateOf(s)] += 1;
   return { ...counts, fullyVerified: segments.length > 0 && counts.verified === segments.length };
 }

@@ -447,13 +447,14 @@ describe('V5 progress', () => {
         { key: A.key },
       );
     expect((await progress(item)).json).toEqual({
-      lines: { machine: 5, edited: 0, verified: 0, total: 5 },
+      lines: { machine: 5, imported: 0, edited: 0, verified: 0, total: 5 },
       pages: { total: 2, withLines: 2, fullyVerified: 0 },
     });
     expect((await putLine(A, pageId, 1, 0, 'checked by hand')).status).toBe(200);
     expect((await verify(A, pageId, 2, [0, 1])).status).toBe(200);
     expect((await progress(item)).json.lines).toEqual({
       machine: 3,
+      imported: 0,
       edited: 0,
       verified: 2,
       total: 5,
@@ -466,7 +467,7 @@ describe('V5 progress', () => {
     expect((await events()).rows).toEqual([]);
     expect((await verify(A, pageId, 3, [2])).status).toBe(200);
     expect((await progress(item)).json).toEqual({
-      lines: { machine: 2, edited: 0, verified: 3, total: 5 },
+      lines: { machine: 2, imported: 0, edited: 0, verified: 3, total: 5 },
       pages: { total: 2, withLines: 2, fullyVerified: 1 },
     });
     expect((await events()).rows).toEqual([

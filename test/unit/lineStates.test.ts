@@ -57,6 +57,7 @@ describe('V1 line states', () => {
     expect(segmentsOf(annotation)).toEqual(verified);
     expect(countLineStates(verified)).toEqual({
       machine: 1,
+      imported: 0,
       edited: 0,
       verified: 2,
       fullyVerified: false,

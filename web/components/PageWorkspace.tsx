@@ -47,6 +47,7 @@ type Conflict = {
 /** V1: the words a line's state is shown with. */
 export const STATE_LABEL: Record<LineState, string> = {
   machine: 'machine',
+  imported: 'imported',
   edited: 'edited',
   verified: 'verified',
 };
