@@ -12,13 +12,14 @@ import {
  * writes, web/services/pages.ts merges before it writes.
  */
 
+/** What a line says and where: its text and its place. */
+function sameText(a: Segment, b: Segment): boolean {
+  return a.text === b.text && targetFragment(a.target) === targetFragment(b.target);
+}
+
 /** What a person sees of a line: its text, where it is, its speaker. */
 function sameContent(a: Segment, b: Segment): boolean {
-  return (
-    a.text === b.text &&
-    targetFragment(a.target) === targetFragment(b.target) &&
-    (a.speaker ?? null) === (b.speaker ?? null)
-  );
+  return sameText(a, b) && (a.speaker ?? null) === (b.speaker ?? null);
 }
 
 /** A line as a merge compares it: its content and its state (not who set it, nor when). */
@@ -28,9 +29,10 @@ function sameLine(a: Segment | undefined, b: Segment | undefined): boolean {
 }
 
 /**
- * V1: the lines of a person's save. A line whose text, place and speaker are those of the
- * revision it was read from keeps that line's state (and confidence); any other line is
- * `edited` by the person, now.
+ * V1: the lines of a person's save. A line whose text and place are those of the revision it
+ * was read from keeps that line's state (and confidence), whoever it is now said to speak
+ * (V11: naming a speaker does not edit the text); any other line is `edited` by the person,
+ * now.
  */
 export function stampEdit(
   base: readonly Segment[],
@@ -41,7 +43,7 @@ export function stampEdit(
   const before = new Map(base.map((s) => [s.index, s]));
   return next.map((segment) => {
     const old = before.get(segment.index);
-    if (old && sameContent(old, segment)) {
+    if (old && sameText(old, segment)) {
       const kept: Segment = { ...segment };
       if (old.stamp) kept.stamp = old.stamp;
       else delete kept.stamp;
