@@ -184,6 +184,8 @@ export function commitInputOf(
     total,
     kept,
     engine,
+    // V8: the polish pass keeps every line to itself; the reading text joins hyphenated words.
+    ...(page.kind === 'image' ? { lineText: 'diplomatic' as const } : {}),
     canvasUri: page.canvasUri,
   };
 }

@@ -7,10 +7,13 @@ export type Box = { x: number; y: number; w: number; h: number };
 
 export type SegmentTarget = { kind: 'xywh'; box: Box } | { kind: 't'; start: number; end: number };
 
-/** V1: who a line's text is from: `machine` (an engine or an import), or a person. */
-export type LineState = 'machine' | 'edited' | 'verified';
+/**
+ * V1: who a line's text is from: `machine` (an engine), `imported` (a file or a PDF's text
+ * layer, V10: its source is the stamp's `by.id`), or a person (`edited`, `verified`).
+ */
+export type LineState = 'machine' | 'imported' | 'edited' | 'verified';
 
-export const LINE_STATES: readonly LineState[] = ['machine', 'edited', 'verified'];
+export const LINE_STATES: readonly LineState[] = ['machine', 'imported', 'edited', 'verified'];
 
 /**
  * V1: who set a line's state, as every revision's AnnotationPage carries it (`quire:stateBy`,
@@ -158,6 +161,12 @@ export function segmentsOf(page: AnnotationPage): Segment[] {
 /** V1: a line's state; a line of a revision written before V1 reads as `machine`. */
 export function lineStateOf(segment: Segment): LineState {
   return segment.stamp?.state ?? 'machine';
+}
+
+/** V1 V10: a line a person edited or verified (or ground truth imported verified): certain. */
+export function isCheckedLine(segment: Segment): boolean {
+  const state = lineStateOf(segment);
+  return state === 'edited' || state === 'verified';
 }
 
 /** The language a page's transcript declares, if any. */

@@ -5,13 +5,15 @@
  * core/annotation.ts. Pure.
  */
 
-import { type Box, lineStateOf, type Segment } from './annotation';
+import { type Box, isCheckedLine, lineStateOf, type Segment } from './annotation';
 import { type ExportInput, UnsupportedExportError } from './interchange/exportInput';
 import { toHocr } from './interchange/hocr';
 import { clampBox } from './interchange/lines';
 import { toPageXml } from './interchange/pageXml';
 import { describeStep, type ExportProvenance } from './interchange/provenance';
 import { escapeXml } from './interchange/xml';
+import type { MediaKind } from './media';
+import { readingLines } from './readingText';
 
 export type ExportFormat = 'text' | 'alto' | 'page' | 'hocr' | 'vtt' | 'srt';
 
@@ -30,6 +32,11 @@ export interface ExportResult {
   extension: string;
 }
 
+/** I8 V8: the formats that name what wrote the revision (ALTO, PAGE, and hOCR's head). */
+export function carriesProvenance(format: string): boolean {
+  return format === 'alto' || format === 'page' || format === 'hocr';
+}
+
 export function isExportFormat(value: unknown): value is ExportFormat {
   return typeof value === 'string' && (EXPORT_FORMATS as readonly string[]).includes(value);
 }
@@ -38,7 +45,7 @@ export function exportPage(format: ExportFormat, input: ExportInput): ExportResu
   switch (format) {
     case 'text':
       return {
-        body: toPlainText(input.segments),
+        body: toPlainText(input.segments, input.kind),
         mediaType: 'text/plain; charset=utf-8',
         extension: 'txt',
       };
@@ -75,9 +82,17 @@ function inReadingOrder(segments: readonly Segment[]): Segment[] {
   return [...segments].sort((a, b) => a.index - b.index);
 }
 
-/** One line per segment in reading order; line breaks inside a segment become spaces. */
-export function toPlainText(segments: readonly Segment[]): string {
-  const lines = inReadingOrder(segments).map((s) => s.text.replace(/\s*[\r\n]+\s*/g, ' ').trim());
+/**
+ * One line per segment in reading order; line breaks inside a segment become spaces. An image
+ * page's text is read as running prose (V8): a word hyphenated across lines is joined here,
+ * in the export, never in the lines themselves.
+ */
+export function toPlainText(segments: readonly Segment[], kind: MediaKind): string {
+  const texts = inReadingOrder(segments).map((s) => s.text);
+  const lines =
+    kind === 'image'
+      ? readingLines(texts)
+      : texts.map((text) => text.replace(/\s*[\r\n]+\s*/g, ' ').trim());
   return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
 }
 
@@ -149,7 +164,7 @@ export function toAltoXml(input: ExportInput): string {
       // A TextLine must hold at least one String; an empty line keeps an empty one.
       const strings = words.length > 0 ? words : [''];
       // V1: a line a person edited or verified is certain: WC 1 and CC 0 for every character.
-      const human = lineStateOf(segment) !== 'machine';
+      const human = isCheckedLine(segment);
       const confidence = human
         ? ' WC="1.00"'
         : segment.confidence !== undefined
@@ -202,9 +217,13 @@ function altoProcessing(provenance: ExportProvenance | undefined): string[] {
       );
     }
     if (step.kind === 'engine') {
-      if (step.model) {
+      const settings = [
+        ...(step.model ? [`model=${step.model}`] : []),
+        ...(step.lineText ? [`lineText=${step.lineText}`] : []),
+      ];
+      if (settings.length > 0) {
         out.push(
-          `      <processingStepSettings>model=${escapeXml(step.model)}</processingStepSettings>`,
+          `      <processingStepSettings>${escapeXml(settings.join(', '))}</processingStepSettings>`,
         );
       }
       out.push('      <processingSoftware>');

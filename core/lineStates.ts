@@ -1,4 +1,10 @@
-import { type LineAuthor, lineStateOf, type Segment, targetFragment } from './annotation';
+import {
+  isCheckedLine,
+  type LineAuthor,
+  lineStateOf,
+  type Segment,
+  targetFragment,
+} from './annotation';
 
 /**
  * V1 and V4: how a line's state follows what was done to it, and how a save made from an
@@ -6,13 +12,14 @@ import { type LineAuthor, lineStateOf, type Segment, targetFragment } from './an
  * writes, web/services/pages.ts merges before it writes.
  */
 
+/** What a line says and where: its text and its place. */
+function sameText(a: Segment, b: Segment): boolean {
+  return a.text === b.text && targetFragment(a.target) === targetFragment(b.target);
+}
+
 /** What a person sees of a line: its text, where it is, its speaker. */
 function sameContent(a: Segment, b: Segment): boolean {
-  return (
-    a.text === b.text &&
-    targetFragment(a.target) === targetFragment(b.target) &&
-    (a.speaker ?? null) === (b.speaker ?? null)
-  );
+  return sameText(a, b) && (a.speaker ?? null) === (b.speaker ?? null);
 }
 
 /** A line as a merge compares it: its content and its state (not who set it, nor when). */
@@ -22,9 +29,10 @@ function sameLine(a: Segment | undefined, b: Segment | undefined): boolean {
 }
 
 /**
- * V1: the lines of a person's save. A line whose text, place and speaker are those of the
- * revision it was read from keeps that line's state (and confidence); any other line is
- * `edited` by the person, now.
+ * V1: the lines of a person's save. A line whose text and place are those of the revision it
+ * was read from keeps that line's state (and confidence), whoever it is now said to speak
+ * (V11: naming a speaker does not edit the text); any other line is `edited` by the person,
+ * now.
  */
 export function stampEdit(
   base: readonly Segment[],
@@ -35,7 +43,7 @@ export function stampEdit(
   const before = new Map(base.map((s) => [s.index, s]));
   return next.map((segment) => {
     const old = before.get(segment.index);
-    if (old && sameContent(old, segment)) {
+    if (old && sameText(old, segment)) {
       const kept: Segment = { ...segment };
       if (old.stamp) kept.stamp = old.stamp;
       else delete kept.stamp;
@@ -59,9 +67,27 @@ export function stampVerified(
   );
 }
 
-/** The indexes of the lines a person's save is not to see replaced by an engine (V3). */
+/**
+ * V10: the lines of an imported file or text layer, stamped `imported` with their source
+ * (`pdf`, `page`, `alto`, `hocr`), or `verified` by the import when it declares them ground
+ * truth.
+ */
+export function stampImported(
+  segments: readonly Segment[],
+  source: string,
+  at: string,
+  options: { verified: boolean },
+): Segment[] {
+  const state = options.verified ? 'verified' : 'imported';
+  return segments.map((s) => ({ ...s, stamp: { state, by: { kind: 'import', id: source }, at } }));
+}
+
+/**
+ * The indexes of the lines a person's save is not to see replaced by an engine (V3): edited
+ * or verified ones. An engine run asked for on an imported page reads its imported lines.
+ */
 export function humanLineIndexes(segments: readonly Segment[]): number[] {
-  return segments.filter((s) => lineStateOf(s) !== 'machine').map((s) => s.index);
+  return segments.filter(isCheckedLine).map((s) => s.index);
 }
 
 /** V4: a line both saves changed, each its own way. */
@@ -120,11 +146,12 @@ export function mergeLines(
 /** V5: the lines of a page by state, and whether every line of it is verified. */
 export function countLineStates(segments: readonly Segment[]): {
   machine: number;
+  imported: number;
   edited: number;
   verified: number;
   fullyVerified: boolean;
 } {
-  const counts = { machine: 0, edited: 0, verified: 0 };
+  const counts = { machine: 0, imported: 0, edited: 0, verified: 0 };
   for (const s of segments) counts[lineStateOf(s)] += 1;
   return { ...counts, fullyVerified: segments.length > 0 && counts.verified === segments.length };
 }

@@ -1,5 +1,6 @@
 import type { Segment } from './annotation';
 import { DomainError } from './errors';
+import { readingText } from './readingText';
 
 /**
  * R6: what text Quire accepts, checked where text comes in (path ids, queries, JSON bodies,
@@ -118,7 +119,8 @@ export function assertPageTextFits(segments: readonly Pick<Segment, 'text'>[]): 
 
 /** The page's text as the search index reads it: its lines, at most MAX_PAGE_TEXT_BYTES. */
 export function searchTextOf(segments: readonly Pick<Segment, 'text'>[]): string {
-  const text = segments.map((s) => s.text).join('\n');
+  // V8: searched as read, a word hyphenated across lines is found whole.
+  const text = readingText(segments.map((s) => s.text));
   if (Buffer.byteLength(text, 'utf8') <= MAX_PAGE_TEXT_BYTES) return text;
   // Cut on a character boundary: a trailing partial UTF-8 sequence decodes as U+FFFD.
   const cut = Buffer.from(text, 'utf8')

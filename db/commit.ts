@@ -29,6 +29,8 @@ export interface CommitInput {
   /** V3: lines a person edited or verified that this run kept as they were. */
   kept?: number;
   engine: EngineIdentity;
+  /** V8: an image page's lines, each what its line of the image says. */
+  lineText?: 'diplomatic';
   /** The page's canvas URI, when the caller has read the page. */
   canvasUri?: string;
 }
@@ -72,6 +74,7 @@ export async function commitPageRevision(
       engine: input.engine,
       jobId: fence.jobId,
       attemptNumber: fence.attemptNumber,
+      ...(input.lineText ? { lineText: input.lineText } : {}),
     },
   });
   if (written.state === 'conflict') return written;

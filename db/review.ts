@@ -6,9 +6,9 @@ import type { Queryable } from './pool';
  * revision's lines, written by commitRevision in the revision's transaction). SQL only.
  */
 
-/** V2: where a queue page ends: the last line's confidence, page and index. */
+/** V2: where a queue page ends: the last line's rank (`reviewRankOf`), page and index. */
 export interface ReviewCursor {
-  confidence: number;
+  rank: number;
   pageId: number;
   index: number;
 }
@@ -24,21 +24,31 @@ export interface ReviewLine {
   revision: number;
   index: number;
   state: LineState;
-  confidence: number;
+  /** The engine's confidence; null for a line that has none (imported, or a person's). */
+  confidence: number | null;
   text: string;
   target: SegmentTarget | null;
   speaker: string | null;
 }
 
 /**
- * V2: lines not verified, lowest engine confidence first (a line with none counts as 0), then
- * by page and line; one workspace, or one item of it. Keyset-paged on the partial indexes of
- * migration 0017, so the first and the last page cost the same.
+ * V10: where a line stands in the queue (migration 0030's `review_rank`): its engine
+ * confidence, or 2, after every engine line, for an imported line or one without a confidence.
+ */
+export function reviewRankOf(line: Pick<ReviewLine, 'state' | 'confidence'>): number {
+  return line.state === 'imported' || line.confidence === null ? 2 : line.confidence;
+}
+
+/**
+ * V2 V10: lines not verified, lowest engine confidence first, then lines without one, then by
+ * page and line; imported lines only when asked (`includeImported`). One workspace, or one item
+ * of it. Keyset-paged on the partial indexes of migration 0030, so the first and the last page
+ * cost the same.
  */
 export async function listReviewQueue(
   db: Queryable,
   workspaceId: number,
-  options: { itemId?: string; after?: ReviewCursor; limit: number },
+  options: { itemId?: string; includeImported?: boolean; after?: ReviewCursor; limit: number },
 ): Promise<ReviewLine[]> {
   const after = options.after;
   const { rows } = await db.query(
@@ -46,19 +56,21 @@ export async function listReviewQueue(
             l.speaker, p.kind, p.width, p.height
        FROM (SELECT * FROM page_lines
               WHERE workspace_id = $1 AND state <> 'verified'
+                AND ($7::boolean OR state <> 'imported')
                 AND ($2::text IS NULL OR item_id = $2)
-                AND ($3::real IS NULL OR (confidence, page_id, line_index) > ($3::real, $4::bigint, $5::int))
-              ORDER BY confidence, page_id, line_index
+                AND ($3::real IS NULL OR (review_rank, page_id, line_index) > ($3::real, $4::bigint, $5::int))
+              ORDER BY review_rank, page_id, line_index
               LIMIT $6) l
        JOIN pages p ON p.id = l.page_id AND p.deleted_at IS NULL
-      ORDER BY l.confidence, l.page_id, l.line_index`,
+      ORDER BY l.review_rank, l.page_id, l.line_index`,
     [
       workspaceId,
       options.itemId ?? null,
-      after?.confidence ?? null,
+      after?.rank ?? null,
       after?.pageId ?? null,
       after?.index ?? null,
       options.limit,
+      options.includeImported === true,
     ],
   );
   return rows.map((r) => ({
@@ -70,7 +82,7 @@ export async function listReviewQueue(
     revision: r.revision,
     index: r.line_index,
     state: r.state,
-    confidence: r.confidence,
+    confidence: r.confidence ?? null,
     text: r.text ?? '',
     target: parseTarget(r.target) ?? null,
     speaker: r.speaker ?? null,
@@ -78,7 +90,7 @@ export async function listReviewQueue(
 }
 
 export interface LineProgress {
-  lines: { machine: number; edited: number; verified: number; total: number };
+  lines: { machine: number; imported: number; edited: number; verified: number; total: number };
   pages: { total: number; withLines: number; fullyVerified: number };
 }
 
@@ -94,11 +106,13 @@ export async function lineProgress(
   const { rows } = await db.query(
     `WITH per_page AS (
        SELECT page_id, count(*) FILTER (WHERE state = 'machine') AS machine,
+              count(*) FILTER (WHERE state = 'imported') AS imported,
               count(*) FILTER (WHERE state = 'edited') AS edited,
               count(*) FILTER (WHERE state = 'verified') AS verified, count(*) AS total
          FROM page_lines WHERE workspace_id = $1 AND ($2::text IS NULL OR item_id = $2)
         GROUP BY page_id)
-     SELECT coalesce(sum(machine), 0)::int AS machine, coalesce(sum(edited), 0)::int AS edited,
+     SELECT coalesce(sum(machine), 0)::int AS machine, coalesce(sum(imported), 0)::int AS imported,
+            coalesce(sum(edited), 0)::int AS edited,
             coalesce(sum(verified), 0)::int AS verified, coalesce(sum(total), 0)::int AS total,
             count(*)::int AS with_lines, count(*) FILTER (WHERE verified = total)::int AS fully_verified,
             (SELECT count(*)::int FROM pages WHERE workspace_id = $1 AND deleted_at IS NULL
@@ -108,7 +122,13 @@ export async function lineProgress(
   );
   const r = rows[0];
   return {
-    lines: { machine: r.machine, edited: r.edited, verified: r.verified, total: r.total },
+    lines: {
+      machine: r.machine,
+      imported: r.imported,
+      edited: r.edited,
+      verified: r.verified,
+      total: r.total,
+    },
     pages: { total: r.pages, withLines: r.with_lines, fullyVerified: r.fully_verified },
   };
 }
@@ -120,9 +140,11 @@ export async function lineProgressByItem(
   itemIds: readonly string[],
 ): Promise<Map<string, LineProgress['lines'] & { fullyVerifiedPages: number }>> {
   const { rows } = await db.query(
-    `SELECT item_id, sum(machine)::int AS machine, sum(edited)::int AS edited, sum(verified)::int AS verified,
-            sum(total)::int AS total, count(*) FILTER (WHERE verified = total)::int AS fully_verified
+    `SELECT item_id, sum(machine)::int AS machine, sum(imported)::int AS imported, sum(edited)::int AS edited,
+            sum(verified)::int AS verified, sum(total)::int AS total,
+            count(*) FILTER (WHERE verified = total)::int AS fully_verified
        FROM (SELECT item_id, page_id, count(*) FILTER (WHERE state = 'machine') AS machine,
+                    count(*) FILTER (WHERE state = 'imported') AS imported,
                     count(*) FILTER (WHERE state = 'edited') AS edited,
                     count(*) FILTER (WHERE state = 'verified') AS verified, count(*) AS total
                FROM page_lines WHERE workspace_id = $1 AND item_id = ANY($2::text[])
@@ -135,6 +157,7 @@ export async function lineProgressByItem(
       r.item_id,
       {
         machine: r.machine,
+        imported: r.imported,
         edited: r.edited,
         verified: r.verified,
         total: r.total,

@@ -35,7 +35,14 @@ export interface ImportProvenance {
 /** Who wrote a revision, as its `page_revisions` row records it. */
 export type RevisionProvenance =
   | { source: 'initial' }
-  | { source: 'engine'; engine: EngineIdentity; jobId: string; attemptNumber: number }
+  | {
+      source: 'engine';
+      engine: EngineIdentity;
+      jobId: string;
+      attemptNumber: number;
+      /** V8: the lines are what the image's lines say (no text moved between them). */
+      lineText?: 'diplomatic';
+    }
   /** R5: the account or API key that edited, and where (the API or the console). */
   | { source: 'human'; author: WorkspaceActor; channel: EditChannel }
   | { source: 'import'; import: ImportProvenance };
@@ -133,7 +140,11 @@ export async function commitRevision(
       p.source === 'initial' ? null : p.source === 'human' ? p.author.kind : p.source,
       p.source === 'human' ? p.author.id : null,
       p.source === 'human' ? p.channel : null,
-      p.source === 'import' ? JSON.stringify(p.import) : null,
+      p.source === 'import'
+        ? JSON.stringify(p.import)
+        : p.source === 'engine' && p.lineText
+          ? JSON.stringify({ lineText: p.lineText })
+          : null,
     ],
   );
   await indexLines(client, write.pageId, revision, segments);
@@ -171,7 +182,10 @@ async function indexLines(
       revision,
       segments.map((s) => s.index),
       segments.map((s) => lineStateOf(s)),
-      segments.map((s) => Math.min(1, Math.max(0, s.confidence ?? 0))),
+      // V10: a line with no confidence (an import, a person's line) has none here either.
+      segments.map((s) =>
+        s.confidence === undefined ? null : Math.min(1, Math.max(0, s.confidence)),
+      ),
       segments.map((s) => s.text),
       segments.map((s) => targetFragment(s.target)),
       segments.map((s) => s.speaker ?? null),

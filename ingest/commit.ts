@@ -1,4 +1,5 @@
 import { uuidv7 } from '../core/ids';
+import { stampImported } from '../core/lineStates';
 import type { MediaInfo, MediaKind } from '../core/media';
 import {
   insertBlob,
@@ -93,6 +94,7 @@ export async function commitBatch(
       }
       const pages: IngestedPage[] = [];
       const imported = new Set<number>();
+      const importedAt = new Date().toISOString();
       let singleItem: { id: string; next: number } | undefined;
       // I5: every page of one PDF or TIFF goes to one item, also in perFile mode.
       const perFileItems = new Map<number, { id: string; next: number }>();
@@ -154,7 +156,10 @@ export async function commitBatch(
             pageId: page.pageId,
             canvasUri: page.canvasUri,
             expectedRevision: 0,
-            segments: parsed.segments,
+            // V10: imported lines say so, with their source; ground truth is verified.
+            segments: stampImported(parsed.segments, parsed.format, importedAt, {
+              verified: fields.transcriptVerified,
+            }),
             ...(parsed.language ? { language: parsed.language } : {}),
             provenance: {
               source: 'import',

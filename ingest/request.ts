@@ -41,6 +41,8 @@ export interface IngestRequestFields {
   mode: 'single' | 'perFile';
   /** I5: start engine jobs for PDF pages whose text layer was imported, too. */
   transcribeTextLayer: boolean;
+  /** V10: the imported transcripts are ground truth: their lines are verified on import. */
+  transcriptVerified: boolean;
 }
 
 /** A refused request: a stable `code`, and the index of the file it is about when it is about one. */
@@ -65,6 +67,7 @@ const TEXT_FIELDS = new Set([
   'provider',
   'mode',
   'transcribeTextLayer',
+  'transcriptVerified',
 ]);
 const ID_PATTERN = /^[A-Za-z0-9._:~-]{1,200}$/;
 
@@ -87,6 +90,7 @@ export function emptyFields(request: Request): IngestRequestFields {
     provider: null,
     mode: 'single',
     transcribeTextLayer: false,
+    transcriptVerified: false,
   };
 }
 
@@ -137,10 +141,11 @@ export function applyField(
       fields.mode = value;
       return;
     case 'transcribeTextLayer':
+    case 'transcriptVerified':
       if (value !== 'true' && value !== 'false') {
-        throw new IngestError('invalid_field', 'transcribeTextLayer must be true or false');
+        throw new IngestError('invalid_field', `${name} must be true or false`);
       }
-      fields.transcribeTextLayer = value === 'true';
+      fields[name] = value === 'true';
       return;
     case 'metadata': {
       if (Buffer.byteLength(value) > limits.maxMetadataBytes) {

@@ -143,7 +143,10 @@ export class OpenAiChatProvider implements ImageEngine {
         content:
           `You correct ${what} (language: ${ctx.language || 'und'}): fix recognition errors, spelling and ` +
           'punctuation without changing the meaning. Return exactly the same number of lines as given, ' +
-          'one corrected line for each input line, in the same order, and nothing else.',
+          'one corrected line for each input line, in the same order, and nothing else. ' +
+          // V8: a line is what its line of the page says; joining is the reading text's job.
+          'Never move a word or part of a word from one line to another: a word hyphenated at the ' +
+          'end of a line stays split, its hyphen kept.',
       },
       { role: 'user', content: body },
     ];

@@ -1,16 +1,13 @@
 /**
- * The offline, deterministic polish pass (T2 `polish`): whitespace normalisation, words
- * hyphenated across line ends joined, and for speech sentence casing and terminal
- * punctuation. Pure: the same input always gives the same output, so a retried attempt
- * commits the same text.
+ * The offline, deterministic polish pass (T2 `polish`): whitespace normalisation, and for
+ * speech sentence casing and terminal punctuation. Pure: the same input always gives the
+ * same output, so a retried attempt commits the same text.
  *
  * Every function takes the texts of a page's segments in reading order and returns the same
- * number of texts, so segment boundaries (boxes, time spans) stay where they were.
+ * number of texts, so segment boundaries (boxes, time spans) stay where they were, and never
+ * moves text from one segment to another (V8).
  */
 import type { MediaKind } from '../core/media';
-
-/** Hyphen marks that split a word at a line end: hyphen-minus, hyphen, non-breaking hyphen, soft hyphen, not sign, double oblique hyphen (Fraktur). */
-const LINE_END_HYPHEN = /([\p{L}\p{N}])[-\u2010\u2011\u00AD\u00AC\u2E17]$/u;
 
 /** Collapses whitespace runs, trims, and removes spaces before closing punctuation. */
 export function normalizeWhitespace(text: string): string {
@@ -20,36 +17,6 @@ export function normalizeWhitespace(text: string): string {
     .replace(/ ([,.;:!?)\]}»”’])/gu, '$1')
     .replace(/([([{«„“]) /gu, '$1')
     .trim();
-}
-
-/**
- * Joins words split by a hyphen at the end of a line with their second half at the start of
- * the next non-empty line. The second half (with punctuation attached to it) moves to the
- * earlier line; the later line keeps its remaining words (and may become empty). A hyphen
- * before a lowercase continuation is a line-break hyphen and is removed ("exam-" + "ple"
- * -> "example"); before an uppercase or digit continuation it is a real hyphen and stays
- * ("North-" + "American" -> "North-American").
- */
-export function joinHyphenatedLines(lines: readonly string[]): string[] {
-  const out = lines.map((line) => line.trimEnd());
-  for (let i = 0; i < out.length; i++) {
-    const current = out[i]!;
-    if (!LINE_END_HYPHEN.test(current)) continue;
-    let next = i + 1;
-    while (next < out.length && out[next]!.trim().length === 0) next++;
-    if (next >= out.length) break;
-    const following = out[next]!.trimStart();
-    const match = /^(\S+)\s*/u.exec(following);
-    if (!match) continue;
-    const continuation = match[1]!;
-    const first = continuation[0]!;
-    if (!/[\p{L}\p{N}]/u.test(first)) continue;
-    const isLower = first === first.toLowerCase() && first !== first.toUpperCase();
-    const head = isLower ? current.slice(0, -1) : current;
-    out[i] = `${head}${continuation}`;
-    out[next] = following.slice(match[0].length);
-  }
-  return out;
 }
 
 /** Capitalises the first letter of each sentence and a lone "i"; adds a full stop when a text has no terminal punctuation. */
@@ -63,9 +30,13 @@ export function sentenceCase(text: string): string {
   return result;
 }
 
-/** Polishes the lines of an image page: whitespace, then hyphenation across line ends. */
+/**
+ * Polishes the lines of an image page, each on its own (V8): a line's text is what that line
+ * of the image says, so nothing moves between lines, not even half a word hyphenated at a
+ * line end; the reading text joins those (core/readingText.ts).
+ */
 export function polishImageLines(lines: readonly string[]): string[] {
-  return joinHyphenatedLines(lines.map(normalizeWhitespace)).map(normalizeWhitespace);
+  return lines.map(normalizeWhitespace);
 }
 
 /** Polishes the utterances of a recording: whitespace, sentence casing, terminal punctuation. */

@@ -9,6 +9,7 @@
 import type { Box } from '../annotation';
 import type { ExportInput } from './exportInput';
 import { imageLinesOf, unionBox } from './lines';
+import { describeStep } from './provenance';
 import { escapeXml } from './xml';
 
 export const HOCR_CAPABILITIES = ['ocr_page', 'ocr_carea', 'ocr_par', 'ocr_line'] as const;
@@ -39,6 +40,12 @@ export function toHocr(input: ExportInput): string {
   out.push('<meta http-equiv="Content-Type" content="text/html; charset=utf-8"/>');
   out.push('<meta name="ocr-system" content="Quire"/>');
   out.push(`<meta name="ocr-capabilities" content="${HOCR_CAPABILITIES.join(' ')}"/>`);
+  // I8 V8: what wrote the revision (and how its line text relates to the image), as ALTO and
+  // PAGE say it; hOCR has no element of its own for it.
+  if (input.provenance && input.provenance.steps.length > 0) {
+    const story = input.provenance.steps.map(describeStep).join('; ');
+    out.push(`<meta name="quire-provenance" content="${escapeXml(story)}"/>`);
+  }
   out.push('</head>');
   out.push('<body>');
   out.push(

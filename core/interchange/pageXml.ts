@@ -6,7 +6,7 @@
  */
 
 import { type ActorNames, actorName, actorOfLineAuthor } from '../actor';
-import { type Box, lineStateOf, type Segment } from '../annotation';
+import { type Box, isCheckedLine, lineStateOf, type Segment } from '../annotation';
 import type { ExportInput } from './exportInput';
 import { imageLinesOf, unionBox } from './lines';
 import { describeStep, type ExportProvenance } from './provenance';
@@ -39,7 +39,7 @@ function lineStateAttributes(
   names: ActorNames | undefined,
 ): { line: string; equiv: string } {
   const state = lineStateOf(segment);
-  const human = state !== 'machine';
+  const human = isCheckedLine(segment);
   const equiv = ` index="1"${confidenceAttribute(human ? 1 : segment.confidence)}`;
   const stamp = segment.stamp;
   // R7: by name when the export looked the names up; the stamp's own reference otherwise.

@@ -30,6 +30,8 @@ export type ProvenanceStep =
       model: string | null;
       version: string | null;
       jobId: string | null;
+      /** V8: `diplomatic` when the engine's lines were committed as the image's lines say. */
+      lineText: string | null;
     }
   | {
       kind: 'import';
@@ -79,6 +81,7 @@ export function provenanceOf(
         model: r.model,
         version: r.modelVersion,
         jobId: r.jobId,
+        lineText: typeof r.provenance?.lineText === 'string' ? r.provenance.lineText : null,
       });
     } else if (r.source === 'import') {
       const p = r.provenance ?? {};
@@ -110,11 +113,17 @@ const FORMAT_NAMES: Record<string, string> = {
   pdf: "a PDF's text layer",
 };
 
+/** V8: how an engine's line text relates to the image, as the exports say it. */
+const LINE_TEXT_NOTES: Record<string, string> = {
+  diplomatic:
+    'line text diplomatic (each line as printed, words hyphenated at a line end not joined)',
+};
+
 /** One sentence per step, for ALTO's processingStepDescription and PAGE's MetadataItem. */
 export function describeStep(step: ProvenanceStep): string {
   switch (step.kind) {
     case 'engine':
-      return `revision ${step.revision}: read by ${step.engine}${step.version ? ` ${step.version}` : ''}${step.model ? `, model ${step.model}` : ''}${step.jobId ? `, job ${step.jobId}` : ''}`;
+      return `revision ${step.revision}: read by ${step.engine}${step.version ? ` ${step.version}` : ''}${step.model ? `, model ${step.model}` : ''}${step.jobId ? `, job ${step.jobId}` : ''}${step.lineText ? `, ${LINE_TEXT_NOTES[step.lineText] ?? `line text ${step.lineText}`}` : ''}`;
     case 'import':
       return `revision ${step.revision}: imported from ${FORMAT_NAMES[step.format] ?? 'a file'}${step.producer ? ` written by ${step.producer}` : ''}`;
     case 'human':

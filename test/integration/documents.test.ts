@@ -145,7 +145,7 @@ beforeEach(async () => {
 });
 
 describe('I5 PDF ingest', () => {
-  it('I5 a PDF tesseract wrote over the real scans becomes its pages in order in one item, each text layer its revision 1 (source import) with the lines pdftotext reads, and no engine job', async () => {
+  it('I5 V10 a PDF tesseract wrote over the real scans becomes its pages in order in one item, each text layer its revision 1 (source import, lines imported) with the lines pdftotext reads, and no engine job', async () => {
     const result = await upload([file(ocrPdf, 'manifesto.pdf')]);
     expect(result.pages).toHaveLength(2);
     const [first, second] = result.pages;
@@ -172,6 +172,9 @@ describe('I5 PDF ingest', () => {
         if (s.target.kind !== 'xywh') throw new Error('an image line has a box');
         const { x, y, w, h } = s.target.box;
         expect(w > 0 && h > 0 && x + w <= page.width! && y + h <= page.height!).toBe(true);
+        // V10: a text layer's line is `imported`, its source the PDF, never `machine`.
+        expect(s.stamp).toMatchObject({ state: 'imported', by: { kind: 'import', id: 'pdf' } });
+        expect(s.confidence).toBeUndefined();
       }
       const revisions = await listRevisions(db.pool, ws, entry.pageId, { limit: 10 });
       expect(revisions!.map((r) => [r.revision, r.source])).toEqual([

@@ -447,13 +447,14 @@ describe('V5 progress', () => {
         { key: A.key },
       );
     expect((await progress(item)).json).toEqual({
-      lines: { machine: 5, edited: 0, verified: 0, total: 5 },
+      lines: { machine: 5, imported: 0, edited: 0, verified: 0, total: 5 },
       pages: { total: 2, withLines: 2, fullyVerified: 0 },
     });
     expect((await putLine(A, pageId, 1, 0, 'checked by hand')).status).toBe(200);
     expect((await verify(A, pageId, 2, [0, 1])).status).toBe(200);
     expect((await progress(item)).json.lines).toEqual({
       machine: 3,
+      imported: 0,
       edited: 0,
       verified: 2,
       total: 5,
@@ -466,7 +467,7 @@ describe('V5 progress', () => {
     expect((await events()).rows).toEqual([]);
     expect((await verify(A, pageId, 3, [2])).status).toBe(200);
     expect((await progress(item)).json).toEqual({
-      lines: { machine: 2, edited: 0, verified: 3, total: 5 },
+      lines: { machine: 2, imported: 0, edited: 0, verified: 3, total: 5 },
       pages: { total: 2, withLines: 2, fullyVerified: 1 },
     });
     expect((await events()).rows).toEqual([
@@ -553,7 +554,7 @@ describe('V6 recordings', () => {
     expect((await getPage(quire.db.pool, therapy.ws, released))!.blobKey).toBeNull();
   });
 
-  it('V6 a speaker is renamed once and the name applies to every line of that speaker on the page', async () => {
+  it('V6 V11 a speaker is renamed once on every line of that speaker on the page, and named for a span of lines, without editing the text', async () => {
     const pageId = await quire.page(A.ws, 'audio');
     await runJob(A, pageId, { simulated: { audioSegments: 3 } });
     const before = await currentLines(pageId);
@@ -579,7 +580,32 @@ describe('V6 recordings', () => {
       const was = before[i]!;
       expect(line.speaker).toBe(was.speaker === speaker ? 'Mrs Ada Byron' : was.speaker);
       expect(line.text).toBe(was.text);
-      expect(line.stamp?.state ?? 'machine').toBe(was.speaker === speaker ? 'edited' : 'machine');
+      // V11: a speaker's name is not an edit of the text: every line keeps its state.
+      expect(line.stamp?.state ?? 'machine').toBe('machine');
     }
+    // V11: a speaker named for a span of lines, on a recording whose engine gave none.
+    const span = await editPage(
+      {
+        workspaceId: A.ws,
+        actor: { kind: 'apiKey', id: A.keyId, name: 'key' },
+        grant: { kind: 'key', scope: 'write' },
+      },
+      {
+        pageId,
+        expectedRevision: 2,
+        edit: { assignSpeaker: { lines: [0, 1], speaker: 'Interviewer' } },
+        channel: 'console',
+      },
+    );
+    expect(span.state).toBe('committed');
+    const assigned = await currentLines(pageId);
+    expect(assigned.map((l) => l.speaker)).toEqual([
+      'Interviewer',
+      'Interviewer',
+      ...after.slice(2).map((l) => l.speaker),
+    ]);
+    expect(assigned.map((l) => [l.text, l.stamp?.state ?? 'machine'])).toEqual(
+      after.map((l) => [l.text, 'machine']),
+    );
   });
 });

@@ -104,8 +104,8 @@ function checkAltoStructure(xml: string, width: number, height: number) {
 
 describe('exports of a page (SPEC §7 export formats)', () => {
   it('Q1 plain text has one line per segment in reading order', () => {
-    expect(toPlainText(imageSegments)).toBe('First line\nsecond <line> & "quotes"\n\n');
-    expect(toPlainText([])).toBe('');
+    expect(toPlainText(imageSegments, 'image')).toBe('First line\nsecond <line> & "quotes"\n\n');
+    expect(toPlainText([], 'image')).toBe('');
     expect(
       exportPage('text', { canvasUri, kind: 'audio', segments: audioSegments }).body.split('\n')[0],
     ).toBe('And so, my fellow Americans: ask not <b>');

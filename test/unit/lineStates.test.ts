@@ -46,6 +46,19 @@ describe('V1 line states', () => {
     expect(humanLineIndexes(saved)).toEqual([1]);
   });
 
+  it('V11 naming a speaker for a span of lines keeps their state and confidence; a text change still edits', () => {
+    const base = page();
+    const named = base.map((s) => (s.index < 2 ? { ...s, speaker: 'Ada' } : s));
+    const saved = stampEdit(base, named, alice, T1);
+    expect(saved.map((s) => [s.speaker, s.stamp, s.confidence])).toEqual([
+      ['Ada', base[0]!.stamp, 0.8],
+      ['Ada', base[1]!.stamp, 0.8],
+      [undefined, base[2]!.stamp, 0.8],
+    ]);
+    const both = stampEdit(base, withText(named, 0, 'ONE'), alice, T1);
+    expect(both[0]!.stamp).toEqual({ state: 'edited', by: alice, at: T1 });
+  });
+
   it('V1 verify marks the named lines verified; the state survives the AnnotationPage round trip', () => {
     const verified = stampVerified(page(), [0, 2], bob, T1);
     expect(verified.map((s) => s.stamp?.state)).toEqual(['verified', 'machine', 'verified']);
@@ -58,6 +71,7 @@ describe('V1 line states', () => {
     expect(segmentsOf(annotation)).toEqual(verified);
     expect(countLineStates(verified)).toEqual({
       machine: 1,
+      imported: 0,
       edited: 0,
       verified: 2,
       fullyVerified: false,

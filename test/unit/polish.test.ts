@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  joinHyphenatedLines,
   normalizeWhitespace,
   polishImageLines,
   polishSpeechSegments,
@@ -15,42 +14,35 @@ describe('T2 offline polish pass', () => {
     expect(normalizeWhitespace('\u00a0')).toBe('');
   });
 
-  it('T2 polish joins a word hyphenated across lines and keeps the line count', () => {
+  it('V8 polish keeps each line to itself: a word hyphenated across lines stays split', () => {
     const lines = [
-      'The history of all hither-',
-      'to existing society is the',
-      'history of class strug-',
-      'gles.',
+      'hurled back the branding reproach of Commun-',
+      'ism, against the more advanced opposition par-',
+      'ties, as well as against its reactionary adver-',
+      'saries ?',
+      'lish, French, German, Italian, Flemish and Dan-',
+      'ish  languages.',
     ];
-    const out = joinHyphenatedLines(lines);
-    expect(out).toHaveLength(4);
-    expect(out).toEqual([
-      'The history of all hitherto',
-      'existing society is the',
-      'history of class struggles.',
-      '',
+    expect(polishImageLines(lines)).toEqual([
+      'hurled back the branding reproach of Commun-',
+      'ism, against the more advanced opposition par-',
+      'ties, as well as against its reactionary adver-',
+      'saries?',
+      'lish, French, German, Italian, Flemish and Dan-',
+      'ish languages.',
     ]);
-  });
-
-  it('T2 polish keeps a real hyphen before an uppercase continuation and skips empty lines', () => {
-    expect(joinHyphenatedLines(['a North-', '', 'American trade'])).toEqual([
-      'a North-American',
-      '',
-      'trade',
+    expect(polishImageLines(['soft\u00AD', 'ware', 'a North-', 'American'])).toEqual([
+      'soft\u00AD',
+      'ware',
+      'a North-',
+      'American',
     ]);
-    expect(joinHyphenatedLines(['a dash -', 'next'])).toEqual(['a dash -', 'next']);
-    expect(joinHyphenatedLines(['ends with hyphen-'])).toEqual(['ends with hyphen-']);
-    expect(joinHyphenatedLines(['Verſchwä\u2E17', 'gerung und'])).toEqual([
-      'Verſchwägerung',
-      'und',
-    ]);
-    expect(joinHyphenatedLines(['soft\u00AD', 'ware'])).toEqual(['software', '']);
   });
 
   it('T2 polish of image lines is deterministic and idempotent', () => {
     const lines = ['  two  words-', ' joined   here ', 'plain'];
     const once = polishImageLines(lines);
-    expect(once).toEqual(['two wordsjoined', 'here', 'plain']);
+    expect(once).toEqual(['two words-', 'joined here', 'plain']);
     expect(polishImageLines(once)).toEqual(once);
   });
 
@@ -68,11 +60,11 @@ describe('T2 offline polish pass', () => {
     ]);
   });
 
-  it('T2 polishText keeps one output line per input line', () => {
-    const input = 'first hyphen-\nated line\nlast';
+  it('T2 V8 polishText keeps one output line per input line, each its own text', () => {
+    const input = 'first hyphen-\nated  line\nlast';
     const output = polishText(input, 'image');
     expect(output.split('\n')).toHaveLength(3);
-    expect(output).toBe('first hyphenated\nline\nlast');
+    expect(output).toBe('first hyphen-\nated line\nlast');
     expect(polishText('one\ntwo', 'audio')).toBe('One.\nTwo.');
   });
 });

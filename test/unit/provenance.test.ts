@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { provenanceOf, type RevisionRecord } from '../../core/interchange/provenance';
+import { describeStep, provenanceOf, type RevisionRecord } from '../../core/interchange/provenance';
 
 const at = (minute: number) => new Date(Date.UTC(2026, 0, 1, 0, minute));
 const row = (revision: number, patch: Partial<RevisionRecord>): RevisionRecord => ({
@@ -63,5 +63,27 @@ describe('I8 provenance of a revision', () => {
       },
     ]);
     expect(provenanceOf([row(0, { source: 'initial' })], 0).steps).toEqual([]);
+  });
+});
+
+describe('V8 provenance of line text', () => {
+  it('V8 an engine revision under the diplomatic rule says so; an older one says nothing of it', () => {
+    const revisions = [
+      row(1, { source: 'engine', engine: 'tesseract', modelVersion: '5.3.0' }),
+      row(2, {
+        source: 'engine',
+        engine: 'tesseract',
+        modelVersion: '5.3.0',
+        provenance: { lineText: 'diplomatic' },
+      }),
+    ];
+    const before = provenanceOf(revisions, 1).steps[0]!;
+    const after = provenanceOf(revisions, 2).steps[0]!;
+    expect(before).toMatchObject({ kind: 'engine', lineText: null });
+    expect(after).toMatchObject({ kind: 'engine', lineText: 'diplomatic' });
+    expect(describeStep(before)).not.toContain('diplomatic');
+    expect(describeStep(after)).toBe(
+      'revision 2: read by tesseract 5.3.0, line text diplomatic (each line as printed, words hyphenated at a line end not joined)',
+    );
   });
 });

@@ -50,6 +50,7 @@ type Conflict = {
 /** V1: the words a line's state is shown with. */
 export const STATE_LABEL: Record<LineState, string> = {
   machine: 'machine',
+  imported: 'imported',
   edited: 'edited',
   verified: 'verified',
 };

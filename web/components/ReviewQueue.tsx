@@ -298,7 +298,11 @@ export function ReviewQueue({ itemId, initial, mayEdit }: Props) {
             <Link href={`/pages/${current.pageId}`}>page {current.pageId}</Link>{' '}
             <span className="muted small">
               {position + 1} of {lines.length}
-              {nextToken ? '+' : ''} · confidence {current.confidence.toFixed(2)} ·{' '}
+              {nextToken ? '+' : ''} ·{' '}
+              {current.confidence === null
+                ? 'no confidence'
+                : `confidence ${current.confidence.toFixed(2)}`}{' '}
+              ·{' '}
               <span className={`line-state state-${current.state}`} data-testid="review-state">
                 {STATE_LABEL[current.state]}
               </span>

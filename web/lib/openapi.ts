@@ -104,6 +104,12 @@ export const OPERATIONS: Operation[] = [
             description:
               'I5: true starts engine jobs for PDF pages whose text layer was imported, too',
           },
+          transcriptVerified: {
+            type: 'string',
+            enum: ['true', 'false'],
+            description:
+              'V10: true imports the transcripts (and PDF text layers) as ground truth: their lines are verified, not imported',
+          },
           transcript: {
             type: 'array',
             items: { type: 'string', contentMediaType: 'application/xml' },

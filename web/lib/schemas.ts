@@ -96,6 +96,13 @@ export const pageVerifyBody = z
 /** V2: the review queue of the workspace, or of one item. */
 export const reviewQuery = z.object({
   itemId: z.string().min(1).max(200).optional().describe('Only the lines of this item.'),
+  includeImported: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .describe(
+      'V10: also the lines imported from a file or a PDF text layer, after every engine line.',
+    ),
   pageSize: pageSizeSchema,
   pageToken: pageTokenSchema.optional(),
 });

@@ -44,6 +44,8 @@ export type PageEdit =
   | { verify: number[] }
   /** V6: one speaker's label renamed on every line of the page that carries it. */
   | { renameSpeaker: { from: string; to: string } }
+  /** V11: a speaker named for a line or a span of lines of the revision read. */
+  | { assignSpeaker: { lines: number[]; speaker: string } }
   /** V2 undo: a line put back as it was in an earlier revision, its state with it. */
   | { restore: { index: number; revision: number } };
 
@@ -191,7 +193,13 @@ function savedLines(
   }
   const known = new Set(base.map((s) => s.index));
   const indexes =
-    'texts' in edit ? edit.texts.map((e) => e.index) : 'verify' in edit ? edit.verify : [];
+    'texts' in edit
+      ? edit.texts.map((e) => e.index)
+      : 'verify' in edit
+        ? edit.verify
+        : 'assignSpeaker' in edit
+          ? edit.assignSpeaker.lines
+          : [];
   const unknown = indexes.find((i) => !known.has(i));
   if (unknown !== undefined) {
     throw new DomainError('unknown_line', `line ${unknown} is not a line of the revision read`, {
@@ -206,6 +214,12 @@ function savedLines(
     }
     const renamed = base.map((s) => (s.speaker === from ? { ...s, speaker: to } : s));
     return { mine: stampEdit(base, renamed, author, at) };
+  }
+  if ('assignSpeaker' in edit) {
+    const { lines, speaker } = edit.assignSpeaker;
+    const chosen = new Set(lines);
+    const assigned = base.map((s) => (chosen.has(s.index) ? { ...s, speaker } : s));
+    return { mine: stampEdit(base, assigned, author, at) };
   }
   const texts = new Map(edit.texts.map((e) => [e.index, e.text.replace(/\r?\n/g, ' ')]));
   const next = base.map((s) => (texts.has(s.index) ? { ...s, text: texts.get(s.index)! } : s));

@@ -5,14 +5,16 @@ import {
   lineProgress,
   listReviewQueue,
   type ReviewLine,
+  reviewRankOf,
 } from '@quire/db/review';
 import type { Principal } from '@quire/db/workspaces';
 import { ApiError } from '@quire/web/lib/errors';
 import { config, pool } from '@quire/web/lib/server';
 
 /**
- * V2 V5: what a reviewer reads: the queue of lines that need a person, lowest engine
- * confidence first, and how far a workspace or an item is. For the API and the console alike.
+ * V2 V5 V10: what a reviewer reads: the queue of lines that need a person, lowest engine
+ * confidence first (imported lines only when asked), and how far a workspace or an item is.
+ * For the API and the console alike.
  */
 
 export interface ReviewPage {
@@ -23,15 +25,16 @@ export interface ReviewPage {
 /** V2: one page of the queue; the token is signed and bound to the workspace and the item. */
 export async function reviewQueue(
   principal: Principal,
-  query: { itemId?: string; pageSize: number; pageToken?: string },
+  query: { itemId?: string; includeImported?: boolean; pageSize: number; pageToken?: string },
 ): Promise<ReviewPage> {
+  const includeImported = query.includeImported === true;
   const binding = {
     workspaceId: principal.workspaceId,
     scope: 'review-queue',
-    filter: { itemId: query.itemId ?? null },
+    filter: { itemId: query.itemId ?? null, includeImported },
   };
   const secret = config().QUIRE_SECRET_KEY;
-  let after: { confidence: number; pageId: number; index: number } | undefined;
+  let after: { rank: number; pageId: number; index: number } | undefined;
   if (query.pageToken !== undefined) {
     const cursor: unknown = decodePageToken(secret, binding, query.pageToken);
     if (
@@ -41,11 +44,12 @@ export async function reviewQueue(
     ) {
       throw new ApiError('invalid_page_token', 'page token is malformed');
     }
-    const [confidence, pageId, index] = cursor as [number, number, number];
-    after = { confidence, pageId, index };
+    const [rank, pageId, index] = cursor as [number, number, number];
+    after = { rank, pageId, index };
   }
   const rows = await listReviewQueue(pool(), principal.workspaceId, {
     itemId: query.itemId,
+    includeImported,
     after,
     limit: query.pageSize + 1,
   });
@@ -55,7 +59,7 @@ export async function reviewQueue(
     lines,
     nextPageToken:
       rows.length > query.pageSize && last
-        ? encodePageToken(secret, binding, [last.confidence, last.pageId, last.index])
+        ? encodePageToken(secret, binding, [reviewRankOf(last), last.pageId, last.index])
         : null,
   };
 }

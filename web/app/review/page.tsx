@@ -40,7 +40,9 @@ export default async function ReviewView({
       <h1>Review{itemName ? <span className="muted"> · {itemName}</span> : null}</h1>
       <p className="muted" data-testid="review-progress">
         {lines.verified} of {lines.total} lines verified, {lines.edited} edited, {lines.machine} as
-        the engine read them · {pages.fullyVerified} of {pages.total} pages fully verified
+        the engine read them
+        {lines.imported > 0 ? `, ${lines.imported} as imported (not in the queue)` : ''} ·{' '}
+        {pages.fullyVerified} of {pages.total} pages fully verified
       </p>
       <ReviewQueue
         itemId={itemId ?? null}

@@ -1,4 +1,4 @@
-import { isExportFormat } from '@quire/core/exports';
+import { carriesProvenance, isExportFormat } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
 import { apiError } from '@quire/web/lib/http';
 import { pageExportResponse, pageProvenance } from '@quire/web/lib/pageHttp';
@@ -24,8 +24,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ page
       : undefined;
     if (!page) return apiError('page_not_found', 'page not found');
     // An export that does not fit the page's kind is UnsupportedExportError: 422 unsupported_format.
-    const provenance =
-      format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
+    const provenance = carriesProvenance(format) ? await pageProvenance(pool(), page) : undefined;
     return pageExportResponse(page, format, provenance);
   });
 }

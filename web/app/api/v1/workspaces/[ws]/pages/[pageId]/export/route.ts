@@ -1,3 +1,4 @@
+import { carriesProvenance } from '@quire/core/exports';
 import { getPage } from '@quire/db/pages';
 import { ApiError, pathId, type RouteContext, readQuery, withApi } from '@quire/web/lib/api';
 import { pageEtag, pageExportResponse, pageProvenance } from '@quire/web/lib/pageHttp';
@@ -30,8 +31,7 @@ export async function GET(request: Request, context: RouteContext<Params>) {
       });
     }
     // An export that does not fit the page's kind is UnsupportedExportError: 422 unsupported_format.
-    const provenance =
-      format === 'alto' || format === 'page' ? await pageProvenance(pool(), page) : undefined;
+    const provenance = carriesProvenance(format) ? await pageProvenance(pool(), page) : undefined;
     return pageExportResponse(page, format, provenance);
   });
 }
