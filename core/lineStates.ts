@@ -172,8 +172,8 @@ export function revisionChanges(
     earlier.delete(line.index);
     if (sameLine(was, line)) continue;
     const state = lineStateOf(line);
-    if (state === 'machine') counts.other += 1;
-    else counts[state] += 1;
+    if (state === 'edited' || state === 'verified') counts[state] += 1;
+    else counts.other += 1;
   }
   counts.other += earlier.size;
   return counts;
