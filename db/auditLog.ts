@@ -75,7 +75,12 @@ export type AuditAction =
   | 'api_key.revoke'
   | 'account.create'
   | 'account.disable'
-  | 'account.enable';
+  | 'account.enable'
+  /** X2: single sign-on linked an account the person proved they hold. */
+  | 'account.oidc_link'
+  /** R2, X2: the provider's mapping made an account an operator, or stopped doing so. */
+  | 'account.operator_grant'
+  | 'account.operator_revoke';
 
 export interface AuditEntryInput {
   action: AuditAction;
