@@ -121,8 +121,10 @@ export async function inviteMember(
 }
 
 /**
- * R1: accepting an invitation link. A new person sets a name and password; someone who has an
- * account already (same email) proves it with their password. Single use.
+ * R1: accepting an invitation link. Someone who has an account already (same email) proves it
+ * with their password; a new person's name and password make the account. Single use. X6: the
+ * form and the checks before the password is weighed are the same for both, so the link does
+ * not say whether its address has an account.
  */
 export async function acceptInvitationLink(input: {
   token: string;
@@ -132,20 +134,19 @@ export async function acceptInvitationLink(input: {
 }): Promise<{ account: Account; workspaceId: number; role: Role }> {
   const open = await openInvitation(pool(), input.token);
   if (!open) throw await closedInvitationError(pool(), input.token);
-  const existing = await findAccountByEmail(pool(), open.email);
-  if (existing) {
+  const name = input.name.trim();
+  if (name.length < 1 || name.length > 200) {
+    throw new DomainError('invalid_name', 'a name has 1 to 200 characters');
+  }
+  const problem = passwordProblem(input.password);
+  if (problem) throw new DomainError('weak_password', problem);
+  if (await findAccountByEmail(pool(), open.email)) {
     const account = await signInWithPassword({
       email: open.email,
       password: input.password,
       address: input.address,
     });
     return acceptInvitation(pool(), input.token, { kind: 'existing', accountId: account.id });
-  }
-  const problem = passwordProblem(input.password);
-  if (problem) throw new DomainError('weak_password', problem);
-  const name = input.name.trim();
-  if (name.length < 1 || name.length > 200) {
-    throw new DomainError('invalid_name', 'a name has 1 to 200 characters');
   }
   return acceptInvitation(pool(), input.token, {
     kind: 'new',
