@@ -161,6 +161,11 @@ export const ERROR_CODES = {
     kind: 'not_found',
     sentence: 'This invitation link is not valid: used, revoked or expired.',
   },
+  /** R9: a password reset link used, expired, or never made. */
+  reset_closed: {
+    kind: 'not_found',
+    sentence: 'This password reset link is not valid: used or expired. Ask for a new one.',
+  },
   invitation_accepted: { kind: 'conflict', sentence: 'This invitation was accepted already.' },
   invitation_revoked: {
     kind: 'conflict',

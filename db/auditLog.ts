@@ -80,7 +80,9 @@ export type AuditAction =
   | 'account.oidc_link'
   /** R2, X2: the provider's mapping made an account an operator, or stopped doing so. */
   | 'account.operator_grant'
-  | 'account.operator_revoke';
+  | 'account.operator_revoke'
+  /** R9: a password set through a reset link sent to the account's email. */
+  | 'account.password_reset';
 
 export interface AuditEntryInput {
   action: AuditAction;
