@@ -261,6 +261,21 @@ const schema = z.object({
   /** R1: how long an invitation link stays valid (seconds; default 7 days). */
   QUIRE_INVITATION_SECONDS: intFrom(60, 90 * 86_400, 7 * 86_400),
   /**
+   * R9: the installation's mail server (`smtp://host:port`, `smtps://user:password@host`), for
+   * password resets and notices. Unset: no mail is sent.
+   */
+  QUIRE_SMTP_URL: trimmedOptional.pipe(
+    z
+      .string()
+      .url()
+      .refine((url) => /^smtps?:\/\//.test(url), 'QUIRE_SMTP_URL is smtp:// or smtps://')
+      .optional(),
+  ),
+  /** R9: the address Quire's mail comes from. */
+  QUIRE_MAIL_FROM: z.string().trim().email().default('quire@localhost.localdomain'),
+  /** R9: how long a password reset link stays valid (seconds; default one hour). */
+  QUIRE_PASSWORD_RESET_SECONDS: intFrom(60, 86_400, 3_600),
+  /**
    * R2: the installation's OpenID Connect provider (its issuer URL). Unset: local accounts
    * only. With it, QUIRE_OIDC_CLIENT_ID and QUIRE_OIDC_CLIENT_SECRET; the redirect URI is
    * `<QUIRE_PUBLIC_URL>/signin/oidc/callback`.

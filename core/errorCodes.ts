@@ -103,7 +103,30 @@ export const ERROR_CODES = {
   },
   oidc_claims: {
     kind: 'unauthenticated',
-    sentence: 'The identity provider did not give a verified email.',
+    sentence: 'The identity provider did not give an email.',
+  },
+  /** X2: `email_verified` was not exactly true (missing, false, or a string). */
+  oidc_email_unverified: {
+    kind: 'unauthenticated',
+    sentence:
+      'The identity provider has not verified your email, so single sign-on cannot use it. Verify it there, or sign in with your password.',
+  },
+  /** X2: an account has the email; the person did not prove they hold it. */
+  oidc_link_unproven: {
+    kind: 'unauthenticated',
+    sentence:
+      'An account with your email exists already. Sign in to it with its password first, then choose single sign-on again to link the two.',
+  },
+  /** X2: operators are never linked by email. */
+  oidc_operator_link: {
+    kind: 'forbidden',
+    sentence:
+      'Single sign-on does not link an operator to an existing account. Ask another operator.',
+  },
+  /** X2: the account of that email is linked to another identity at the provider. */
+  oidc_link_taken: {
+    kind: 'conflict',
+    sentence: 'The account with your email is linked to another identity at the provider.',
   },
   too_many_attempts: {
     kind: 'rate_limited',
@@ -139,6 +162,11 @@ export const ERROR_CODES = {
   invitation_not_found: {
     kind: 'not_found',
     sentence: 'This invitation link is not valid: used, revoked or expired.',
+  },
+  /** R9: a password reset link used, expired, or never made. */
+  reset_closed: {
+    kind: 'not_found',
+    sentence: 'This password reset link is not valid: used or expired. Ask for a new one.',
   },
   invitation_accepted: { kind: 'conflict', sentence: 'This invitation was accepted already.' },
   invitation_revoked: {

@@ -27,7 +27,7 @@ export interface AccountWithPassword extends Account {
 
 const ACCOUNT_COLUMNS = 'id, email, name, operator, disabled_at, created_at, password_hash';
 
-function accountOf(r: Record<string, unknown>): AccountWithPassword {
+export function accountOf(r: Record<string, unknown>): AccountWithPassword {
   return {
     id: r.id as number,
     email: r.email as string,
@@ -39,7 +39,8 @@ function accountOf(r: Record<string, unknown>): AccountWithPassword {
   };
 }
 
-const withoutPassword = ({ passwordHash: _, ...account }: AccountWithPassword): Account => account;
+export const withoutPassword = ({ passwordHash: _, ...account }: AccountWithPassword): Account =>
+  account;
 
 export const accountExists = () =>
   new ConflictError('account_exists', 'an account with that email exists');
@@ -91,48 +92,6 @@ export async function setAccountPassword(
   passwordHash: string,
 ): Promise<void> {
   await db.query('UPDATE accounts SET password_hash = $2 WHERE id = $1', [accountId, passwordHash]);
-}
-
-/**
- * R2: the account a provider's subject signs in as: the one linked to that issuer and subject,
- * else the one with the verified email (then linked), else a new account.
- */
-export async function accountForOidcSubject(
-  pool: Pool,
-  input: { issuer: string; subject: string; email: string; name: string; operator: boolean },
-): Promise<Account> {
-  return withTransaction(pool, async (client) => {
-    const linked = await client.query(
-      `UPDATE accounts SET operator = $3, name = $4
-        WHERE oidc_issuer = $1 AND oidc_subject = $2 RETURNING ${ACCOUNT_COLUMNS}`,
-      [input.issuer, input.subject, input.operator, input.name],
-    );
-    if (linked.rows[0]) return withoutPassword(accountOf(linked.rows[0]));
-    const byEmail = await client.query(
-      `UPDATE accounts SET oidc_issuer = $1, oidc_subject = $2, operator = $3
-        WHERE email = $4 AND oidc_subject IS NULL RETURNING ${ACCOUNT_COLUMNS}`,
-      [input.issuer, input.subject, input.operator, input.email],
-    );
-    if (byEmail.rows[0]) return withoutPassword(accountOf(byEmail.rows[0]));
-    const { rows } = await client.query(
-      `INSERT INTO accounts (email, name, oidc_issuer, oidc_subject, operator)
-       VALUES ($1, $2, $3, $4, $5) RETURNING ${ACCOUNT_COLUMNS}`,
-      [input.email, input.name, input.issuer, input.subject, input.operator],
-    );
-    const account = withoutPassword(accountOf(rows[0]));
-    await recordAudit(
-      client,
-      { kind: 'cli' },
-      {
-        action: 'account.create',
-        target: `accounts/${account.id}`,
-        workspaceId: null,
-        before: null,
-        after: { id: account.id, email: account.email, operator: account.operator, via: 'oidc' },
-      },
-    );
-    return account;
-  });
 }
 
 /**

@@ -86,6 +86,13 @@ export const AUDIT_ACTIONS = [
   'account.create',
   'account.disable',
   'account.enable',
+  /** X2: single sign-on linked an account the person proved they hold. */
+  'account.oidc_link',
+  /** R2, X2: the provider's mapping made an account an operator, or stopped doing so. */
+  'account.operator_grant',
+  'account.operator_revoke',
+  /** R9: a password set through a reset link sent to the account's email. */
+  'account.password_reset',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -14,6 +14,8 @@ export const TEMPORAL_UI_VERSION = '2.42.1';
 export const OBJECT_SERVER_VERSION = '1.8.0';
 /** R2, R4: the identity provider the tests and the development stack sign in through. */
 export const HYDRA_VERSION = '2.3.0';
+/** R9: the SMTP sink the tests send mail to and read back through its HTTP API. */
+export const MAIL_SINK_VERSION = '1.33.1';
 
 interface GoProgram {
   /** Cache directory name, without the version. */
@@ -64,6 +66,12 @@ const PROGRAMS = {
         'github.com/gobuffalo/pop/v6=github.com/ory/pop/v6@v6.2.1-0.20241121111754-e5dfc0f3344b',
       ],
     },
+  },
+  mailSink: {
+    name: 'mailpit',
+    version: MAIL_SINK_VERSION,
+    packages: [`github.com/axllent/mailpit@v${MAIL_SINK_VERSION}`],
+    binaries: ['mailpit'],
   },
 } satisfies Record<string, GoProgram>;
 

@@ -21,6 +21,16 @@ export interface IdentityPerson {
   name: string;
   password: string;
   groups: string[];
+  /**
+   * The `email_verified` claim the provider gives (default `true`); `'omitted'` leaves it out,
+   * as some providers do (X2 tests that anything but `true` links nothing).
+   */
+  emailVerified?: boolean | 'false' | 'omitted';
+}
+
+function emailVerifiedClaim(person: IdentityPerson): { email_verified?: boolean | string } {
+  const claim = person.emailVerified ?? true;
+  return claim === 'omitted' ? {} : { email_verified: claim };
 }
 
 export interface IdentityProvider {
@@ -186,7 +196,7 @@ export function startLoginApp(
               access_token: permissions.length ? { [TEMPORAL_PERMISSIONS_CLAIM]: permissions } : {},
               id_token: {
                 email: person.email,
-                email_verified: true,
+                ...emailVerifiedClaim(person),
                 name: person.name,
                 groups: person.groups,
               },

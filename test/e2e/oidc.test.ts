@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../../core/actor';
+import { createAccount } from '../../db/accounts';
+import { createInvitation } from '../../db/invitations';
 import { createWorkspace } from '../../db/workspaces';
 import { type IdentityProvider, startIdentityProvider } from '../../scripts/lib/identityProvider';
 import { freePort } from '../../scripts/lib/temporal';
@@ -16,7 +19,10 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * v2.3.0 (built from the Go module proxy) with Quire's development login-and-consent app.
  * The browser leaves the console for the provider's login page, signs in there, comes back
  * through the authorization-code-with-PKCE callback and lands in the console with the role
- * the group mapping gives; an operator group lands in the operator view.
+ * the group mapping gives; an operator group lands in the operator view. X2: an account
+ * someone else made for a person's email (an owner accepting their own invitation to it) is
+ * not taken over by that person's first sign-in, whatever `email_verified` says; the person
+ * signed in to their own account links it.
  */
 let db: TestDatabase;
 let hydraDb: string;
@@ -25,7 +31,11 @@ let distDir: string;
 let web: WebProcess;
 let browser: Browser;
 let ws: number;
+let owner: { id: number; name: string };
 const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+/** One victim per `email_verified` the provider gives (the boolean and the string apart). */
+const victimEmail = (verified: boolean | string) =>
+  `victim-${typeof verified === 'string' ? `text-${verified}` : verified}@idp.test`;
 const PEOPLE = [
   {
     email: 'reviewer@idp.test',
@@ -34,7 +44,22 @@ const PEOPLE = [
     groups: ['transcribers', 'reviewers'],
   },
   { email: 'ops@idp.test', name: 'Olu Operator', password: 'operator-password-1', groups: ['ops'] },
+  // X2: operators at the provider whose email a Quire owner claims first.
+  ...(['omitted', 'false', false, true] as const).map((emailVerified) => ({
+    email: victimEmail(emailVerified),
+    name: 'Vic Victim',
+    password: 'victim-password-1',
+    groups: ['ops'],
+    emailVerified,
+  })),
+  {
+    email: 'linker@idp.test',
+    name: 'Lin Linker',
+    password: 'linker-password-1',
+    groups: ['reviewers'],
+  },
 ];
+const QUIRE_PASSWORD = 'a password set in Quire';
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -77,6 +102,11 @@ beforeAll(async () => {
     webPort,
   );
   browser = await launchBrowser();
+  owner = await createAccount(db.pool, CLI_ACTOR, {
+    email: 'owner@corp.test',
+    name: 'Oona Owner',
+    passwordHash: null,
+  });
 }, 900_000);
 
 afterEach(async () => {
@@ -149,4 +179,101 @@ describe('single sign-on (R2)', () => {
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('Wrong');
     expect((await context.cookies()).some((c) => c.name === 'quire_session')).toBe(false);
   }, 60_000);
+});
+
+/** X2: an owner invites `email` and opens the link themself: a password account for it, in Quire. */
+async function acceptInvitationAs(context: BrowserContext, email: string) {
+  const { token } = await createInvitation(
+    db.pool,
+    { kind: 'account', id: owner.id, name: owner.name },
+    { workspaceId: ws, email, role: 'viewer', ttlSeconds: 3600 },
+  );
+  const page = await context.newPage();
+  await page.goto(`/invite/${token}`);
+  await page.getByLabel('Your name').fill('Someone');
+  await page.getByLabel(/password/i).fill(QUIRE_PASSWORD);
+  await page.getByRole('button', { name: 'Join' }).click();
+  await page.waitForURL((url) => url.href === `${web.url}/`, { timeout: 30_000 });
+  return page;
+}
+
+const accountRow = async (email: string) =>
+  (
+    await db.pool.query(
+      `SELECT a.oidc_subject, a.operator, m.role FROM accounts a
+         LEFT JOIN workspace_members m ON m.account_id = a.id AND m.workspace_id = $2
+        WHERE a.email = $1`,
+      [email, ws],
+    )
+  ).rows;
+
+const auditCount = async (action: string) =>
+  Number(
+    (await db.pool.query('SELECT count(*) FROM audit_log WHERE action = $1', [action])).rows[0]
+      .count,
+  );
+
+describe('single sign-on does not take over an account (X2)', () => {
+  it.each([
+    ['omitted', 'oidc_email_unverified'],
+    ['false', 'oidc_email_unverified'],
+    [false, 'oidc_email_unverified'],
+    [true, 'oidc_operator_link'],
+  ] as const)(
+    "X2 an owner pre-claims an operator's email; their first sign-in with email_verified %j links nothing and says why (%s)",
+    async (verified, code) => {
+      const victim = PEOPLE.find((p) => p.email === victimEmail(verified))!;
+      await acceptInvitationAs(await contexts.fresh(), victim.email);
+      const links = await auditCount('account.oidc_link');
+      const context = await contexts.fresh();
+      const page = await signInAtProvider(context, victim.email, victim.password);
+      await page.waitForURL(`${web.url}/signin?error=${code}`, { timeout: 30_000 });
+      await expect
+        .poll(() => page.locator('[role="alert"][data-code]').getAttribute('data-code'))
+        .toBe(code);
+      expect((await context.cookies()).some((c) => c.name === 'quire_session')).toBe(false);
+      expect(await accountRow(victim.email)).toEqual([
+        { oidc_subject: null, operator: false, role: 'viewer' },
+      ]);
+      expect(await auditCount('account.oidc_link')).toBe(links);
+      // The pre-claimed password opens only what the owner gave it, never the operator view.
+      const attacker = await (await contexts.fresh()).newPage();
+      await attacker.goto('/signin');
+      await attacker.getByLabel('Email').fill(victim.email);
+      await attacker.getByLabel('Password').fill(QUIRE_PASSWORD);
+      await attacker.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await attacker.waitForURL((url) => url.href === `${web.url}/`, { timeout: 30_000 });
+      expect(await attacker.locator('.signout').textContent()).toContain(
+        `Workspace ${ws} (viewer)`,
+      );
+    },
+    120_000,
+  );
+
+  it('X2 a person signed in to their own account links it by starting single sign-on: audited, no mapped role copied, and the provider then signs them in to it', async () => {
+    const linker = PEOPLE.find((p) => p.email === 'linker@idp.test')!;
+    const context = await contexts.fresh();
+    const own = await acceptInvitationAs(context, linker.email);
+    await own.close();
+    const page = await signInAtProvider(context, linker.email, linker.password);
+    await page.waitForURL((url) => url.href === `${web.url}/`, { timeout: 30_000 });
+    // Their invitation made them a viewer; the provider's reviewer group is not copied on.
+    expect(await accountRow(linker.email)).toEqual([
+      { oidc_subject: linker.email, operator: false, role: 'viewer' },
+    ]);
+    const { rows } = await db.pool.query(
+      `SELECT l.actor_account_id, l.after FROM audit_log l JOIN accounts a ON l.target = 'accounts/' || a.id
+        WHERE l.action = 'account.oidc_link' AND a.email = $1`,
+      [linker.email],
+    );
+    expect(rows).toEqual([
+      {
+        actor_account_id: expect.any(Number),
+        after: { issuer: expect.stringContaining(idp.issuer), proof: 'signed_in' },
+      },
+    ]);
+    const again = await signInAtProvider(await contexts.fresh(), linker.email, linker.password);
+    await again.waitForURL((url) => url.href === `${web.url}/`, { timeout: 30_000 });
+    expect(await again.locator('.signout').textContent()).toContain(`Workspace ${ws} (viewer)`);
+  }, 120_000);
 });

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { hashPassword } from '../../core/passwords';
 import { createAccount, putMember } from '../../db/accounts';
+import { createInvitation } from '../../db/invitations';
 import { createWorkspace } from '../../db/workspaces';
 import { isolatedContexts, launchBrowser, seriousViolations } from '../support/browser';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -13,7 +14,8 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * R1, R3 in Debian's Chromium against a real `next start` on PostgreSQL: an operator disables
  * an account from the operator's accounts page and that account's open session is signed out
  * at its next request; an owner revokes a pending invitation from the members page and its
- * link then shows the refusal. Each page is checked with axe.
+ * link then shows the refusal. Each page is checked with axe. X6: an invitation link and a
+ * failed sign-in say nothing of whether the address has an account.
  */
 let db: TestDatabase;
 let distDir: string;
@@ -173,5 +175,43 @@ describe('people in the console (R1, R3)', () => {
       'late@people.test',
     ]);
     expect(rows).toEqual([]);
+  }, 120_000);
+
+  it('X6 an invitation link shows the same form whether or not its address has an account, and a wrong password at sign-in answers alike', async () => {
+    const owner = await account('oda@people.test', 'Oda Owner', 'owner');
+    await account('known@people.test', 'Known Person');
+    const formOf = async (email: string) => {
+      const { token } = await createInvitation(
+        db.pool,
+        { kind: 'account', id: owner.id, name: owner.name },
+        { workspaceId: ws, email, role: 'viewer', ttlSeconds: 3600 },
+      );
+      const page = await (await contexts.fresh()).newPage();
+      await page.goto(`/invite/${token}`);
+      const form = page.locator('main form');
+      // The form as a person and a script read it: its labels and fields, the token aside.
+      const shape = await form.evaluate((f) =>
+        [...f.querySelectorAll('label, input')].map((e) =>
+          e instanceof HTMLInputElement
+            ? `${e.name}:${e.type}:${e.autocomplete}:${e.type === 'hidden' ? '' : e.value}`
+            : e.textContent,
+        ),
+      );
+      expect(await seriousViolations(page)).toEqual([]);
+      return shape;
+    };
+    const known = await formOf('known@people.test');
+    expect(known).toEqual(await formOf('unknown@people.test'));
+    expect(known.join(' ')).not.toContain('Your password');
+
+    const refusalFor = async (email: string) => {
+      const page = await (await contexts.fresh()).newPage();
+      await page.goto('/signin');
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill('not the password at all');
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      return page.getByRole('alert').filter({ hasText: /\w/ }).textContent();
+    };
+    expect(await refusalFor('known@people.test')).toBe(await refusalFor('unknown@people.test'));
   }, 120_000);
 });

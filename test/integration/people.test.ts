@@ -373,3 +373,36 @@ describe('owners revoke invitations (R1)', () => {
     ).toBe('invitation_not_found');
   });
 });
+
+describe('no one learns whether an email has an account (X6)', () => {
+  it('X6 an invitation to an address with an account and to one without refuse a short password or a missing name alike, and a wrong password at sign-in alike', async () => {
+    const owner = await memberPrincipal(wsA, 'owner');
+    await person('has-account@people.test');
+    const { inviteMember, acceptInvitationLink, signInWithPassword } = await people();
+    const refusal = async (work: Promise<unknown>) => {
+      try {
+        await work;
+        return 'resolved';
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        return `${error.code}: ${error.message}`;
+      }
+    };
+    const answers = async (email: string) => {
+      const { token } = await inviteMember(owner, { email, role: 'viewer' });
+      const accept = (name: string, password: string) =>
+        refusal(acceptInvitationLink({ token, name, password, address: '203.0.113.12' }));
+      return [
+        await accept('Someone', 'short'),
+        await accept('', 'a long enough password here'),
+        await refusal(
+          signInWithPassword({ email, password: 'not the password', address: '203.0.113.12' }),
+        ),
+      ];
+    };
+    const known = await answers('has-account@people.test');
+    expect(known).toEqual(await answers('no-account@people.test'));
+    expect(known[0]).toMatch(/^weak_password/);
+    expect(known[2]).toMatch(/^invalid_credentials/);
+  });
+});

@@ -47,15 +47,23 @@ export interface OidcTransaction {
   verifier: string;
   state: string;
   nonce: string;
+  /**
+   * X2: the account session the person had when they started (its id, as secret as the
+   * session cookie itself): the proof that they hold the account a first sign-in may link.
+   */
+  holder?: string;
 }
 
 /** The authorization URL and the transaction to keep (in a short-lived httpOnly cookie). */
-export async function beginOidcSignIn(): Promise<{ url: URL; transaction: OidcTransaction }> {
+export async function beginOidcSignIn(
+  holder: string | undefined,
+): Promise<{ url: URL; transaction: OidcTransaction }> {
   const configuration = await oidcConfiguration();
-  const transaction = {
+  const transaction: OidcTransaction = {
     verifier: oidc.randomPKCECodeVerifier(),
     state: oidc.randomState(),
     nonce: oidc.randomNonce(),
+    ...(holder ? { holder } : {}),
   };
   const url = oidc.buildAuthorizationUrl(configuration, {
     redirect_uri: redirectUri(),

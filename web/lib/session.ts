@@ -33,6 +33,16 @@ export const currentSession = cache(async (): Promise<LiveSession | undefined> =
   return touchSession(pool(), id, config().QUIRE_SESSION_IDLE_SECONDS);
 });
 
+/**
+ * X2: the account whose live session `id` is (null: none, ended, or a key's). Single sign-on
+ * asks it of the session the person had when they started, as their proof of holding it.
+ */
+export async function accountOfSessionId(id: string | undefined): Promise<number | null> {
+  if (!isSessionIdShape(id)) return null;
+  const session = await touchSession(pool(), id, config().QUIRE_SESSION_IDLE_SECONDS);
+  return session?.kind === 'account' ? session.accountId : null;
+}
+
 /** R1: the workspace principal a session acts as: a member with their role, or a key by scope. */
 export function principalOfSession(session: LiveSession | undefined): Principal | undefined {
   if (session?.kind === 'account') {

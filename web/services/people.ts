@@ -13,7 +13,6 @@ import { describeTextFault, textFault } from '@quire/core/text';
 import {
   type Account,
   type AccountListing,
-  accountForOidcSubject,
   changeMemberRole,
   clearSignInFailures,
   findAccountByEmail,
@@ -34,6 +33,7 @@ import {
   openInvitation,
   revokeInvitation,
 } from '@quire/db/invitations';
+import { accountForOidcIdentity } from '@quire/db/oidcAccounts';
 import type { OperatorPrincipal } from '@quire/db/operatorKeys';
 import { createApiKey, getWorkspace, revokeApiKey } from '@quire/db/workspaces';
 import { config, pool } from '@quire/web/lib/server';
@@ -126,8 +126,10 @@ export async function inviteMember(
 }
 
 /**
- * R1: accepting an invitation link. A new person sets a name and password; someone who has an
- * account already (same email) proves it with their password. Single use.
+ * R1: accepting an invitation link. Someone who has an account already (same email) proves it
+ * with their password; a new person's name and password make the account. Single use. X6: the
+ * form and the checks before the password is weighed are the same for both, so the link does
+ * not say whether its address has an account.
  */
 export async function acceptInvitationLink(input: {
   token: string;
@@ -137,20 +139,19 @@ export async function acceptInvitationLink(input: {
 }): Promise<{ account: Account; workspaceId: number; role: Role }> {
   const open = await openInvitation(pool(), input.token);
   if (!open) throw await closedInvitationError(pool(), input.token);
-  const existing = await findAccountByEmail(pool(), open.email);
-  if (existing) {
+  const name = input.name.trim();
+  if (name.length < 1 || name.length > 200) {
+    throw new DomainError('invalid_name', 'a name has 1 to 200 characters');
+  }
+  const problem = passwordProblem(input.password);
+  if (problem) throw new DomainError('weak_password', problem);
+  if (await findAccountByEmail(pool(), open.email)) {
     const account = await signInWithPassword({
       email: open.email,
       password: input.password,
       address: input.address,
     });
     return acceptInvitation(pool(), input.token, { kind: 'existing', accountId: account.id });
-  }
-  const problem = passwordProblem(input.password);
-  if (problem) throw new DomainError('weak_password', problem);
-  const name = input.name.trim();
-  if (name.length < 1 || name.length > 200) {
-    throw new DomainError('invalid_name', 'a name has 1 to 200 characters');
   }
   return acceptInvitation(pool(), input.token, {
     kind: 'new',
@@ -274,44 +275,48 @@ export async function listInstallationAccounts(
 }
 
 /**
- * R2: a person signed in at the identity provider: their account (linked by issuer and
- * subject, else by a verified email, else new), the operator flag and the memberships the
- * mapping gives (QUIRE_OIDC_ROLE_MAPPING; a mapped workspace gets the mapped role at every
- * sign-in, memberships from invitations stay). Where the session starts: the operator view,
- * the first mapped workspace, or the first of any.
+ * R2, X2: a person signed in at the identity provider: their account (db/oidcAccounts.ts says
+ * when an existing one is linked; `holderAccountId` is the account the person was signed in to
+ * when they started), and, for an account single sign-on made, the operator flag and the
+ * memberships the mapping gives (QUIRE_OIDC_ROLE_MAPPING; a mapped workspace gets the mapped
+ * role at every sign-in, memberships from invitations stay). Where the session starts: the
+ * operator view, the first mapped workspace, or the first of any.
  */
 export async function signInWithOidcClaims(
   issuer: string,
   claims: Record<string, unknown>,
+  holderAccountId: number | null = null,
 ): Promise<{ accountId: number; operator: boolean; workspaceId: number | null }> {
   const subject = typeof claims.sub === 'string' ? claims.sub : undefined;
   const email = typeof claims.email === 'string' ? normalizeEmail(claims.email) : undefined;
-  if (!subject || !email || claims.email_verified === false) {
-    throw new DomainError('oidc_claims', 'the provider gave no verified email');
-  }
+  if (!subject || !email) throw new DomainError('oidc_claims');
   const name =
     typeof claims.name === 'string' && claims.name.trim()
       ? claims.name.trim().slice(0, 200)
       : email;
   const access = mapClaims(config().QUIRE_OIDC_ROLE_MAPPING, claims);
-  const account = await accountForOidcSubject(pool(), {
+  const { account, mapped } = await accountForOidcIdentity(pool(), {
     issuer,
     subject,
     email,
+    emailVerified: claims.email_verified,
     name,
     operator: access.operator,
+    holderAccountId,
   });
   if (account.disabledAt) throw wrongCredentials();
   const actor = { kind: 'account' as const, id: account.id, name: account.name };
-  const mapped: number[] = [];
-  for (const membership of access.memberships) {
+  const mappedWorkspaces: number[] = [];
+  for (const membership of mapped ? access.memberships : []) {
     if (!(await getWorkspace(pool(), membership.workspaceId))) continue;
-    mapped.push(membership.workspaceId);
+    mappedWorkspaces.push(membership.workspaceId);
     if ((await memberRole(pool(), membership.workspaceId, account.id)) === membership.role)
       continue;
     await putMember(pool(), actor, { ...membership, accountId: account.id });
   }
-  const workspaceId = account.operator ? null : (mapped[0] ?? (await firstWorkspaceOf(account)));
+  const workspaceId = account.operator
+    ? null
+    : (mappedWorkspaces[0] ?? (await firstWorkspaceOf(account)));
   return { accountId: account.id, operator: account.operator, workspaceId };
 }
 

@@ -1,3 +1,4 @@
+import { ERROR_CODES, isErrorCode } from '@quire/core/errorCodes';
 import { config } from '@quire/web/lib/server';
 import { PasswordSignInForm, SignInForm } from './SignInForm';
 
@@ -15,8 +16,13 @@ export default async function SignInPage({
     <main className="narrow">
       <h1>Sign in to Quire</h1>
       {error === 'oidc' ? (
-        <p role="alert" className="error">
+        <p role="alert" className="error" data-code="oidc">
           Single sign-on did not complete. Try again, or ask an owner to invite you.
+        </p>
+      ) : error?.startsWith('oidc_') && isErrorCode(error) ? (
+        // X2: why single sign-on refused, by its stable code.
+        <p role="alert" className="error" data-code={error}>
+          {ERROR_CODES[error].sentence}
         </p>
       ) : null}
       {settings.QUIRE_OIDC_ISSUER ? (

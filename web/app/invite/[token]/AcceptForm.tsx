@@ -2,29 +2,19 @@
 import { useActionState } from 'react';
 import { type AcceptState, acceptInvitationAction } from './actions';
 
-export function AcceptForm({ token, existing }: { token: string; existing: boolean }) {
+export function AcceptForm({ token }: { token: string }) {
   const [state, action, pending] = useActionState<AcceptState, FormData>(acceptInvitationAction, {
     error: null,
   });
   return (
     <form action={action} className="card stack">
       <input type="hidden" name="token" value={token} />
-      {existing ? null : (
-        <>
-          <label htmlFor="name">Your name</label>
-          <input id="name" name="name" required maxLength={200} autoComplete="name" />
-        </>
-      )}
+      <label htmlFor="name">Your name</label>
+      <input id="name" name="name" required maxLength={200} autoComplete="name" />
       <label htmlFor="password">
-        {existing ? 'Your password' : 'Choose a password (12 characters or more)'}
+        Choose a password (12 characters or more), or give yours if this email has an account
       </label>
-      <input
-        id="password"
-        name="password"
-        type="password"
-        required
-        autoComplete={existing ? 'current-password' : 'new-password'}
-      />
+      <input id="password" name="password" type="password" required autoComplete="new-password" />
       {state.error ? (
         <p role="alert" className="error">
           {state.error}

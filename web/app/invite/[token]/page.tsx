@@ -1,4 +1,3 @@
-import { findAccountByEmail } from '@quire/db/accounts';
 import { closedInvitationError, invitationClosed, openInvitation } from '@quire/db/invitations';
 import { refusalOf } from '@quire/web/lib/errors';
 import { pool } from '@quire/web/lib/server';
@@ -29,14 +28,14 @@ export default async function InvitationPage({ params }: { params: Promise<{ tok
       </main>
     );
   }
-  const existing = Boolean(await findAccountByEmail(pool(), invitation.email));
   return (
     <main className="narrow">
       <h1>Join {invitation.workspaceName}</h1>
       <p className="muted">
         {invitation.email} is invited as {invitation.role}.
       </p>
-      <AcceptForm token={token} existing={existing} />
+      {/* X6: one form whether or not the address has an account, so the link says nothing of it. */}
+      <AcceptForm token={token} />
     </main>
   );
 }

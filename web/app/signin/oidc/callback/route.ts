@@ -1,3 +1,4 @@
+import { DomainError } from '@quire/core/errors';
 import { redactError } from '@quire/core/redact';
 import {
   finishOidcSignIn,
@@ -5,7 +6,7 @@ import {
   type OidcTransaction,
 } from '@quire/web/lib/oidc';
 import { config } from '@quire/web/lib/server';
-import { startSession } from '@quire/web/lib/session';
+import { accountOfSessionId, startSession } from '@quire/web/lib/session';
 import { signInWithOidcClaims } from '@quire/web/services/people';
 import { cookies } from 'next/headers';
 import { NextResponse } from 'next/server';
@@ -18,7 +19,8 @@ function readTransaction(value: string | undefined): OidcTransaction | undefined
     const parsed = JSON.parse(value ?? '');
     return typeof parsed.verifier === 'string' &&
       typeof parsed.state === 'string' &&
-      typeof parsed.nonce === 'string'
+      typeof parsed.nonce === 'string' &&
+      (parsed.holder === undefined || typeof parsed.holder === 'string')
       ? parsed
       : undefined;
   } catch {
@@ -37,13 +39,16 @@ export async function GET(request: Request) {
   const store = await cookies();
   const transaction = readTransaction(store.get(OIDC_TRANSACTION_COOKIE)?.value);
   store.delete({ name: OIDC_TRANSACTION_COOKIE, path: '/signin/oidc' });
-  const failed = () =>
-    NextResponse.redirect(new URL('/signin?error=oidc', config().QUIRE_PUBLIC_URL), 303);
+  // X2: a refusal of the sign-in's own (an unverified email, a link not proven) keeps its code,
+  // so the sign-in page says which; anything else is the generic `oidc`.
+  const failed = (code = 'oidc') =>
+    NextResponse.redirect(new URL(`/signin?error=${code}`, config().QUIRE_PUBLIC_URL), 303);
   if (!transaction) return failed();
   let landing: string;
   try {
     const { issuer, claims } = await finishOidcSignIn(new URL(request.url).search, transaction);
-    const signedIn = await signInWithOidcClaims(issuer, claims);
+    const holder = await accountOfSessionId(transaction.holder);
+    const signedIn = await signInWithOidcClaims(issuer, claims, holder);
     await startSession({ accountId: signedIn.accountId, workspaceId: signedIn.workspaceId });
     landing = signedIn.operator ? '/operator' : signedIn.workspaceId === null ? '/workspaces' : '/';
   } catch (error) {
@@ -61,7 +66,9 @@ export async function GET(request: Request) {
             : undefined,
       }),
     );
-    return failed();
+    return failed(
+      error instanceof DomainError && error.code.startsWith('oidc_') ? error.code : 'oidc',
+    );
   }
   return new NextResponse(
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${landing}"><title>Signing in</title></head><body><main><p><a href="${landing}">Continue to Quire</a></p></main></body></html>`,
