@@ -7,8 +7,10 @@ import {
   savePageAction,
   verifyLinesAction,
 } from '@quire/web/app/pages/actions';
-import { useEffect, useRef, useState, useTransition } from 'react';
+import Link from 'next/link';
+import { type ReactNode, useEffect, useRef, useState, useTransition } from 'react';
 import { formatSeconds } from './format';
+import { pageImageSources, ZOOMS, type Zoom } from './pageImage';
 
 export interface ViewSegment {
   index: number;
@@ -29,7 +31,12 @@ interface Props {
   height: number | null;
   revision: number;
   segments: ViewSegment[];
+  /** V7: an image page's Image API service (drawn through it, never as the master). */
+  imageService: string | null;
+  /** A recording's URL. */
   mediaUrl: string | null;
+  /** V7: the page drawn 1, 2 or 4 times the viewer's width (`?zoom=`). */
+  zoom?: Zoom;
   /** V6: what the workspace does with a recording once the engine holds it. */
   recordingRetention: 'keep' | 'delete-after-recognition';
   /** F3: the line a search hit named (`?line=`), selected and scrolled to on arrival. */
@@ -65,8 +72,10 @@ export function PageWorkspace({
   height,
   revision,
   segments,
+  imageService,
   mediaUrl,
   recordingRetention,
+  zoom = 1,
   initialLine = null,
 }: Props) {
   const [active, setActive] = useState<number | null>(null);
@@ -221,15 +230,13 @@ export function PageWorkspace({
     <div className={`workspace workspace-${kind}`}>
       <div className="viewer">
         {kind === 'image' ? (
-          mediaUrl ? (
-            <figure className="canvas">
-              {/* biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset */}
-              <img
-                src={mediaUrl}
-                alt={`Scan of page ${pageId}`}
-                width={width ?? undefined}
-                height={height ?? undefined}
-              />
+          imageService ? (
+            <PageImage
+              pageId={pageId}
+              service={imageService}
+              size={width && height ? { width, height } : null}
+              zoom={zoom}
+            >
               {width && height ? (
                 <svg
                   className="boxes"
@@ -256,7 +263,7 @@ export function PageWorkspace({
                   )}
                 </svg>
               ) : null}
-            </figure>
+            </PageImage>
           ) : (
             <p className="empty card muted">This page has no image.</p>
           )
@@ -484,5 +491,57 @@ export function PageWorkspace({
         ) : null}
       </section>
     </div>
+  );
+}
+
+/**
+ * V7: the page as the Image API draws it, at the width shown (the browser picks from the
+ * srcset by `sizes`), with its line boxes laid over it in the master's pixel coordinates (an
+ * SVG viewBox, so no style attribute places them); zoomed by a class, never inline styles.
+ */
+function PageImage({
+  pageId,
+  service,
+  size,
+  zoom,
+  children,
+}: {
+  pageId: number;
+  service: string;
+  size: { width: number; height: number } | null;
+  zoom: Zoom;
+  children: ReactNode;
+}) {
+  const { src, srcSet } = pageImageSources(service, size);
+  return (
+    <>
+      <div className={`canvas-scroll zoom-${zoom}`}>
+        <figure className="canvas">
+          {/* biome-ignore lint/performance/noImgElement: Image API widths in a srcset, already the size shown */}
+          <img
+            src={src}
+            srcSet={srcSet}
+            sizes={`(min-width: 60rem) ${55 * zoom}vw, ${100 * zoom}vw`}
+            alt={`Scan of page ${pageId}`}
+            width={size?.width}
+            height={size?.height}
+          />
+          {children}
+        </figure>
+      </div>
+      <nav className="zoom" aria-label="Zoom">
+        <span className="muted small">Zoom</span>
+        {ZOOMS.map((z) => (
+          <Link
+            key={z}
+            href={z === 1 ? `/pages/${pageId}` : `/pages/${pageId}?zoom=${z}`}
+            scroll={false}
+            aria-current={z === zoom ? 'true' : undefined}
+          >
+            {z}×
+          </Link>
+        ))}
+      </nav>
+    </>
   );
 }

@@ -36,7 +36,7 @@ export default async function ReviewView({
         {lines.verified} of {lines.total} lines verified, {lines.edited} edited, {lines.machine} as
         the engine read them · {pages.fullyVerified} of {pages.total} pages fully verified
       </p>
-      <ReviewQueue itemId={itemId ?? null} initial={first} />
+      <ReviewQueue workspaceId={principal.workspaceId} itemId={itemId ?? null} initial={first} />
     </main>
   );
 }
