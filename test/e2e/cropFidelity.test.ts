@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
-import sharp from 'sharp';
+import sharp, { type Region } from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBlobStore } from '../../blobs';
 import type { Segment } from '../../core/annotation';
@@ -230,7 +230,7 @@ async function meanDifference(shown: Buffer, other: Buffer): Promise<number> {
   const [a, b] = await Promise.all([sharp(shown).metadata(), sharp(other).metadata()]);
   const width = a.width;
   const height = Math.min(a.height, Math.max(1, Math.round((width * b.height) / b.width)));
-  const grey = (image: Buffer, top: sharp.Region | null) => {
+  const grey = (image: Buffer, top: Region | null) => {
     const base = sharp(image).flatten({ background: '#ffffff' }).greyscale();
     return (top ? base.extract(top) : base.resize(width, height, { fit: 'fill' })).raw().toBuffer();
   };
