@@ -316,9 +316,16 @@ describe('console (C)', () => {
     const { workspaceId, apiKey, page } = session;
     const { pageId } = await transcribedPage(workspaceId);
     await page.goto(`/pages/${pageId}`);
+    // V7: drawn through the page's Image API at a srcset width near the size shown, never
+    // wider than the 1800-pixel master.
     await page.waitForFunction(() => {
       const img = document.querySelector('figure.canvas img') as HTMLImageElement | null;
-      return img?.complete && img.naturalWidth === 1800;
+      return (
+        img?.complete &&
+        img.naturalWidth > 0 &&
+        img.naturalWidth <= 1800 &&
+        new URL(img.currentSrc).pathname.includes('/image/')
+      );
     });
     expect(await page.locator('rect.box').count()).toBe(8);
     // Hovering a transcript line highlights its box, and hovering a box highlights its line.

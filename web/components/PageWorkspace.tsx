@@ -10,6 +10,8 @@ import {
 } from '@quire/web/app/pages/actions';
 import { useEffect, useRef, useState, useTransition } from 'react';
 import { formatSeconds } from './format';
+import { PageImage } from './PageImageView';
+import type { Zoom } from './pageImage';
 
 export interface ViewSegment {
   index: number;
@@ -30,7 +32,12 @@ interface Props {
   height: number | null;
   revision: number;
   segments: ViewSegment[];
+  /** V7: an image page's Image API service (drawn through it, never as the master). */
+  imageService: string | null;
+  /** A recording's URL. */
   mediaUrl: string | null;
+  /** V7: the page drawn 1, 2 or 4 times the viewer's width (`?zoom=`). */
+  zoom?: Zoom;
   /** V6: what the workspace does with a recording once the engine holds it. */
   recordingRetention: 'keep' | 'delete-after-recognition';
   /** F3: the line a search hit named (`?line=`), selected and scrolled to on arrival. */
@@ -69,8 +76,10 @@ export function PageWorkspace({
   height,
   revision,
   segments,
+  imageService,
   mediaUrl,
   recordingRetention,
+  zoom = 1,
   initialLine = null,
   mayEdit,
 }: Props) {
@@ -229,15 +238,13 @@ export function PageWorkspace({
     <div className={`workspace workspace-${kind}`}>
       <div className="viewer">
         {kind === 'image' ? (
-          mediaUrl ? (
-            <figure className="canvas">
-              {/* biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset */}
-              <img
-                src={mediaUrl}
-                alt={`Scan of page ${pageId}`}
-                width={width ?? undefined}
-                height={height ?? undefined}
-              />
+          imageService ? (
+            <PageImage
+              pageId={pageId}
+              service={imageService}
+              size={width && height ? { width, height } : null}
+              zoom={zoom}
+            >
               {width && height ? (
                 <svg
                   className="boxes"
@@ -264,7 +271,7 @@ export function PageWorkspace({
                   )}
                 </svg>
               ) : null}
-            </figure>
+            </PageImage>
           ) : (
             <p className="empty card muted">This page has no image.</p>
           )

@@ -11,9 +11,13 @@ import { loadReviewPageAction } from '@quire/web/app/review/actions';
 import Link from 'next/link';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState, useTransition } from 'react';
 import { formatSeconds } from './format';
+import { LineCrop } from './LineCrop';
 import { STATE_LABEL } from './PageWorkspace';
+import { pageImageService } from './pageImage';
 
 interface Props {
+  /** The workspace whose Image API draws the lines' crops (V7). */
+  workspaceId: number;
   itemId: string | null;
   initial: { lines: ReviewLine[]; nextPageToken: string | null };
   /** R8: the role may edit and verify (core/roles.ts `page.edit`); else the queue is read only. */
@@ -41,7 +45,7 @@ const keyOf = (l: ReviewLine) => `${l.pageId}:${l.index}`;
  * Each line is saved as it goes, from the page revision it was read from (V4 merges it with
  * whatever else changed on the page since); a line someone changed meanwhile shows their text.
  */
-export function ReviewQueue({ itemId, initial, mayEdit }: Props) {
+export function ReviewQueue({ workspaceId, itemId, initial, mayEdit }: Props) {
   const [lines, setLines] = useState<Held[]>(() =>
     initial.lines.map((l) => ({ ...l, key: keyOf(l) })),
   );
@@ -308,7 +312,7 @@ export function ReviewQueue({ itemId, initial, mayEdit }: Props) {
               </span>
             </span>
           </h2>
-          <LineMedia line={current} audio={audio} onPlay={play} />
+          <LineMedia workspaceId={workspaceId} line={current} audio={audio} onPlay={play} />
           {editing ? (
             <label className="review-edit">
               <span className="sr-only">Text of line {current.index + 1}</span>
@@ -373,46 +377,33 @@ export function ReviewQueue({ itemId, initial, mayEdit }: Props) {
   );
 }
 
-/** The line's crop of the scan (the page image scaled and clipped to its box), or its span. */
+/** V7: the line's crop of the scan (exactly its box, from the Image API), or its span. */
 function LineMedia({
+  workspaceId,
   line,
   audio,
   onPlay,
 }: {
+  workspaceId: number;
   line: Held;
   audio: React.RefObject<HTMLAudioElement | null>;
   onPlay: () => void;
 }) {
-  const src = `/console-api/pages/${line.pageId}/media`;
-  if (line.target?.kind === 'xywh' && line.width && line.height) {
-    const { x, y, w, h } = line.target.box;
-    if (w <= 0 || h <= 0) return null;
+  if (line.target?.kind === 'xywh') {
     return (
-      <div
-        className="line-crop"
-        style={{ aspectRatio: `${w} / ${h}`, position: 'relative', overflow: 'hidden' }}
-      >
-        {/* biome-ignore lint/performance/noImgElement: a private, session-authorised blob, cropped by CSS */}
-        <img
-          src={src}
-          alt={`Line ${line.index + 1} of page ${line.pageId} as scanned`}
-          data-testid="line-crop"
-          style={{
-            position: 'absolute',
-            maxWidth: 'none',
-            width: `${(line.width / w) * 100}%`,
-            left: `${(-x / w) * 100}%`,
-            top: `${(-y / h) * 100}%`,
-          }}
-        />
-      </div>
+      <LineCrop
+        service={pageImageService(workspaceId, line.pageId)}
+        box={line.target.box}
+        page={line.width && line.height ? { width: line.width, height: line.height } : null}
+        alt={`Line ${line.index + 1} of page ${line.pageId} as scanned`}
+      />
     );
   }
   if (line.target?.kind === 't') {
     return (
       <div className="player">
         {/* biome-ignore lint/a11y/useMediaCaption: the line's text below is its caption */}
-        <audio ref={audio} preload="metadata" src={src} />
+        <audio ref={audio} preload="metadata" src={`/console-api/pages/${line.pageId}/media`} />
         <button type="button" className="secondary" onClick={onPlay}>
           Play {formatSeconds(line.target.start)} to {formatSeconds(line.target.end)}
         </button>

@@ -7,7 +7,8 @@
  * scripts); `'strict-dynamic'` lets those scripts load the chunks they import. Styles come
  * from the console's stylesheet (and inline style elements with the nonce); no `style`
  * attributes, so no `'unsafe-inline'` anywhere. Images, audio and fetches only from the
- * console (page images and recordings are `/console-api/.../media`). No frames in, none out.
+ * console (page images through its own Image API, `/iiif/{ws}/image/...`, V7; recordings at
+ * `/console-api/.../media`). No frames in, none out.
  *
  * Everything else (the API's JSON, export downloads, IIIF manifests, canvases and images) is
  * data, not a document: `default-src 'none'` with `sandbox`, so a download opened as a page

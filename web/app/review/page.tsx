@@ -45,6 +45,7 @@ export default async function ReviewView({
         {pages.fullyVerified} of {pages.total} pages fully verified
       </p>
       <ReviewQueue
+        workspaceId={principal.workspaceId}
         itemId={itemId ?? null}
         initial={first}
         mayEdit={permits(principal.grant, 'page.edit')}

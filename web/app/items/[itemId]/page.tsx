@@ -1,4 +1,4 @@
-import { imageServiceUriFor, thumbnailOf } from '@quire/core/interchange/imageApi';
+import { THUMBNAIL_EDGE, thumbnailOf } from '@quire/core/interchange/imageApi';
 import { permits } from '@quire/core/roles';
 import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
@@ -10,6 +10,7 @@ import {
   MetadataList,
   Progress,
 } from '@quire/web/components/Archive';
+import { pageImageService, pageThumbnail } from '@quire/web/components/pageImage';
 import { queryValue } from '@quire/web/lib/archiveForms';
 import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
@@ -271,16 +272,14 @@ export default async function ItemPage({
 }
 
 /**
- * F2 with I4: a page's thumbnail from its Image API service (the pyramid once it is made), not
- * the full master; a page whose size is not known yet shows its image as stored.
+ * F2 with I4 and V7: a page's thumbnail from its Image API service (the pyramid once it is
+ * made), never the master; a page whose size is not known yet asks the service to fit it.
  */
 function thumbnailSrc(
   workspaceId: number,
   page: { pageId: number; width: number | null; height: number | null },
 ): string {
-  if (!page.width || !page.height) return `/console-api/pages/${page.pageId}/media`;
-  return thumbnailOf(imageServiceUriFor('', workspaceId, page.pageId), {
-    width: page.width,
-    height: page.height,
-  }).id;
+  const service = pageImageService(workspaceId, page.pageId);
+  if (!page.width || !page.height) return pageThumbnail(service, THUMBNAIL_EDGE);
+  return thumbnailOf(service, { width: page.width, height: page.height }).id;
 }

@@ -15,6 +15,7 @@ import { shortId } from '@quire/web/components/format';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { PageWorkspace, type ViewSegment } from '@quire/web/components/PageWorkspace';
 import { PublishButton } from '@quire/web/components/PublishButton';
+import { pageImageService, ZOOMS, type Zoom } from '@quire/web/components/pageImage';
 import { RevisionHistory } from '@quire/web/components/RevisionHistory';
 import { Status } from '@quire/web/components/Status';
 import { pool } from '@quire/web/lib/server';
@@ -48,6 +49,12 @@ const EXPORTS = {
 function revisionParam(value: string | string[] | undefined): number | undefined {
   const v = Array.isArray(value) ? value[0] : value;
   return v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined;
+}
+
+/** V7: the page view's zoom (`?zoom=2`), 1 unless one of ZOOMS. */
+function zoomParam(value: string | string[] | undefined): Zoom {
+  const v = Number(Array.isArray(value) ? value[0] : value);
+  return (ZOOMS as readonly number[]).includes(v) ? (v as Zoom) : 1;
 }
 
 export default async function PageView({
@@ -190,7 +197,13 @@ export default async function PageView({
         height={page.height}
         revision={page.revision}
         segments={segments}
-        mediaUrl={page.blobKey ? `/console-api/pages/${page.id}/media` : null}
+        imageService={
+          page.kind === 'image' && page.blobKey ? pageImageService(page.workspaceId, page.id) : null
+        }
+        mediaUrl={
+          page.kind === 'audio' && page.blobKey ? `/console-api/pages/${page.id}/media` : null
+        }
+        zoom={zoomParam(query.zoom)}
         recordingRetention={workspace?.recordingRetention ?? 'keep'}
         initialLine={revisionParam(query.line) ?? null}
         mayEdit={permits(principal.grant, 'page.edit')}
