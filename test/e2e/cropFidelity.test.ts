@@ -353,7 +353,9 @@ describe('V7 crop fidelity', () => {
       imageApiBox(subject.pageId, subject.above.target.box),
     ]);
     const toOwn = await meanDifference(under, own);
-    expect(toOwn).toBeLessThan(25);
+    // A line about 150 screen pixels wide: a one-pixel offset in the browser's resampling of
+    // crisp print alone costs 10-20; the line above differs by far more than twice as much.
+    expect(toOwn).toBeLessThan(35);
     expect(await meanDifference(under, above)).toBeGreaterThan(2 * toOwn);
     await page.locator('svg.boxes').evaluate((svg: SVGElement) => {
       svg.style.visibility = '';
