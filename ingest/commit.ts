@@ -13,6 +13,7 @@ import {
   createPage,
   findBatchByIdempotencyKey,
   insertBatchPage,
+  type NewItemFields,
   prepareItem,
   recordBatchJobs,
 } from '../db/ingest';
@@ -224,10 +225,19 @@ async function loadLatestResult(
   return found;
 }
 
-function itemFields(fields: IngestRequestFields, filename: string | null) {
+/**
+ * A new item: its title (F5: the batch's for one item) and collection, and (V9) the engine
+ * choice its jobs and re-runs inherit.
+ */
+function itemFields(fields: IngestRequestFields, filename: string | null): NewItemFields {
+  const batchTitle = fields.mode === 'single' ? fields.title : null;
   return {
-    title: filename ? filename.slice(0, 200) : null,
+    title: batchTitle ?? (filename ? filename.slice(0, 200) : null),
     externalReferenceId: fields.externalReferenceId,
     metadata: fields.metadata,
+    collectionId: fields.collectionId,
+    language: fields.language,
+    provider: fields.provider,
+    model: fields.model,
   };
 }

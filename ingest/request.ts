@@ -3,6 +3,7 @@ import {
   DEFAULT_TRANSCRIPT_LIMITS,
   type TranscriptLimits,
 } from '../core/interchange/transcriptImport';
+import { languageTag } from '../core/jobRequest';
 import { DEFAULT_MEDIA_LIMITS, type MediaLimits } from '../core/media';
 import { describeTextFault, findTextFault, textFault } from '../core/text';
 
@@ -37,6 +38,12 @@ export interface IngestRequestFields {
   idempotencyKey: string | null;
   metadata: Record<string, unknown>;
   provider: string | null;
+  /** V9: the model and language its jobs read with, kept on the items it makes. */
+  model: string | null;
+  language: string | null;
+  /** F5: the new items' collection and (one item) title. */
+  collectionId: number | null;
+  title: string | null;
   mode: 'single' | 'perFile';
   /** I5: start engine jobs for PDF pages whose text layer was imported, too. */
   transcribeTextLayer: boolean;
@@ -62,6 +69,10 @@ const TEXT_FIELDS = new Set([
   'idempotencyKey',
   'metadata',
   'provider',
+  'model',
+  'language',
+  'collectionId',
+  'title',
   'mode',
   'transcribeTextLayer',
 ]);
@@ -84,6 +95,10 @@ export function emptyFields(request: Request): IngestRequestFields {
     idempotencyKey: headerIdempotencyKey(request),
     metadata: {},
     provider: null,
+    model: null,
+    language: null,
+    collectionId: null,
+    title: null,
     mode: 'single',
     transcribeTextLayer: false,
   };
@@ -125,6 +140,31 @@ export function applyField(
       if (!/^[a-z0-9_-]{1,64}$/.test(value))
         throw new IngestError('invalid_field', 'provider is not a name');
       fields.provider = value;
+      return;
+    case 'model':
+    case 'title':
+      if (value.trim().length < 1 || value.length > (name === 'title' ? 500 : 128)) {
+        throw new IngestError(
+          'invalid_field',
+          `${name} must be 1-${name === 'title' ? 500 : 128} characters`,
+        );
+      }
+      fields[name] = value.trim();
+      return;
+    case 'language':
+      if (!languageTag.safeParse(value).success) {
+        throw new IngestError(
+          'invalid_field',
+          'language must be a language code such as en, de or frk',
+        );
+      }
+      fields.language = value;
+      return;
+    case 'collectionId':
+      if (!/^[1-9][0-9]{0,15}$/.test(value)) {
+        throw new IngestError('invalid_field', 'collectionId must be a collection id');
+      }
+      fields.collectionId = Number(value);
       return;
     case 'mode':
       if (value !== 'single' && value !== 'perFile') {

@@ -1,11 +1,25 @@
 'use client';
+import type { EngineModel } from '@quire/core/engineModels';
 import { cancelJobAction, type JobActionState, rerunJobAction } from '@quire/web/app/jobs/actions';
-import { useActionState } from 'react';
+import { useActionState, useId } from 'react';
+import { modelLabel } from './UploadChoices';
 
 const initial: JobActionState = { error: null, done: null };
 
-/** Cancel (while active) and Re-run (always) for one job. */
-export function JobActions({ jobId, active }: { jobId: string; active: boolean }) {
+/**
+ * Cancel (while active) and Re-run (always) for one job; V9: the re-run may name another of
+ * the installed models (engine and language), else it reads as the job did.
+ */
+export function JobActions({
+  jobId,
+  active,
+  models = [],
+}: {
+  jobId: string;
+  active: boolean;
+  models?: EngineModel[];
+}) {
+  const engineId = useId();
   const [cancelState, cancel, canceling] = useActionState(cancelJobAction, initial);
   const [rerunState, rerun, rerunning] = useActionState(rerunJobAction, initial);
   const error = cancelState.error ?? rerunState.error;
@@ -27,6 +41,19 @@ export function JobActions({ jobId, active }: { jobId: string; active: boolean }
       ) : null}
       <form action={rerun}>
         <input type="hidden" name="jobId" value={jobId} />
+        {models.length > 0 ? (
+          <>
+            <label htmlFor={engineId}>Re-run with</label>{' '}
+            <select id={engineId} name="engine" defaultValue="">
+              <option value="">the same engine and language</option>
+              {models.map((m) => (
+                <option key={`${m.provider}:${m.language}`} value={`${m.provider}|${m.language}`}>
+                  {modelLabel(m)}
+                </option>
+              ))}
+            </select>{' '}
+          </>
+        ) : null}
         <button type="submit" className="secondary" disabled={rerunning}>
           {rerunning ? 'Starting…' : 'Re-run'}
         </button>

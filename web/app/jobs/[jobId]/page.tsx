@@ -9,7 +9,7 @@ import { SegmentCounts } from '@quire/web/components/JobsTable';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { Status } from '@quire/web/components/Status';
 import { Time } from '@quire/web/components/Time';
-import { pool } from '@quire/web/lib/server';
+import { engineModels, pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
@@ -130,7 +130,7 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
             <strong>{job.errorCategory}</strong>: {job.errorDetail}
           </p>
         ) : null}
-        <JobActions jobId={job.id} active={active} />
+        <JobActions jobId={job.id} active={active} models={engineModels()} />
       </section>
 
       <section aria-labelledby="facts-heading">
@@ -142,6 +142,10 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
               {job.provider}
               {job.snapshot.model ? <span className="muted"> · {job.snapshot.model}</span> : null}
             </dd>
+          </div>
+          <div>
+            <dt>Language</dt>
+            <dd data-testid="job-language">{job.snapshot.language}</dd>
           </div>
           <div>
             <dt>Input revision</dt>

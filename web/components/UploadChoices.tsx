@@ -1,0 +1,115 @@
+'use client';
+import type { EngineModel } from '@quire/core/engineModels';
+import { useId } from 'react';
+
+/**
+ * V9, F5: what an upload says of its items besides their files: the engine model and language
+ * that read them (from the models this installation has), the collection they go in (whose
+ * choices they inherit when none is made here), and the title of a single item.
+ */
+export interface UploadChoice {
+  /** Index into the models listed; -1: the collection's choice, else the default engine. */
+  model: number;
+  /** For an engine that reads any language: the language asked for. */
+  language: string;
+  collectionId: string;
+  title: string;
+}
+
+export const NO_CHOICE: UploadChoice = { model: -1, language: '', collectionId: '', title: '' };
+
+export const ANY = '*';
+
+/** One model as a person picks it: engine, language and script, with what was measured. */
+export function modelLabel(m: EngineModel): string {
+  const language = m.language === ANY ? 'any language' : m.language;
+  const quality = m.quality ? ` (${m.quality})` : '';
+  return `${m.provider} · ${language} · ${m.script}${quality}`;
+}
+
+/** The form fields the ingest reads for this choice. */
+export function appendChoice(form: FormData, choice: UploadChoice, models: EngineModel[]): void {
+  const chosen = models[choice.model];
+  if (chosen) {
+    form.set('provider', chosen.provider);
+    if (chosen.language !== ANY) form.set('language', chosen.language);
+    else if (choice.language.trim()) form.set('language', choice.language.trim());
+  }
+  if (choice.collectionId) form.set('collectionId', choice.collectionId);
+  if (choice.title.trim()) form.set('title', choice.title.trim());
+}
+
+export function UploadChoices({
+  models,
+  collections,
+  choice,
+  single,
+  onChange,
+}: {
+  models: EngineModel[];
+  collections: { id: number; label: string }[];
+  choice: UploadChoice;
+  /** One item: its title may be given here. */
+  single: boolean;
+  onChange: (next: UploadChoice) => void;
+}) {
+  const id = useId();
+  const chosen = models[choice.model];
+  return (
+    <fieldset className="choices">
+      <legend>Description and engine</legend>
+      <label htmlFor={`${id}-model`}>Engine and language</label>
+      <select
+        id={`${id}-model`}
+        name="model"
+        value={choice.model}
+        onChange={(e) => onChange({ ...choice, model: Number(e.target.value) })}
+      >
+        <option value={-1}>The collection's choice, else automatic (English print)</option>
+        {models.map((m, i) => (
+          <option key={`${m.provider}:${m.language}`} value={i}>
+            {modelLabel(m)}
+          </option>
+        ))}
+      </select>
+      {chosen?.language === ANY ? (
+        <>
+          <label htmlFor={`${id}-language`}>Language</label>
+          <input
+            id={`${id}-language`}
+            name="language"
+            value={choice.language}
+            placeholder="en, de, fr…"
+            onChange={(e) => onChange({ ...choice, language: e.target.value })}
+          />
+        </>
+      ) : null}
+      <label htmlFor={`${id}-collection`}>Collection</label>
+      <select
+        id={`${id}-collection`}
+        name="collectionId"
+        value={choice.collectionId}
+        onChange={(e) => onChange({ ...choice, collectionId: e.target.value })}
+      >
+        <option value="">None (the archive's root)</option>
+        {collections.map((c) => (
+          <option key={c.id} value={String(c.id)}>
+            {c.label}
+          </option>
+        ))}
+      </select>
+      {single ? (
+        <>
+          <label htmlFor={`${id}-title`}>Title</label>
+          <input
+            id={`${id}-title`}
+            name="title"
+            value={choice.title}
+            maxLength={500}
+            onChange={(e) => onChange({ ...choice, title: e.target.value })}
+          />
+        </>
+      ) : null}
+    </fieldset>
+  );
+}
