@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/store';
 import { DEFAULT_PUBLIC_URL } from '../core/config';
 import { isPdfHeader } from '../core/media';
+import { readDescriptionSheet } from '../core/metadataCsv';
 import { type BatchResult, findBatchByIdempotencyKey } from '../db/ingest';
 import type { Pool } from '../db/pool';
 import { type CreateJobs, commitBatch, Replay, type StoredFile } from './commit';
@@ -126,6 +127,15 @@ export async function ingestBatch(
         'itemId names one item; it cannot be combined with mode=perFile',
       );
     }
+    // F5: the sheet is read once every file's name is known, before anything is committed:
+    // a bad row refuses the whole request.
+    const sheet =
+      fields.descriptions === null
+        ? undefined
+        : readDescriptionSheet(
+            fields.descriptions,
+            stored.flatMap((f) => (f.filename ? [f.filename] : [])),
+          );
     await step('before_page_insert');
     const result = await commitBatch(
       deps,
@@ -133,6 +143,7 @@ export async function ingestBatch(
       fields,
       stored,
       deps.publicBaseUrl ?? DEFAULT_PUBLIC_URL,
+      sheet,
     );
     // The documents' pages are written; the files they came from go to the fenced deletion.
     await discardStagedUploads(deps.pool, deps.blobStore, uploads.documentSources, now());

@@ -1,5 +1,7 @@
+import { METADATA_LIMITS } from '../core/archive';
 import { uuidv7 } from '../core/ids';
 import type { MediaInfo, MediaKind } from '../core/media';
+import type { DescriptionSheet } from '../core/metadataCsv';
 import {
   insertBlob,
   lockBlobForReference,
@@ -75,6 +77,8 @@ export async function commitBatch(
   fields: IngestRequestFields,
   files: StoredFile[],
   publicBaseUrl: string,
+  /** F5: the new items' descriptions by file name. */
+  sheet?: DescriptionSheet,
 ): Promise<BatchResult> {
   try {
     return await withTransaction(deps.pool, async (tx) => {
@@ -101,7 +105,12 @@ export async function commitBatch(
             const id = fields.itemId ?? uuidv7();
             singleItem = {
               id,
-              next: await prepareItem(tx, workspaceId, id, itemFields(fields, null)),
+              next: await prepareItem(
+                tx,
+                workspaceId,
+                id,
+                itemFields(fields, file.filename, sheet, true),
+              ),
             };
           }
           itemId = singleItem.id;
@@ -112,7 +121,12 @@ export async function commitBatch(
             const id = uuidv7();
             item = {
               id,
-              next: await prepareItem(tx, workspaceId, id, itemFields(fields, file.filename)),
+              next: await prepareItem(
+                tx,
+                workspaceId,
+                id,
+                itemFields(fields, file.filename, sheet),
+              ),
             };
             perFileItems.set(file.index, item);
           }
@@ -226,17 +240,29 @@ async function loadLatestResult(
 }
 
 /**
- * A new item: its title (F5: the batch's for one item) and collection, and (V9) the engine
- * choice its jobs and re-runs inherit.
+ * A new item: its title, collection and description (F5: the batch's, then its sheet row's),
+ * and (V9) the engine choice its jobs and re-runs inherit. One item of many files is named by
+ * the batch's title, else by its first file's row.
  */
-function itemFields(fields: IngestRequestFields, filename: string | null): NewItemFields {
-  const batchTitle = fields.mode === 'single' ? fields.title : null;
+function itemFields(
+  fields: IngestRequestFields,
+  filename: string | null,
+  sheet: DescriptionSheet | undefined,
+  single = false,
+): NewItemFields {
+  const row = filename ? sheet?.get(filename) : undefined;
   return {
-    title: batchTitle ?? (filename ? filename.slice(0, 200) : null),
+    title: single
+      ? (fields.title ?? row?.title ?? null)
+      : (row?.title ?? (filename ? filename.slice(0, 200) : null)),
     externalReferenceId: fields.externalReferenceId,
     metadata: fields.metadata,
+    descriptiveMetadata: [...fields.descriptiveMetadata, ...(row?.metadata ?? [])].slice(
+      0,
+      METADATA_LIMITS.entries,
+    ),
     collectionId: fields.collectionId,
-    language: fields.language,
+    language: row?.language ?? fields.language,
     provider: fields.provider,
     model: fields.model,
   };

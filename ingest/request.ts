@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { METADATA_LIMITS, type MetadataEntry } from '../core/archive';
 import { DomainError, type ErrorCode } from '../core/errors';
 import {
   DEFAULT_TRANSCRIPT_LIMITS,
@@ -5,6 +7,7 @@ import {
 } from '../core/interchange/transcriptImport';
 import { languageTag } from '../core/jobRequest';
 import { DEFAULT_MEDIA_LIMITS, type MediaLimits } from '../core/media';
+import { MAX_CSV_BYTES } from '../core/metadataCsv';
 import { describeTextFault, findTextFault, textFault } from '../core/text';
 
 /**
@@ -44,6 +47,10 @@ export interface IngestRequestFields {
   /** F5: the new items' collection and (one item) title. */
   collectionId: number | null;
   title: string | null;
+  /** F5: label/value pairs for every new item of the batch. */
+  descriptiveMetadata: MetadataEntry[];
+  /** F5: a CSV sheet describing the new items, one row per file (read once the files are known). */
+  descriptions: string | null;
   mode: 'single' | 'perFile';
   /** I5: start engine jobs for PDF pages whose text layer was imported, too. */
   transcribeTextLayer: boolean;
@@ -62,6 +69,18 @@ export class IngestError extends DomainError {
   }
 }
 
+const metadataText = (max: number) => z.string().trim().min(1).max(max);
+const metadataEntriesSchema = z
+  .array(
+    z
+      .object({
+        label: metadataText(METADATA_LIMITS.label),
+        value: metadataText(METADATA_LIMITS.value),
+      })
+      .strict(),
+  )
+  .max(METADATA_LIMITS.entries);
+
 export const FILE_FIELDS = new Set(['files[]', 'files', 'file']);
 const TEXT_FIELDS = new Set([
   'itemId',
@@ -73,6 +92,8 @@ const TEXT_FIELDS = new Set([
   'language',
   'collectionId',
   'title',
+  'descriptiveMetadata',
+  'descriptions',
   'mode',
   'transcribeTextLayer',
 ]);
@@ -99,6 +120,8 @@ export function emptyFields(request: Request): IngestRequestFields {
     language: null,
     collectionId: null,
     title: null,
+    descriptiveMetadata: [],
+    descriptions: null,
     mode: 'single',
     transcribeTextLayer: false,
   };
@@ -160,6 +183,38 @@ export function applyField(
       }
       fields.language = value;
       return;
+    case 'descriptions':
+      if (Buffer.byteLength(value) > MAX_CSV_BYTES) {
+        throw new IngestError(
+          'invalid_csv',
+          `the metadata sheet is larger than ${MAX_CSV_BYTES} bytes`,
+        );
+      }
+      fields.descriptions = value;
+      return;
+    case 'descriptiveMetadata': {
+      if (Buffer.byteLength(value) > limits.maxMetadataBytes) {
+        throw new IngestError(
+          'metadata_too_large',
+          `descriptiveMetadata is larger than ${limits.maxMetadataBytes} bytes`,
+        );
+      }
+      let entries: unknown;
+      try {
+        entries = JSON.parse(value);
+      } catch {
+        entries = undefined;
+      }
+      const parsed = metadataEntriesSchema.safeParse(entries);
+      if (!parsed.success) {
+        throw new IngestError(
+          'invalid_field',
+          'descriptiveMetadata must be a JSON array of {label, value}',
+        );
+      }
+      fields.descriptiveMetadata = parsed.data;
+      return;
+    }
     case 'collectionId':
       if (!/^[1-9][0-9]{0,15}$/.test(value)) {
         throw new IngestError('invalid_field', 'collectionId must be a collection id');

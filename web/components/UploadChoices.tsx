@@ -14,9 +14,30 @@ export interface UploadChoice {
   language: string;
   collectionId: string;
   title: string;
+  /** F5: `Label: value` lines for every new item. */
+  metadata: string;
+  /** F5: a CSV sheet describing the items, one row per file, read in the browser. */
+  sheet: { name: string; text: string } | null;
 }
 
-export const NO_CHOICE: UploadChoice = { model: -1, language: '', collectionId: '', title: '' };
+export const NO_CHOICE: UploadChoice = {
+  model: -1,
+  language: '',
+  collectionId: '',
+  title: '',
+  metadata: '',
+  sheet: null,
+};
+
+/** `Label: value` lines as the ingest's label/value pairs; lines without a colon are left out. */
+function metadataEntries(text: string): Array<{ label: string; value: string }> {
+  return text.split('\n').flatMap((line) => {
+    const at = line.indexOf(':');
+    const label = line.slice(0, at).trim();
+    const value = line.slice(at + 1).trim();
+    return at > 0 && label && value ? [{ label, value }] : [];
+  });
+}
 
 export const ANY = '*';
 
@@ -37,6 +58,9 @@ export function appendChoice(form: FormData, choice: UploadChoice, models: Engin
   }
   if (choice.collectionId) form.set('collectionId', choice.collectionId);
   if (choice.title.trim()) form.set('title', choice.title.trim());
+  const entries = metadataEntries(choice.metadata);
+  if (entries.length > 0) form.set('descriptiveMetadata', JSON.stringify(entries));
+  if (choice.sheet) form.set('descriptions', choice.sheet.text);
 }
 
 export function UploadChoices({
@@ -110,6 +134,32 @@ export function UploadChoices({
           />
         </>
       ) : null}
+      <label htmlFor={`${id}-metadata`}>Metadata for every item (one “Label: value” a line)</label>
+      <textarea
+        id={`${id}-metadata`}
+        name="descriptiveMetadata"
+        rows={3}
+        value={choice.metadata}
+        placeholder={'Creator: Immanuel Kant\nDate: 1784'}
+        onChange={(e) => onChange({ ...choice, metadata: e.target.value })}
+      />
+      <label htmlFor={`${id}-sheet`}>
+        Describe many items with a spreadsheet (CSV: a file or identifier column, Dublin Core names
+        such as title, creator, date, language; other columns kept as they are)
+      </label>
+      <input
+        id={`${id}-sheet`}
+        type="file"
+        accept=".csv,text/csv"
+        onChange={async (e) => {
+          const picked = e.target.files?.[0];
+          onChange({
+            ...choice,
+            sheet: picked ? { name: picked.name, text: await picked.text() } : null,
+          });
+        }}
+      />
+      {choice.sheet ? <span className="muted small">Sheet: {choice.sheet.name}</span> : null}
     </fieldset>
   );
 }
