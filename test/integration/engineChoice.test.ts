@@ -13,7 +13,8 @@ import { NativeTesseractProvider } from '../../providers/tesseractNative';
 import { configureWeb } from '../../web/lib/server';
 import type { QuireWorker } from '../../worker/createWorker';
 import { call, type RouteModule } from '../support/api';
-import { KANT_PAGE, KANT_PAGE_XML, makeTempDir, removeDir, renderLine } from '../support/fixtures';
+import { makeTempDir, removeDir, renderLine } from '../support/fixtures';
+import { KANT } from '../support/interchange';
 import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
 import { multipartBody, type Part, uploadRequest } from '../support/uploadFixtures';
 
@@ -106,14 +107,14 @@ async function counts() {
 
 /** The page's committed text against the PAGE ground truth of the Kant page. */
 async function kantCer(pageId: number): Promise<number> {
-  const truth = parseTranscript(await readFile(KANT_PAGE_XML));
+  const truth = parseTranscript(await readFile(KANT.page));
   const page = await getPage(quire.db.pool, A.ws, pageId);
   const read = segmentsOf(page!.annotationPage).map((s) => s.text);
   return characterErrorRate(truth.segments.map((s) => s.text).join('\n'), read.join('\n'));
 }
 
 async function uploadKant(language: string) {
-  const res = await upload([await filePart(KANT_PAGE, 'kant-0017.tif')], { language });
+  const res = await upload([await filePart(KANT.image, 'kant-0017.tif')], { language });
   expect(res.status).toBe(201);
   const { pageId, jobId } = res.json.pages[0];
   const job = await getJob(quire.db.pool, A.ws, jobId);

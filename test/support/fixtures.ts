@@ -199,10 +199,3 @@ export const JFK_RECORDING = path.join(REAL_FIXTURES, 'jfk-inaugural-11s.wav');
 /** What the JFK excerpt says (the well-known line of the 1961 inaugural address). */
 export const JFK_REFERENCE =
   'And so, my fellow Americans: ask not what your country can do for you, ask what you can do for your country.';
-
-/**
- * V9: a real Fraktur page, Kant's "Beantwortung der Frage: Was ist Aufklärung?" (Berlinische
- * Monatsschrift, December 1784, p. 481), as a TIFF scan with its PAGE XML ground truth.
- */
-export const KANT_PAGE = path.join(REAL_FIXTURES, 'kant', 'kant-aufklaerung-0017.tif');
-export const KANT_PAGE_XML = path.join(REAL_FIXTURES, 'kant', 'kant-aufklaerung-0017.page.xml');
