@@ -1,6 +1,6 @@
 'use client';
 import type { EngineModel } from '@quire/core/engineModels';
-import { useId } from 'react';
+import { useId, useState } from 'react';
 
 /**
  * V9, F5: what an upload says of its items besides their files: the engine model and language
@@ -78,6 +78,8 @@ export function UploadChoices({
   onChange: (next: UploadChoice) => void;
 }) {
   const id = useId();
+  // Shown on demand: the upload's own file picker stays the page's first and only one.
+  const [sheetOpen, setSheetOpen] = useState(false);
   const chosen = models[choice.model];
   return (
     <fieldset className="choices">
@@ -143,22 +145,30 @@ export function UploadChoices({
         placeholder={'Creator: Immanuel Kant\nDate: 1784'}
         onChange={(e) => onChange({ ...choice, metadata: e.target.value })}
       />
-      <label htmlFor={`${id}-sheet`}>
-        Describe many items with a spreadsheet (CSV: a file or identifier column, Dublin Core names
-        such as title, creator, date, language; other columns kept as they are)
-      </label>
-      <input
-        id={`${id}-sheet`}
-        type="file"
-        accept=".csv,text/csv"
-        onChange={async (e) => {
-          const picked = e.target.files?.[0];
-          onChange({
-            ...choice,
-            sheet: picked ? { name: picked.name, text: await picked.text() } : null,
-          });
-        }}
-      />
+      {sheetOpen ? (
+        <>
+          <label htmlFor={`${id}-sheet`}>
+            Describe many items with a spreadsheet (CSV: a file or identifier column, Dublin Core
+            names such as title, creator, date, language; other columns kept as they are)
+          </label>
+          <input
+            id={`${id}-sheet`}
+            type="file"
+            accept=".csv,text/csv"
+            onChange={async (e) => {
+              const picked = e.target.files?.[0];
+              onChange({
+                ...choice,
+                sheet: picked ? { name: picked.name, text: await picked.text() } : null,
+              });
+            }}
+          />
+        </>
+      ) : (
+        <button type="button" className="link" onClick={() => setSheetOpen(true)}>
+          Describe many items with a spreadsheet (CSV)…
+        </button>
+      )}
       {choice.sheet ? <span className="muted small">Sheet: {choice.sheet.name}</span> : null}
     </fieldset>
   );
