@@ -5,24 +5,15 @@ import {
 } from '@temporalio/client';
 import { z } from 'zod';
 import { jobSettingsOf, type QuireConfig } from '../core/config';
+import type { EngineModel } from '../core/engineModels';
 import { DomainError } from '../core/errors';
 import { workflowIdForJob } from '../core/ids';
-import {
-  checkJobRequest,
-  checkProviderKind,
-  checkResolvedProvider,
-  providersForWorkspace,
-} from '../core/jobOptions';
+import { checkJobRequest, chooseJobEngine, providersForWorkspace } from '../core/jobOptions';
 import { jobRequestFields } from '../core/jobRequest';
 import type { JobRecord, JobStore } from '../core/jobStore';
 import { buildSnapshot, pricesWith } from '../core/pricing';
 import type { JobSnapshot } from '../core/provider';
-import {
-  AUTO_PROVIDER,
-  enabledProviders,
-  KNOWN_PROVIDERS,
-  resolveProvider,
-} from '../core/providerCatalogue';
+import { AUTO_PROVIDER, enabledProviders, KNOWN_PROVIDERS } from '../core/providerCatalogue';
 import {
   DEFAULT_TASK_QUEUE,
   JOB_DEFAULTS,
@@ -92,6 +83,11 @@ export interface QuireClientOptions {
    * refused before anything is written.
    */
   providers?: readonly string[];
+  /**
+   * V9: the models this installation has; a job whose language has none is refused with
+   * `model_not_installed` before anything is written. Absent: languages are not checked.
+   */
+  models?: () => readonly EngineModel[];
   /** Builds the job's immutable context snapshot (prices come from the operator's table). */
   snapshot: (request: z.output<typeof startJobSchema> & { provider: string }) => JobSnapshot;
 }
@@ -108,6 +104,7 @@ export class QuireClient {
     temporal: Client,
     jobs: JobStore,
     providers: readonly string[] = enabledProviders(config).map((entry) => entry.name),
+    models?: () => readonly EngineModel[],
   ): QuireClient {
     return new QuireClient({
       temporal,
@@ -116,6 +113,7 @@ export class QuireClient {
       ...jobSettingsOf(config),
       defaultProvider: config.QUIRE_DEFAULT_PROVIDER,
       providers,
+      models,
       snapshot: (request) =>
         buildSnapshot({
           provider: request.provider,
@@ -149,11 +147,18 @@ export class QuireClient {
     const { job, created, supersededWorkflowId } = await this.options.jobs.createJob({
       workspaceId: input.workspaceId,
       pageId: input.pageId,
-      snapshot: (kind) => {
+      snapshot: (kind, inherited) => {
         // Thrown inside the job's transaction: nothing is written.
-        checkResolvedProvider(resolveProvider(provider, kind), enabled);
-        checkProviderKind(resolveProvider(provider, kind), input.options, kind);
-        return this.options.snapshot({ ...input, provider: resolveProvider(provider, kind) });
+        const chosen = chooseJobEngine({
+          request: input,
+          options: input.options,
+          inherited,
+          defaultProvider: provider,
+          kind,
+          enabled,
+          models: this.options.models?.(),
+        });
+        return this.options.snapshot({ ...input, ...chosen });
       },
       batchId: input.batchId ?? null,
       idempotencyKey: input.idempotencyKey ?? null,

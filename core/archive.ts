@@ -46,6 +46,8 @@ const SEARCH_CONFIGS: Record<string, string> = {
   fi: 'finnish',
   fr: 'french',
   de: 'german',
+  // V9: Fraktur is a script of German (tesseract's `frk` model); its words are German words.
+  frk: 'german',
   el: 'greek',
   hi: 'hindi',
   hu: 'hungarian',

@@ -212,6 +212,17 @@ export const ERROR_CODES = {
     sentence: 'That provider does not read pages of this kind.',
     detail: true,
   },
+  invalid_csv: {
+    kind: 'invalid',
+    sentence: 'The metadata sheet has a bad row; nothing was stored.',
+    detail: true,
+  },
+  model_not_installed: {
+    kind: 'invalid',
+    sentence:
+      'No model for that language is installed for this engine; choose one the console lists.',
+    detail: true,
+  },
   simulated_not_enabled: {
     kind: 'invalid',
     sentence: 'The simulated engine is not enabled on this installation.',

@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { checkModelInstalled, type EngineChoice, type EngineModel } from './engineModels';
 import { DomainError, type ErrorCode } from './errors';
 import { FAILURE_CLASSES } from './failures';
 import type { MediaKind } from './media';
-import { AUTO_PROVIDER, describeProvider } from './providerCatalogue';
+import { AUTO_PROVIDER, describeProvider, resolveProvider } from './providerCatalogue';
 
 /**
  * M2: what a job may ask for, checked against the provider catalogue when the job is created,
@@ -189,4 +190,33 @@ export function checkProviderKind(
       );
     }
   }
+}
+
+/**
+ * V9: the engine, model and language a job of a page of `kind` runs with: the request's, else
+ * its item's or collection's (`inherited`), else the installation's default provider; checked
+ * as the request would be (enabled, of the page's kind) and, given the installation's models,
+ * refused with `model_not_installed` when its language has none. Called inside the job's
+ * transaction: a refusal writes nothing and starts no attempt.
+ */
+export function chooseJobEngine(args: {
+  request: { provider?: string; model?: string; language?: string };
+  options?: Record<string, unknown>;
+  inherited: EngineChoice;
+  defaultProvider: string;
+  kind: MediaKind;
+  enabled: readonly string[];
+  models?: readonly EngineModel[];
+}): { provider: string; model?: string; language?: string } {
+  const { request, inherited } = args;
+  const named = request.provider ?? inherited.provider ?? args.defaultProvider;
+  if (named !== AUTO_PROVIDER) checkProvider(named, args.enabled, 'provider');
+  const provider = resolveProvider(named, args.kind);
+  checkResolvedProvider(provider, args.enabled);
+  checkProviderKind(provider, args.options, args.kind);
+  const language = request.language ?? inherited.language;
+  if (args.models) checkModelInstalled(provider, language, args.models);
+  // An item's model belongs to its engine: a request naming another engine leaves it behind.
+  const model = request.model ?? (request.provider === undefined ? inherited.model : undefined);
+  return { provider, model, language };
 }

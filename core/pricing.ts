@@ -1,3 +1,4 @@
+import type { EngineChoice } from './engineModels';
 /**
  * Prices per provider and unit (B1), in micro-units of the workspace currency, and the
  * job's immutable context snapshot made from them when a job is created.
@@ -22,11 +23,18 @@ export function pricesWith(
   return merged;
 }
 
-/** A snapshot maker for a job whose page kind is known only when the job is recorded. */
-export type SnapshotFor = JobSnapshot | ((kind: MediaKind) => JobSnapshot);
+/**
+ * A snapshot maker for a job whose page kind, and whose item's engine choice (V9), are known
+ * only when the job is recorded.
+ */
+export type SnapshotFor = JobSnapshot | ((kind: MediaKind, inherited: EngineChoice) => JobSnapshot);
 
-export function snapshotFor(make: SnapshotFor, kind: MediaKind): JobSnapshot {
-  return typeof make === 'function' ? make(kind) : make;
+export function snapshotFor(
+  make: SnapshotFor,
+  kind: MediaKind,
+  inherited: EngineChoice = {},
+): JobSnapshot {
+  return typeof make === 'function' ? make(kind, inherited) : make;
 }
 
 export function buildSnapshot(args: {

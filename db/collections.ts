@@ -17,6 +17,10 @@ export interface Collection {
   title: string;
   description: string | null;
   metadata: MetadataEntry[];
+  /** V9: the language, engine and model its items' jobs inherit (null: its parent's). */
+  language: string | null;
+  provider: string | null;
+  model: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -28,7 +32,7 @@ export interface CollectionSummary extends Collection {
 }
 
 const COLUMNS =
-  'c.id, c.workspace_id, c.parent_id, c.title, c.description, c.metadata, c.created_at, c.updated_at';
+  'c.id, c.workspace_id, c.parent_id, c.title, c.description, c.metadata, c.language, c.provider, c.model, c.created_at, c.updated_at';
 
 function toCollection(r: Record<string, unknown>): Collection {
   return {
@@ -38,6 +42,9 @@ function toCollection(r: Record<string, unknown>): Collection {
     title: r.title as string,
     description: (r.description as string | null) ?? null,
     metadata: r.metadata as MetadataEntry[],
+    language: (r.language as string | null) ?? null,
+    provider: (r.provider as string | null) ?? null,
+    model: (r.model as string | null) ?? null,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
   };
@@ -127,7 +134,14 @@ export async function listCollectionChoices(
   return rows.map((r) => ({ id: Number(r.id), label: r.label }));
 }
 
-export interface CollectionInput {
+/** V9: what a collection's items inherit; null or absent: its parent's. */
+export interface EngineChoiceInput {
+  language?: string | null;
+  provider?: string | null;
+  model?: string | null;
+}
+
+export interface CollectionInput extends EngineChoiceInput {
   title: string;
   description?: string | null;
   metadata?: MetadataEntry[];
@@ -154,14 +168,18 @@ export async function createCollection(
     await lockTree(client, workspaceId);
     if (input.parentId != null) await requireParent(client, workspaceId, input.parentId);
     const { rows } = await client.query(
-      `INSERT INTO collections AS c (workspace_id, parent_id, title, description, metadata)
-       VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING ${COLUMNS}`,
+      `INSERT INTO collections AS c (workspace_id, parent_id, title, description, metadata,
+                                     language, provider, model)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8) RETURNING ${COLUMNS}`,
       [
         workspaceId,
         input.parentId ?? null,
         input.title,
         input.description ?? null,
         JSON.stringify(input.metadata ?? []),
+        input.language ?? null,
+        input.provider ?? null,
+        input.model ?? null,
       ],
     );
     const created = toCollection(rows[0]!);
@@ -176,7 +194,7 @@ export async function createCollection(
   });
 }
 
-export interface CollectionPatch {
+export interface CollectionPatch extends EngineChoiceInput {
   title?: string;
   description?: string | null;
   metadata?: MetadataEntry[];
@@ -190,6 +208,9 @@ function auditView(c: Collection) {
     description: c.description,
     metadata: c.metadata,
     parentId: c.parentId,
+    language: c.language,
+    provider: c.provider,
+    model: c.model,
   };
 }
 
@@ -236,6 +257,9 @@ export async function updateCollection(
           description = CASE WHEN $5 THEN $6 ELSE description END,
           metadata = CASE WHEN $7 THEN $8::jsonb ELSE metadata END,
           parent_id = CASE WHEN $9 THEN $10::bigint ELSE parent_id END,
+          language = CASE WHEN $11 THEN $12 ELSE c.language END,
+          provider = CASE WHEN $13 THEN $14 ELSE c.provider END,
+          model = CASE WHEN $15 THEN $16 ELSE c.model END,
           updated_at = now()
         WHERE c.workspace_id = $1 AND c.id = $2 RETURNING ${COLUMNS}`,
       [
@@ -249,6 +273,12 @@ export async function updateCollection(
         JSON.stringify(patch.metadata ?? []),
         patch.parentId !== undefined,
         patch.parentId ?? null,
+        patch.language !== undefined,
+        patch.language ?? null,
+        patch.provider !== undefined,
+        patch.provider ?? null,
+        patch.model !== undefined,
+        patch.model ?? null,
       ],
     );
     if (rows.length !== 1) throw new Error('collection changed while locked');

@@ -1,6 +1,7 @@
+import { type MetadataEntry, searchConfigFor } from '../core/archive';
 import { canvasUriFor, uuidv7 } from '../core/ids';
 import type { MediaKind } from '../core/media';
-import { RevisionConflictError } from './errors';
+import { MissingReferenceError, RevisionConflictError } from './errors';
 import type { PoolClient, Queryable } from './pool';
 import { commitRevision } from './revisions';
 
@@ -111,22 +112,46 @@ export async function loadBatchResult(
  * The item pages are appended to: created when new, locked when it exists so two ingests
  * into one item take positions one after the other. Returns the next free position.
  */
+export interface NewItemFields {
+  title: string | null;
+  externalReferenceId: string | null;
+  metadata: Record<string, unknown>;
+  /** F5: label/value pairs describing it (the archive's, not the integrator's `metadata`). */
+  descriptiveMetadata?: MetadataEntry[];
+  /** F5: the collection a new item is placed in; null: the workspace's root. */
+  collectionId?: number | null;
+  /** V9: the language, engine and model its jobs inherit. */
+  language?: string | null;
+  provider?: string | null;
+  model?: string | null;
+}
+
 export async function prepareItem(
   client: PoolClient,
   workspaceId: number,
   itemId: string,
-  fields: {
-    title: string | null;
-    externalReferenceId: string | null;
-    metadata: Record<string, unknown>;
-  } = { title: null, externalReferenceId: null, metadata: {} },
+  fields: NewItemFields = { title: null, externalReferenceId: null, metadata: {} },
 ): Promise<number> {
+  if (fields.collectionId != null) {
+    const target = await client.query(
+      'SELECT 1 FROM collections WHERE workspace_id = $1 AND id = $2 FOR KEY SHARE',
+      [workspaceId, fields.collectionId],
+    );
+    if (target.rowCount === 0) {
+      throw new MissingReferenceError('collection_not_found', 'the collection does not exist');
+    }
+  }
+  // An existing item keeps its own description: only a new (or deleted) one takes these.
   await client.query(
-    `INSERT INTO items (workspace_id, id, title, external_reference_id, metadata)
-     VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO items (workspace_id, id, title, external_reference_id, metadata, collection_id,
+                        language, search_config, provider, model, descriptive_metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::regconfig, $9, $10, $11::jsonb)
      ON CONFLICT (workspace_id, id) DO UPDATE
        SET deleted_at = NULL, title = EXCLUDED.title, external_reference_id = EXCLUDED.external_reference_id,
-           metadata = EXCLUDED.metadata
+           metadata = EXCLUDED.metadata, collection_id = EXCLUDED.collection_id,
+           language = EXCLUDED.language, search_config = EXCLUDED.search_config,
+           provider = EXCLUDED.provider, model = EXCLUDED.model,
+           descriptive_metadata = EXCLUDED.descriptive_metadata
        WHERE items.deleted_at IS NOT NULL`,
     [
       workspaceId,
@@ -134,6 +159,12 @@ export async function prepareItem(
       fields.title,
       fields.externalReferenceId,
       JSON.stringify(fields.metadata),
+      fields.collectionId ?? null,
+      fields.language ?? null,
+      searchConfigFor(fields.language ?? null),
+      fields.provider ?? null,
+      fields.model ?? null,
+      JSON.stringify(fields.descriptiveMetadata ?? []),
     ],
   );
   await client.query('SELECT 1 FROM items WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [

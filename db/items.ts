@@ -1,5 +1,6 @@
 import { emptyAnnotationPage } from '../core/annotation';
 import { type MetadataEntry, searchConfigFor } from '../core/archive';
+import type { EngineChoice } from '../core/engineModels';
 import { DomainError } from '../core/errors';
 import { type AuditActor, recordAudit } from './auditLog';
 import { scheduleBlobDeletion } from './blobs';
@@ -165,6 +166,9 @@ export interface ItemSummary {
   title: string | null;
   collectionId: number | null;
   language: string | null;
+  /** V9: the engine and model its jobs use unless a request names others (null: inherited). */
+  provider: string | null;
+  model: string | null;
   metadata: MetadataEntry[];
   /** Live pages, and those with a transcript (a revision above the empty 0). */
   pages: number;
@@ -173,7 +177,7 @@ export interface ItemSummary {
   updatedAt: Date;
 }
 
-const ITEM_COLUMNS = `i.id, i.title, i.collection_id, i.language, i.descriptive_metadata, i.created_at, i.updated_at,
+const ITEM_COLUMNS = `i.id, i.title, i.collection_id, i.language, i.provider, i.model, i.descriptive_metadata, i.created_at, i.updated_at,
   n.n_pages, n.n_transcribed`;
 
 /** Page and transcribed counts in one pass over the covering index `pages_item_progress`. */
@@ -187,6 +191,8 @@ function toItem(r: Record<string, unknown>): ItemSummary {
     title: (r.title as string | null) ?? null,
     collectionId: r.collection_id === null ? null : Number(r.collection_id),
     language: (r.language as string | null) ?? null,
+    provider: (r.provider as string | null) ?? null,
+    model: (r.model as string | null) ?? null,
     metadata: r.descriptive_metadata as MetadataEntry[],
     pages: r.n_pages as number,
     transcribedPages: r.n_transcribed as number,
@@ -286,6 +292,9 @@ export interface ItemPatch {
   metadata?: MetadataEntry[];
   /** A BCP 47 tag; its text-search configuration is applied to the item's pages (F3). */
   language?: string | null;
+  /** V9: the engine and model the item's jobs use; null: inherited from its collection. */
+  provider?: string | null;
+  model?: string | null;
   /** null: to the workspace's root. */
   collectionId?: number | null;
 }
@@ -295,6 +304,8 @@ function itemAuditView(item: ItemSummary) {
     title: item.title,
     metadata: item.metadata,
     language: item.language,
+    provider: item.provider,
+    model: item.model,
     collectionId: item.collectionId,
   };
 }
@@ -330,6 +341,8 @@ export async function updateItem(
           language = CASE WHEN $7 THEN $8 ELSE language END,
           search_config = CASE WHEN $7 THEN $9::regconfig ELSE search_config END,
           collection_id = CASE WHEN $10 THEN $11::bigint ELSE collection_id END,
+          provider = CASE WHEN $12 THEN $13 ELSE provider END,
+          model = CASE WHEN $14 THEN $15 ELSE model END,
           updated_at = now()
         WHERE workspace_id = $1 AND id = $2`,
       [
@@ -344,6 +357,10 @@ export async function updateItem(
         searchConfigFor(patch.language),
         patch.collectionId !== undefined,
         patch.collectionId ?? null,
+        patch.provider !== undefined,
+        patch.provider ?? null,
+        patch.model !== undefined,
+        patch.model ?? null,
       ],
     );
     if (updated.rowCount !== 1) throw new Error('item changed while locked');
@@ -571,4 +588,37 @@ export async function arrangeItemPages(
     });
     return { itemId, pageIds, moved: movedPages };
   });
+}
+
+/**
+ * V9: the item's own provider, model and language, each else the nearest collection's up the
+ * item's tree that names one (a collection's choice is inherited by its items and sub-collections).
+ */
+export async function inheritedEngineChoice(
+  db: Queryable,
+  workspaceId: number,
+  itemId: string,
+): Promise<EngineChoice> {
+  const { rows } = await db.query(
+    `WITH RECURSIVE tree AS (
+       SELECT c.id, c.parent_id, c.provider, c.model, c.language, 1 AS depth
+         FROM items i JOIN collections c ON c.workspace_id = i.workspace_id AND c.id = i.collection_id
+        WHERE i.workspace_id = $1 AND i.id = $2
+       UNION ALL
+       SELECT c.id, c.parent_id, c.provider, c.model, c.language, tree.depth + 1
+         FROM collections c JOIN tree ON c.workspace_id = $1 AND c.id = tree.parent_id
+        WHERE tree.depth < 100
+     )
+     SELECT coalesce(i.provider, (SELECT provider FROM tree WHERE provider IS NOT NULL ORDER BY depth LIMIT 1)) AS provider,
+            coalesce(i.model, (SELECT model FROM tree WHERE model IS NOT NULL ORDER BY depth LIMIT 1)) AS model,
+            coalesce(i.language, (SELECT language FROM tree WHERE language IS NOT NULL ORDER BY depth LIMIT 1)) AS language
+       FROM items i WHERE i.workspace_id = $1 AND i.id = $2`,
+    [workspaceId, itemId],
+  );
+  const row = rows[0] ?? {};
+  const choice: EngineChoice = {};
+  if (row.provider) choice.provider = row.provider as string;
+  if (row.model) choice.model = row.model as string;
+  if (row.language) choice.language = row.language as string;
+  return choice;
 }

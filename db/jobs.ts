@@ -13,6 +13,7 @@ import {
 } from '../core/temporal';
 import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
 import { appendEvent } from './events';
+import { inheritedEngineChoice } from './items';
 import { getPageForUpdate } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
@@ -148,7 +149,13 @@ export async function createJob(client: PoolClient, input: NewJob): Promise<Crea
   if (!page) throw new NotFoundError('page_not_found', `page ${input.pageId} not found`);
   const id = uuidv7();
   const workflowId = workflowIdForJob(id);
-  const snapshot = snapshotFor(input.snapshot, page.kind);
+  // V9: a job its request leaves without an engine or language takes its item's, or its
+  // collection's; read only when the snapshot is made here.
+  const inherited =
+    typeof input.snapshot === 'function'
+      ? await inheritedEngineChoice(client, input.workspaceId, page.itemId)
+      : {};
+  const snapshot = snapshotFor(input.snapshot, page.kind, inherited);
 
   let superseded: CreatedJob['superseded'] = null;
   const active = await client.query(

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/store';
 import { DEFAULT_PUBLIC_URL } from '../core/config';
 import { isPdfHeader } from '../core/media';
+import { readDescriptionSheet } from '../core/metadataCsv';
 import { type BatchResult, type FileOutcome, findBatchByIdempotencyKey } from '../db/ingest';
 import type { Pool } from '../db/pool';
 import { type CreateJobs, commitBatch, Replay, type StoredFile } from './commit';
@@ -175,6 +176,15 @@ export async function ingestBatch(
         'itemId names one item; it cannot be combined with mode=perFile',
       );
     }
+    // F5: the sheet is read once every file's name is known, before anything is committed:
+    // a bad row refuses the whole request.
+    const sheet =
+      fields.descriptions === null
+        ? undefined
+        : readDescriptionSheet(
+            fields.descriptions,
+            stored.flatMap((f) => (f.filename ? [f.filename] : [])),
+          );
     await step('before_page_insert');
     const result = await commitBatch(
       deps,
@@ -183,6 +193,7 @@ export async function ingestBatch(
       stored,
       deps.publicBaseUrl ?? DEFAULT_PUBLIC_URL,
       refused,
+      sheet,
     );
     // The documents' pages are written; the files they came from go to the fenced deletion.
     await discardStagedUploads(deps.pool, deps.blobStore, uploads.documentSources, now());

@@ -1,6 +1,8 @@
+import { METADATA_LIMITS } from '../core/archive';
 import { uuidv7 } from '../core/ids';
 import { stampImported } from '../core/lineStates';
 import type { MediaInfo, MediaKind } from '../core/media';
+import type { DescriptionSheet } from '../core/metadataCsv';
 import {
   insertBlob,
   lockBlobForReference,
@@ -15,6 +17,7 @@ import {
   type FileOutcome,
   findBatchByIdempotencyKey,
   insertBatchPage,
+  type NewItemFields,
   prepareItem,
   recordBatchJobs,
 } from '../db/ingest';
@@ -78,6 +81,8 @@ export async function commitBatch(
   publicBaseUrl: string,
   /** I9: the files refused alone while the request was read; the batch keeps them. */
   refused: FileOutcome[] = [],
+  /** F5: the new items' descriptions by file name. */
+  sheet?: DescriptionSheet,
 ): Promise<BatchResult> {
   const outcomes = fileOutcomes(files, refused);
   try {
@@ -106,7 +111,12 @@ export async function commitBatch(
             const id = fields.itemId ?? uuidv7();
             singleItem = {
               id,
-              next: await prepareItem(tx, workspaceId, id, itemFields(fields, null)),
+              next: await prepareItem(
+                tx,
+                workspaceId,
+                id,
+                itemFields(fields, file.filename, sheet, true),
+              ),
             };
           }
           itemId = singleItem.id;
@@ -117,7 +127,12 @@ export async function commitBatch(
             const id = uuidv7();
             item = {
               id,
-              next: await prepareItem(tx, workspaceId, id, itemFields(fields, file.filename)),
+              next: await prepareItem(
+                tx,
+                workspaceId,
+                id,
+                itemFields(fields, file.filename, sheet),
+              ),
             };
             perFileItems.set(file.index, item);
           }
@@ -251,10 +266,31 @@ async function loadLatestResult(
   return found;
 }
 
-function itemFields(fields: IngestRequestFields, filename: string | null) {
+/**
+ * A new item: its title, collection and description (F5: the batch's, then its sheet row's),
+ * and (V9) the engine choice its jobs and re-runs inherit. One item of many files is named by
+ * the batch's title, else by its first file's row.
+ */
+function itemFields(
+  fields: IngestRequestFields,
+  filename: string | null,
+  sheet: DescriptionSheet | undefined,
+  single = false,
+): NewItemFields {
+  const row = filename ? sheet?.get(filename) : undefined;
   return {
-    title: filename ? filename.slice(0, 200) : null,
+    title: single
+      ? (fields.title ?? row?.title ?? null)
+      : (row?.title ?? (filename ? filename.slice(0, 200) : null)),
     externalReferenceId: fields.externalReferenceId,
     metadata: fields.metadata,
+    descriptiveMetadata: [...fields.descriptiveMetadata, ...(row?.metadata ?? [])].slice(
+      0,
+      METADATA_LIMITS.entries,
+    ),
+    collectionId: fields.collectionId,
+    language: row?.language ?? fields.language,
+    provider: fields.provider,
+    model: fields.model,
   };
 }

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web';
 import busboy from 'busboy';
+import { MAX_CSV_BYTES } from '../core/metadataCsv';
 import {
   applyField,
   emptyFields,
@@ -70,7 +71,8 @@ export function openIngestRequest(request: Request, limits: IngestLimits): Inges
         // Each image may bring a transcript part (I3); images alone are counted against maxFiles.
         files: limits.maxFiles * 2,
         fields: 32,
-        fieldSize: Math.max(limits.maxMetadataBytes, 1024),
+        // F5: a metadata sheet is the largest field; every field checks its own size.
+        fieldSize: Math.max(limits.maxMetadataBytes, MAX_CSV_BYTES),
         parts: limits.maxFiles * 2 + 32,
       },
     });

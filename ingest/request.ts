@@ -1,10 +1,14 @@
+import { z } from 'zod';
+import { METADATA_LIMITS, type MetadataEntry } from '../core/archive';
 import { DomainError, type ErrorCode } from '../core/errors';
 import {
   DEFAULT_TRANSCRIPT_LIMITS,
   type TranscriptLimits,
 } from '../core/interchange/transcriptImport';
+import { languageTag } from '../core/jobRequest';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../core/jsonDepth';
 import { DEFAULT_MEDIA_LIMITS, type MediaLimits } from '../core/media';
+import { MAX_CSV_BYTES } from '../core/metadataCsv';
 import { describeTextFault, findTextFault, textFault } from '../core/text';
 
 /**
@@ -38,6 +42,16 @@ export interface IngestRequestFields {
   idempotencyKey: string | null;
   metadata: Record<string, unknown>;
   provider: string | null;
+  /** V9: the model and language its jobs read with, kept on the items it makes. */
+  model: string | null;
+  language: string | null;
+  /** F5: the new items' collection and (one item) title. */
+  collectionId: number | null;
+  title: string | null;
+  /** F5: label/value pairs for every new item of the batch. */
+  descriptiveMetadata: MetadataEntry[];
+  /** F5: a CSV sheet describing the new items, one row per file (read once the files are known). */
+  descriptions: string | null;
   mode: 'single' | 'perFile';
   /** I5: start engine jobs for PDF pages whose text layer was imported, too. */
   transcribeTextLayer: boolean;
@@ -58,6 +72,18 @@ export class IngestError extends DomainError {
   }
 }
 
+const metadataText = (max: number) => z.string().trim().min(1).max(max);
+const metadataEntriesSchema = z
+  .array(
+    z
+      .object({
+        label: metadataText(METADATA_LIMITS.label),
+        value: metadataText(METADATA_LIMITS.value),
+      })
+      .strict(),
+  )
+  .max(METADATA_LIMITS.entries);
+
 export const FILE_FIELDS = new Set(['files[]', 'files', 'file']);
 const TEXT_FIELDS = new Set([
   'itemId',
@@ -65,6 +91,12 @@ const TEXT_FIELDS = new Set([
   'idempotencyKey',
   'metadata',
   'provider',
+  'model',
+  'language',
+  'collectionId',
+  'title',
+  'descriptiveMetadata',
+  'descriptions',
   'mode',
   'transcribeTextLayer',
   'transcriptVerified',
@@ -88,6 +120,12 @@ export function emptyFields(request: Request): IngestRequestFields {
     idempotencyKey: headerIdempotencyKey(request),
     metadata: {},
     provider: null,
+    model: null,
+    language: null,
+    collectionId: null,
+    title: null,
+    descriptiveMetadata: [],
+    descriptions: null,
     mode: 'single',
     transcribeTextLayer: false,
     transcriptVerified: false,
@@ -130,6 +168,63 @@ export function applyField(
       if (!/^[a-z0-9_-]{1,64}$/.test(value))
         throw new IngestError('invalid_field', 'provider is not a name');
       fields.provider = value;
+      return;
+    case 'model':
+    case 'title':
+      if (value.trim().length < 1 || value.length > (name === 'title' ? 500 : 128)) {
+        throw new IngestError(
+          'invalid_field',
+          `${name} must be 1-${name === 'title' ? 500 : 128} characters`,
+        );
+      }
+      fields[name] = value.trim();
+      return;
+    case 'language':
+      if (!languageTag.safeParse(value).success) {
+        throw new IngestError(
+          'invalid_field',
+          'language must be a language code such as en, de or frk',
+        );
+      }
+      fields.language = value;
+      return;
+    case 'descriptions':
+      if (Buffer.byteLength(value) > MAX_CSV_BYTES) {
+        throw new IngestError(
+          'invalid_csv',
+          `the metadata sheet is larger than ${MAX_CSV_BYTES} bytes`,
+        );
+      }
+      fields.descriptions = value;
+      return;
+    case 'descriptiveMetadata': {
+      if (Buffer.byteLength(value) > limits.maxMetadataBytes) {
+        throw new IngestError(
+          'metadata_too_large',
+          `descriptiveMetadata is larger than ${limits.maxMetadataBytes} bytes`,
+        );
+      }
+      let entries: unknown;
+      try {
+        entries = JSON.parse(value);
+      } catch {
+        entries = undefined;
+      }
+      const parsed = metadataEntriesSchema.safeParse(entries);
+      if (!parsed.success) {
+        throw new IngestError(
+          'invalid_field',
+          'descriptiveMetadata must be a JSON array of {label, value}',
+        );
+      }
+      fields.descriptiveMetadata = parsed.data;
+      return;
+    }
+    case 'collectionId':
+      if (!/^[1-9][0-9]{0,15}$/.test(value)) {
+        throw new IngestError('invalid_field', 'collectionId must be a collection id');
+      }
+      fields.collectionId = Number(value);
       return;
     case 'mode':
       if (value !== 'single' && value !== 'perFile') {

@@ -9,52 +9,7 @@ import path from 'node:path';
 import { DEFAULT_PROGRAM_PATH } from '../core/config';
 import { ProviderError } from '../core/failures';
 
-/** ISO 639-1 -> ISO 639-2/T as tesseract names its traineddata. */
-const ISO_639_1_TO_TESSERACT: Record<string, string> = {
-  ar: 'ara',
-  cs: 'ces',
-  da: 'dan',
-  de: 'deu',
-  el: 'ell',
-  en: 'eng',
-  es: 'spa',
-  fi: 'fin',
-  fr: 'fra',
-  he: 'heb',
-  hu: 'hun',
-  it: 'ita',
-  ja: 'jpn',
-  la: 'lat',
-  nl: 'nld',
-  no: 'nor',
-  pl: 'pol',
-  pt: 'por',
-  ru: 'rus',
-  sv: 'swe',
-  tr: 'tur',
-  uk: 'ukr',
-  zh: 'chi_sim',
-};
-
-/**
- * Maps a job's language to tesseract's language string: 'en' and 'en-GB' -> 'eng'; a
- * tesseract code ('frk', 'deu', 'chi_sim') or a '+'-joined set ('deu+frk') passes through;
- * empty -> 'eng'. Returns undefined when the value cannot be a language.
- */
-export function tesseractLanguages(language: string | undefined): string[] | undefined {
-  const value = (language ?? '').trim();
-  if (value === '') return ['eng'];
-  const parts = value.split('+').map((p) => p.trim());
-  const out: string[] = [];
-  for (const part of parts) {
-    const primary = part.split(/[-_](?=[A-Za-z]{2,4}$|\d{3}$)/)[0]!.toLowerCase();
-    const mapped = ISO_639_1_TO_TESSERACT[primary];
-    if (mapped) out.push(mapped);
-    else if (/^[a-z]{3}(?:_[a-z]+)?$/.test(part)) out.push(part);
-    else return undefined;
-  }
-  return [...new Set(out)];
-}
+export { tesseractLanguages } from '../core/engineModels';
 
 /** Throws the signal's reason when the call was cancelled before it started. */
 export function throwIfAborted(signal: AbortSignal): void {

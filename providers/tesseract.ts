@@ -34,6 +34,7 @@ import type {
 } from '../core/provider';
 import { EnginePool, type EnginePoolStats } from './enginePool';
 import { abortable, tesseractLanguages, throwIfAborted } from './engineSupport';
+import { systemTessdataDir } from './installedModels';
 import { offlinePolish } from './polish';
 
 const require = createRequire(import.meta.url);
@@ -478,12 +479,15 @@ export class TesseractProvider implements ImageEngine {
 }
 
 /**
- * Where each language's traineddata is (the configured directory first, then the bundled
- * English model), or an `invalid` failure naming what is missing. Both tesseract engines use it.
+ * Where each language's traineddata is: the configured directory first, then the bundled
+ * English model, then the machine's own tessdata directory (V9: Debian's `tesseract-ocr-frk`
+ * is found without configuration); or an `invalid` failure naming what is missing. Both
+ * tesseract engines use it.
  */
 export async function resolveTessdata(
   languages: string[],
   tessdataDir: string | undefined,
+  systemDir: string | undefined = systemTessdataDir(),
 ): Promise<DataSource> {
   const sources = new Set<string>();
   for (const lang of languages) {
@@ -491,6 +495,8 @@ export async function resolveTessdata(
       sources.add('dir');
     } else if (await isFile(path.join(bundledLanguageDir(), `${lang}.traineddata.gz`))) {
       sources.add('bundled');
+    } else if (systemDir && (await isFile(path.join(systemDir, `${lang}.traineddata`)))) {
+      sources.add('system');
     } else {
       const where = tessdataDir
         ? `add ${lang}.traineddata to the tessdata directory`
@@ -506,6 +512,9 @@ export async function resolveTessdata(
   }
   if (sources.has('dir') && tessdataDir) {
     return { key: `dir:${tessdataDir}`, langPath: tessdataDir, gzip: false };
+  }
+  if (sources.has('system') && systemDir) {
+    return { key: `dir:${systemDir}`, langPath: systemDir, gzip: false };
   }
   return { key: 'bundled', langPath: bundledLanguageDir(), gzip: true };
 }

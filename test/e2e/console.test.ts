@@ -11,6 +11,7 @@ import { getPage, getRevision } from '../../db/pages';
 import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
+import { NativeTesseractProvider } from '../../providers/tesseractNative';
 import type { QuireWorker } from '../../worker/createWorker';
 import { createWebhookRelay, type WebhookRelay } from '../../worker/webhookRelay';
 import {
@@ -145,6 +146,8 @@ async function waitForLive(p: Page) {
   await p.waitForSelector('[data-live="live"]', { timeout: 15_000 });
 }
 
+const tesseract = new NativeTesseractProvider();
+
 beforeAll(async () => {
   files = mkdtempSync(join(tmpdir(), 'quire-e2e-'));
   renderPageImage(join(files, 'register-p1.png'), [
@@ -168,7 +171,8 @@ beforeAll(async () => {
   receiver = await startHttpsReceiver();
   quire = await createTestQuire(
     { QUIRE_WEBHOOK_ALLOW_HOSTS: receiver.allowHost },
-    createProviderRegistry([new SimulatedProvider({ latencyMs: 1000 })]),
+    // V9: tesseract beside the simulated engine, for the Fraktur upload.
+    createProviderRegistry([new SimulatedProvider({ latencyMs: 1000 }), tesseract]),
   );
   worker = await quire.newWorker('e2e-worker');
   running = worker.run();
@@ -204,6 +208,7 @@ afterAll(async () => {
   if (distDir) removeWebBuild(distDir);
   worker?.shutdown();
   await running;
+  await tesseract.close();
   await quire?.close();
   await receiver?.close();
   if (files) rmSync(files, { recursive: true, force: true });
@@ -563,6 +568,37 @@ describe('console (C)', () => {
     const body = await manifest.json();
     expect(body.type).toBe('Manifest');
     expect(body.items[0].annotations[0].items[0].body.value).toBe('Berliniſche Monatsſchrift.');
+  });
+
+  it('V9 a Fraktur upload chosen in the upload form reads the Kant page with the frk model', async () => {
+    const { workspaceId, page } = await signedIn('Aufklärung');
+    await page.goto('/upload');
+    // The installed models are listed, Debian's Fraktur model among them, with its measured CER.
+    await expect
+      .poll(() => page.getByTestId('installed-models').textContent())
+      .toContain('Fraktur');
+    await page.locator('input[type="file"]').first().setInputFiles(KANT.image);
+    const engine = page.getByLabel('Engine and language');
+    const frk = await engine
+      .locator('option', { hasText: 'tesseract · frk' })
+      .getAttribute('value');
+    await engine.selectOption(frk!);
+    await page.getByRole('button', { name: 'Upload', exact: true }).click();
+    await page.waitForURL('**/batches/**');
+    await page.waitForSelector('tr[data-job-id][data-status="completed"]', { timeout: 90_000 });
+    const jobId = (await page.locator('tr[data-job-id]').getAttribute('data-job-id'))!;
+    await page.goto(`/jobs/${jobId}`);
+    expect(await page.getByTestId('job-language').textContent()).toBe('frk');
+    const job = await getJob(quire.db.pool, workspaceId, jobId);
+    expect(job?.snapshot).toMatchObject({ provider: 'tesseract', language: 'frk' });
+    await page.goto(`/pages/${job!.pageId}`);
+    // German in Fraktur: the long s and the title's words, as the English model cannot read them.
+    const href = await page
+      .getByRole('link', { name: 'PAGE XML', exact: true })
+      .getAttribute('href');
+    const exported = await (await page.request.get(href!)).text();
+    expect(exported).toContain('Aufkl');
+    expect(exported).toMatch(/iſt|ſeiner|Menſchen/);
   });
 
   it('C accessibility and layout: no serious or critical axe violations on any page, screenshots at 1280 and 375 px', async () => {

@@ -181,7 +181,7 @@ describe('native tesseract (P3)', () => {
       provider.readPage({ path: junk, mediaType: 'image/png' }, ctx()),
     ).rejects.toMatchObject({ category: 'image' });
     await expect(
-      provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx('frk')),
+      provider.readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx('deu')),
     ).rejects.toMatchObject({ category: 'invalid' });
     await expect(
       provider.readPage({ path: path.join(dir, 'gone.png'), mediaType: 'image/png' }, ctx()),

@@ -1,24 +1,30 @@
 'use client';
+import type { EngineModel } from '@quire/core/engineModels';
 import { cancelJobAction, type JobActionState, rerunJobAction } from '@quire/web/app/jobs/actions';
-import { useActionState } from 'react';
+import { useActionState, useId } from 'react';
+import { modelLabel } from './UploadChoices';
 
 const initial: JobActionState = { error: null, done: null };
 
 /**
  * Cancel (while active) and Re-run (always) for one job, each only where the role may (R8:
- * `mayCancel`, `mayRerun` from core/roles.ts).
+ * `mayCancel`, `mayRerun` from core/roles.ts); V9: the re-run may name another of the
+ * installed models (engine and language), else it reads as the job did.
  */
 export function JobActions({
   jobId,
   active,
   mayCancel,
   mayRerun,
+  models = [],
 }: {
   jobId: string;
   active: boolean;
   mayCancel: boolean;
   mayRerun: boolean;
+  models?: EngineModel[];
 }) {
+  const engineId = useId();
   const [cancelState, cancel, canceling] = useActionState(cancelJobAction, initial);
   const [rerunState, rerun, rerunning] = useActionState(rerunJobAction, initial);
   const error = cancelState.error ?? rerunState.error;
@@ -42,6 +48,19 @@ export function JobActions({
       {mayRerun ? (
         <form action={rerun} data-act="job.rerun">
           <input type="hidden" name="jobId" value={jobId} />
+          {models.length > 0 ? (
+            <>
+              <label htmlFor={engineId}>Re-run with</label>{' '}
+              <select id={engineId} name="engine" defaultValue="">
+                <option value="">the same engine and language</option>
+                {models.map((m) => (
+                  <option key={`${m.provider}:${m.language}`} value={`${m.provider}|${m.language}`}>
+                    {modelLabel(m)}
+                  </option>
+                ))}
+              </select>{' '}
+            </>
+          ) : null}
           <button type="submit" className="secondary" disabled={rerunning}>
             {rerunning ? 'Starting…' : 'Re-run'}
           </button>

@@ -1,8 +1,10 @@
 'use client';
+import type { EngineModel } from '@quire/core/engineModels';
 import { isPdfHeader, sniffMediaType } from '@quire/core/media';
 import { useRouter } from 'next/navigation';
 import { useId, useRef, useState } from 'react';
 import { formatBytes } from './format';
+import { appendChoice, NO_CHOICE, UploadChoices } from './UploadChoices';
 
 /**
  * Upload: drop or pick many images or recordings, see each file's progress and validation,
@@ -77,7 +79,14 @@ async function validate(file: File): Promise<string | null> {
   return null;
 }
 
-export function Uploader() {
+export function Uploader({
+  models,
+  collections,
+}: {
+  /** V9: the models this installation has, for the person to choose from. */
+  models: EngineModel[];
+  collections: { id: number; label: string }[];
+}) {
   const router = useRouter();
   const inputId = useId();
   const counter = useRef(0);
@@ -86,6 +95,7 @@ export function Uploader() {
   const [busy, setBusy] = useState(false);
   const [message, setMessage] = useState<{ tone: 'error' | 'ok'; text: string } | null>(null);
   const [mode, setMode] = useState<'perFile' | 'single'>('perFile');
+  const [choice, setChoice] = useState(NO_CHOICE);
 
   const add = async (files: File[]) => {
     setMessage(null);
@@ -131,6 +141,7 @@ export function Uploader() {
     const ids = new Set(sending.map((e) => e.id));
     const form = new FormData();
     form.set('mode', mode);
+    appendChoice(form, { ...choice, title: mode === 'single' ? choice.title : '' }, models);
     for (const entry of sending) {
       form.append('files[]', entry.file, entry.file.name);
       // Beside its image: the ingest reads a transcript as the one of the file just before it.
@@ -311,6 +322,14 @@ export function Uploader() {
           One item, the files as its pages in this order
         </label>
       </fieldset>
+
+      <UploadChoices
+        models={models}
+        collections={collections}
+        choice={choice}
+        single={mode === 'single'}
+        onChange={setChoice}
+      />
 
       <div className="actions">
         <button

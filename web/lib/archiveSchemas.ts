@@ -19,12 +19,28 @@ export const metadataEntries = z
 
 const collectionRef = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
+/** V9: what the jobs of an item (or of a collection's items) read with unless asked otherwise. */
+const engineChoice = {
+  provider: z
+    .string()
+    .regex(/^[a-z0-9_-]{1,64}$/)
+    .nullable()
+    .optional()
+    .describe('The engine its jobs use unless a request names one; null: inherited.'),
+  model: text(128).nullable().optional().describe("The engine's model; null: inherited."),
+};
+
 export const createCollectionBody = z
   .object({
     title: text(500),
     description: z.string().max(10_000).nullable().optional(),
     metadata: metadataEntries.optional(),
     parentId: collectionRef.nullable().optional().describe('The parent; none or null: the root.'),
+    language: languageTag
+      .nullable()
+      .optional()
+      .describe("V9: the language its items' jobs read in (tesseract codes such as frk too)."),
+    ...engineChoice,
   })
   .strict();
 
@@ -37,6 +53,11 @@ export const updateCollectionBody = z
       .nullable()
       .optional()
       .describe('Move under this collection; null: to the root. Never under itself (409).'),
+    language: languageTag
+      .nullable()
+      .optional()
+      .describe("V9: the language its items' jobs read in; null: inherited."),
+    ...engineChoice,
   })
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'give at least one field to change');
@@ -68,7 +89,10 @@ export const updateItemBody = z
     language: languageTag
       .nullable()
       .optional()
-      .describe('BCP 47; search matches in this language where PostgreSQL knows it (F3).'),
+      .describe(
+        'BCP 47 (or a tesseract code such as frk); search matches in this language where PostgreSQL knows it (F3), and its jobs read in it (V9).',
+      ),
+    ...engineChoice,
     collectionId: collectionRef.nullable().optional().describe('null: to the root.'),
   })
   .strict()

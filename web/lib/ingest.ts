@@ -12,7 +12,7 @@ import { recordJobsForIngest } from '@quire/ingest/jobs';
 import { NextResponse } from 'next/server';
 import { errorResponse } from './api';
 import { blobStore } from './blobs';
-import { config, pool, quireClient } from './server';
+import { config, engineModels, pool, quireClient } from './server';
 
 /**
  * The ingest behind both `POST /api/v1/workspaces/{ws}/batches` (bearer key) and the
@@ -45,6 +45,7 @@ export async function ingestAndStart(
             enabledProviders(settings).map((entry) => entry.name),
             await providersEnabledFor(pool(), workspaceId),
           ),
+          models: engineModels(),
           prices: pricesWith(settings.QUIRE_PRICES),
           priority,
           records,

@@ -97,7 +97,24 @@ export const OPERATIONS: Operation[] = [
           externalReferenceId: { type: 'string' },
           idempotencyKey: { type: 'string' },
           metadata: { type: 'string', description: 'JSON object' },
-          provider: { type: 'string' },
+          provider: { type: 'string', description: 'V9: the engine; kept on the new items' },
+          model: { type: 'string', description: "V9: the engine's model; kept on the new items" },
+          language: {
+            type: 'string',
+            description:
+              'V9: the language its jobs read in (en, de, or a tesseract code such as frk); one without an installed model is refused with 422 model_not_installed, starting nothing. Kept on the new items; absent: the item’s or its collection’s.',
+          },
+          collectionId: { type: 'string', description: 'F5: the collection new items go in' },
+          title: { type: 'string', description: 'F5: the title of the one new item' },
+          descriptiveMetadata: {
+            type: 'string',
+            description: 'F5: JSON array of {label, value} pairs given to every new item',
+          },
+          descriptions: {
+            type: 'string',
+            description:
+              'F5: a CSV sheet, one row per file, matched by a file (or filename) column or a Dublin Core identifier column (the file name with or without its extension); title and language set the item, other Dublin Core names (creator, date, ...) and any other column become label/value metadata. A bad cell (a date that is not YYYY[-MM[-DD]]) is refused with 422 invalid_csv naming its row and column, storing nothing.',
+          },
           transcribeTextLayer: {
             type: 'string',
             enum: ['true', 'false'],

@@ -1,10 +1,12 @@
 import 'server-only';
 import { QuireClient } from '@quire/client';
 import { loadConfig, type QuireConfig } from '@quire/core/config';
+import type { EngineModel } from '@quire/core/engineModels';
 import { DomainError } from '@quire/core/errors';
 import { createJobStore } from '@quire/db/jobStore';
 import { createPool, type Pool } from '@quire/db/pool';
 import { connectTemporal } from '@quire/net/temporalClient';
+import { installedModels } from '@quire/providers/installedModels';
 import { Client } from '@temporalio/client';
 
 /**
@@ -16,6 +18,7 @@ const globals = globalThis as unknown as {
   quirePool?: Pool;
   quireTemporal?: Promise<Client>;
   quireClient?: Promise<QuireClient>;
+  quireModels?: { models: EngineModel[]; at: number };
 };
 
 /**
@@ -30,6 +33,21 @@ export function configureWeb(settings: QuireConfig): void {
 export function config(): QuireConfig {
   globals.quireConfig ??= loadConfig();
   return globals.quireConfig;
+}
+
+/** How long the list of installed models is kept before the directories are read again. */
+const MODELS_TTL_MS = 60_000;
+
+/**
+ * V9: the models this machine has (the web runs the workers' image), read from their
+ * directories at most once a minute, so a model an operator installs is offered soon after.
+ */
+export function engineModels(): EngineModel[] {
+  const cached = globals.quireModels;
+  if (cached && Date.now() - cached.at < MODELS_TTL_MS) return cached.models;
+  const models = installedModels(config());
+  globals.quireModels = { models, at: Date.now() };
+  return models;
 }
 
 export function pool(): Pool {
@@ -49,7 +67,9 @@ export function temporal(): Promise<Client> {
 
 export function quireClient(): Promise<QuireClient> {
   globals.quireClient ??= temporal()
-    .then((t) => QuireClient.fromConfig(config(), t, createJobStore(pool())))
+    .then((t) =>
+      QuireClient.fromConfig(config(), t, createJobStore(pool()), undefined, engineModels),
+    )
     .catch((error) => {
       globals.quireClient = undefined;
       throw error;

@@ -70,22 +70,35 @@ export async function cancelJob(
   return { jobId, status: job?.status ?? 'canceled' };
 }
 
+/** V9: the engine and language a person picks for a re-run; absent: the job's own. */
+export interface EngineRequest {
+  provider?: string;
+  language?: string;
+}
+
 /**
  * Re-run: a new job for the same page with the same request (provider, model, language,
  * options, caller's reference and metadata), which supersedes any active job of the page
- * (J4) and reads the page's current revision.
+ * (J4) and reads the page's current revision. V9: a person may pick another engine and
+ * language; a language with no installed model is refused before anything starts.
  */
-export async function rerunJob(principal: Principal, jobId: string): Promise<{ jobId: string }> {
+export async function rerunJob(
+  principal: Principal,
+  jobId: string,
+  choice: EngineRequest = {},
+): Promise<{ jobId: string }> {
   requireAction(principal, 'job.rerun');
   const job = await getJob(pool(), principal.workspaceId, jobId);
   if (!job) throw jobNotFound();
   const client = await availableQuireClient();
+  const sameEngine = choice.provider === undefined || choice.provider === job.snapshot.provider;
   const started = await client.startJob({
     workspaceId: principal.workspaceId,
     pageId: job.pageId,
-    provider: job.snapshot.provider,
-    model: job.snapshot.model,
-    language: job.snapshot.language,
+    provider: choice.provider ?? job.snapshot.provider,
+    // The model belongs to the engine: another engine reads with its own default.
+    model: sameEngine ? job.snapshot.model : undefined,
+    language: choice.language ?? job.snapshot.language,
     options: job.snapshot.options,
     externalReferenceId: job.externalReferenceId ?? undefined,
     metadata: job.metadata,

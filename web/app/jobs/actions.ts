@@ -1,7 +1,7 @@
 'use server';
 import { refusalOf } from '@quire/web/lib/errors';
 import { requireAct } from '@quire/web/lib/session';
-import { cancelJob, rerunJob } from '@quire/web/services/jobs';
+import { cancelJob, type EngineRequest, rerunJob } from '@quire/web/services/jobs';
 import { refresh } from 'next/cache';
 import { redirect } from 'next/navigation';
 
@@ -28,6 +28,16 @@ export async function cancelJobAction(
   return { error: null, done: 'Canceled.' };
 }
 
+/** V9: `provider|language` as the re-run form's select sends it; empty: the job's own. */
+function engineRequestOf(value: FormDataEntryValue | null): EngineRequest {
+  if (typeof value !== 'string' || !value.includes('|')) return {};
+  const [provider, language] = value.split('|');
+  return {
+    ...(provider ? { provider } : {}),
+    ...(language && language !== '*' ? { language } : {}),
+  };
+}
+
 /** Re-run a job's page with its provider (web/services/jobs.ts `rerunJob`), then show the new job. */
 export async function rerunJobAction(
   _previous: JobActionState,
@@ -36,7 +46,11 @@ export async function rerunJobAction(
   const principal = await requireAct('job.rerun');
   let newJobId: string;
   try {
-    ({ jobId: newJobId } = await rerunJob(principal, String(form.get('jobId') ?? '')));
+    ({ jobId: newJobId } = await rerunJob(
+      principal,
+      String(form.get('jobId') ?? ''),
+      engineRequestOf(form.get('engine')),
+    ));
   } catch (error) {
     return {
       error: refusalOf(error, 'The new job could not be started; try again.').message,

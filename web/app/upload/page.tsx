@@ -1,7 +1,9 @@
 import { MEASURED_QUALITY, werInWords } from '@quire/core/engineQuality';
+import { listCollectionChoices } from '@quire/db/collections';
 import { getWorkspace } from '@quire/db/workspaces';
+import { InstalledModels } from '@quire/web/components/InstalledModels';
 import { Uploader } from '@quire/web/components/Uploader';
-import { pool } from '@quire/web/lib/server';
+import { engineModels, pool } from '@quire/web/lib/server';
 import { requireAct } from '@quire/web/lib/session';
 
 const SPEECH = MEASURED_QUALITY.pocketsphinx;
@@ -13,6 +15,8 @@ export default async function UploadPage() {
   // R8: a role that may not upload gets the refusal, not a form it cannot send.
   const principal = await requireAct('batch.create');
   const workspace = await getWorkspace(pool(), principal.workspaceId);
+  const collections = await listCollectionChoices(pool(), principal.workspaceId);
+  const models = engineModels();
   return (
     <main>
       <div className="page-head">
@@ -27,12 +31,13 @@ export default async function UploadPage() {
         </div>
       </div>
       <aside className="notice engine-note" aria-label="Which engine reads your files">
-        <strong>Which engine reads your files.</strong> Page images go to tesseract (printed text;
-        for Fraktur ask for the <code>frk</code> language). Recordings go to the built-in offline
-        speech engine, which reads clear speech but is <strong>weak on real recordings</strong>{' '}
-        (measured word error rate {SPEECH.wer} on {SPEECH.set}: {werInWords(SPEECH.wer)}). For
-        interviews and sessions, an operator can connect a Whisper-compatible server (
-        <code>QUIRE_WHISPER_BASE_URL</code>) and jobs can use the <code>whisper</code> provider.
+        <strong>Which engine reads your files.</strong> Page images go to tesseract, in English
+        unless you choose another model below (for Fraktur, choose <code>frk</code>). Recordings go
+        to the built-in offline speech engine, which reads clear speech but is{' '}
+        <strong>weak on real recordings</strong> (measured word error rate {SPEECH.wer} on{' '}
+        {SPEECH.set}: {werInWords(SPEECH.wer)}). For interviews and sessions, an operator can
+        connect a Whisper-compatible server (<code>QUIRE_WHISPER_BASE_URL</code>) and jobs can use
+        the <code>whisper</code> provider.
       </aside>
       <p className="notice" data-testid="recording-retention">
         <strong>Recordings.</strong>{' '}
@@ -40,7 +45,8 @@ export default async function UploadPage() {
           ? 'This workspace deletes its copy of each recording as soon as the speech engine holds it (delete-after-recognition): no one can play a line back afterwards.'
           : 'This workspace keeps its recordings (keep), under its storage quota, so each line can be played back to check it.'}
       </p>
-      <Uploader />
+      <Uploader models={models} collections={collections} />
+      <InstalledModels models={models} />
     </main>
   );
 }

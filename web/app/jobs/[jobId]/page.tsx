@@ -10,7 +10,7 @@ import { SegmentCounts } from '@quire/web/components/JobsTable';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { Status } from '@quire/web/components/Status';
 import { Time } from '@quire/web/components/Time';
-import { pool } from '@quire/web/lib/server';
+import { engineModels, pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
@@ -136,6 +136,7 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
           active={active}
           mayCancel={permits(principal.grant, 'job.cancel')}
           mayRerun={permits(principal.grant, 'job.rerun')}
+          models={engineModels()}
         />
       </section>
 
@@ -148,6 +149,10 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
               {job.provider}
               {job.snapshot.model ? <span className="muted"> · {job.snapshot.model}</span> : null}
             </dd>
+          </div>
+          <div>
+            <dt>Language</dt>
+            <dd data-testid="job-language">{job.snapshot.language}</dd>
           </div>
           <div>
             <dt>Input revision</dt>

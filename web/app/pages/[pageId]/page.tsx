@@ -12,13 +12,14 @@ import { lineProgress } from '@quire/db/review';
 import { getWorkspace } from '@quire/db/workspaces';
 import { DiffTooLargeError, diffLines } from '@quire/web/components/diff';
 import { shortId } from '@quire/web/components/format';
+import { JobActions } from '@quire/web/components/JobActions';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { PageWorkspace, type ViewSegment } from '@quire/web/components/PageWorkspace';
 import { PublishButton } from '@quire/web/components/PublishButton';
 import { pageImageService, ZOOMS, type Zoom } from '@quire/web/components/pageImage';
 import { RevisionHistory } from '@quire/web/components/RevisionHistory';
 import { Status } from '@quire/web/components/Status';
-import { pool } from '@quire/web/lib/server';
+import { engineModels, pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
 import { notFound } from 'next/navigation';
@@ -178,6 +179,16 @@ export default async function PageView({
           {latestJob && isActiveStatus(latestJob.status) ? (
             // A running job's commit appears without a reload; drafts being edited are kept.
             <LiveRefresh topics={['jobs']} baselines={{ jobs: digest }} label="Job running" />
+          ) : null}
+          {latestJob && permits(principal.grant, 'job.rerun') ? (
+            // V9, C2: read the page again, with another engine or language if chosen.
+            <JobActions
+              jobId={latestJob.id}
+              active={false}
+              mayCancel={false}
+              mayRerun
+              models={engineModels()}
+            />
           ) : null}
           {permits(principal.grant, 'page.publish') ? (
             <PublishButton
