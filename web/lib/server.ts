@@ -3,7 +3,7 @@ import { QuireClient } from '@quire/client';
 import { loadConfig, type QuireConfig } from '@quire/core/config';
 import { DomainError } from '@quire/core/errors';
 import { createJobStore } from '@quire/db/jobStore';
-import { createPool, type Pool } from '@quire/db/pool';
+import { createPool, type Pool, poolTimeoutsFrom } from '@quire/db/pool';
 import { connectTemporal } from '@quire/net/temporalClient';
 import { Client } from '@temporalio/client';
 
@@ -33,7 +33,11 @@ export function config(): QuireConfig {
 }
 
 export function pool(): Pool {
-  globals.quirePool ??= createPool(config().DATABASE_URL, config().DATABASE_POOL_SIZE);
+  globals.quirePool ??= createPool(
+    config().DATABASE_URL,
+    config().DATABASE_POOL_SIZE,
+    poolTimeoutsFrom(config()),
+  );
   return globals.quirePool;
 }
 
