@@ -23,7 +23,15 @@ export function createAttemptSaving(deps: TranscriptionDeps) {
    */
   async function untilSaved<T>(what: string, save: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + (deps.infraWaitMs ?? 180_000);
+    const context = Context.current();
+    const beat = () => context.heartbeat({ waiting: 'infrastructure', step: what, at: Date.now() });
     for (let tries = 0; ; tries++) {
+      // D7: a save blocked on a service that stopped answering keeps the attempt's lease
+      // until the call's own bound (QUIRE_DB_QUERY_TIMEOUT_MS...) fails it as an outage.
+      const timer = setInterval(
+        () => context.heartbeat({ saving: what, at: Date.now() }),
+        deps.heartbeatEveryMs,
+      );
       try {
         return await save();
       } catch (error) {
@@ -40,8 +48,10 @@ export function createAttemptSaving(deps: TranscriptionDeps) {
             'infrastructure unavailable: the finished work waits to be saved',
           );
         }
+      } finally {
+        clearInterval(timer);
       }
-      Context.current().heartbeat({ waiting: 'infrastructure', step: what, at: Date.now() });
+      beat();
       await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 250 * 2 ** tries)));
     }
   }

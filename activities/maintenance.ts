@@ -15,6 +15,7 @@ import {
   scheduleBlobDeletion,
   unreferencedBlobs,
 } from '../db/blobs';
+import { sweepEndedJobCheckpoints } from '../db/checkpoints';
 import { pagesNeedingDerivative } from '../db/derivatives';
 import {
   engineJobsHeldByActiveJobs,
@@ -23,7 +24,6 @@ import {
 } from '../db/engineJobs';
 import type { Pool } from '../db/pool';
 import { purgeOldEvents } from '../db/retention';
-import { purgeUnfinishedText } from '../db/unfinishedText';
 
 /**
  * Maintenance run as Temporal Schedules (O3) on their own task queue: the reconciler, the
@@ -76,11 +76,11 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     async sweepStrandedEngineJobs(): Promise<Record<string, unknown>> {
       return { ...(await sweepStrandedEngineJobs({ pool, providers: deps.providers })) };
     },
-    /** O3: events and finished deliveries past retention, and text no job will commit. */
+    /** O3 + D11: events and finished deliveries past retention, and ended jobs' checkpoints. */
     async purgeOldEvents(): Promise<Record<string, number>> {
       const purged = await purgeOldEvents(pool, deps.eventRetentionDays);
-      const unfinishedText = await purgeUnfinishedText(pool, deps.eventRetentionDays);
-      return { ...purged, unfinishedText };
+      const endedCheckpoints = await sweepEndedJobCheckpoints(pool);
+      return { ...purged, endedCheckpoints };
     },
   };
 }

@@ -115,6 +115,13 @@ export async function commitAttempt(
   args: { usePolish: boolean },
 ): Promise<RevisionWriteOutcome> {
   const { pool } = kit;
+  // D11: a commit retried after its reply was lost finds its attempt completed; the
+  // checkpoints it was built from went with the commit, so nothing is built again.
+  const replayed = await committedRevision(pool, ctx.fence);
+  if (replayed) {
+    kit.hand.release(ctx.fence.jobId);
+    return replayed;
+  }
   const saved = await loadCheckpoints(pool, ctx.fence.jobId);
   const page = await readAttemptPage(pool, ctx.pageId);
   const input = commitInputOf(kit, ctx, saved, page, args);

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import type { QuireConfig } from '../core/config';
 import { createLocalBlobStore } from './local';
 import { createS3BlobStore } from './s3';
@@ -12,6 +13,16 @@ import type { BlobStore } from './store';
 export function createBlobStore(config: QuireConfig): BlobStore {
   if (config.QUIRE_BLOB_STORE === 'local')
     return createLocalBlobStore(resolve(config.QUIRE_BLOB_DIR));
+  return createS3BlobStore({
+    // parseConfig refuses s3 without a bucket.
+    bucket: config.QUIRE_S3_BUCKET ?? '',
+    prefix: config.QUIRE_S3_PREFIX,
+    clientConfig: s3ClientConfig(config),
+  });
+}
+
+/** The S3 client's settings: where the store is, who we are, and how long a call may take. */
+export function s3ClientConfig(config: QuireConfig): S3ClientConfig {
   const credentials =
     config.QUIRE_S3_ACCESS_KEY_ID && config.QUIRE_S3_SECRET_ACCESS_KEY
       ? {
@@ -19,17 +30,20 @@ export function createBlobStore(config: QuireConfig): BlobStore {
           secretAccessKey: config.QUIRE_S3_SECRET_ACCESS_KEY,
         }
       : undefined;
-  return createS3BlobStore({
-    // parseConfig refuses s3 without a bucket.
-    bucket: config.QUIRE_S3_BUCKET ?? '',
-    prefix: config.QUIRE_S3_PREFIX,
-    clientConfig: {
-      region: config.QUIRE_S3_REGION,
-      endpoint: config.QUIRE_S3_ENDPOINT,
-      forcePathStyle: config.QUIRE_S3_FORCE_PATH_STYLE,
-      credentials,
+  return {
+    region: config.QUIRE_S3_REGION,
+    endpoint: config.QUIRE_S3_ENDPOINT,
+    forcePathStyle: config.QUIRE_S3_FORCE_PATH_STYLE,
+    credentials,
+    // D7: an object store that stops answering fails the request within these bounds, as
+    // an outage (a `TimeoutError`, BlobStoreUnavailableError), instead of holding the step.
+    // The socket's bound is on silence, not on the whole request: a large upload that keeps
+    // moving is never cut.
+    requestHandler: {
+      connectionTimeout: config.QUIRE_S3_CONNECT_TIMEOUT_MS,
+      socketTimeout: config.QUIRE_S3_SOCKET_TIMEOUT_MS,
     },
-  });
+  };
 }
 
 /**

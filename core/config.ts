@@ -133,6 +133,20 @@ const schema = z.object({
    * to two minutes. The step given up is run again, uncharged, once the dependency is back.
    */
   QUIRE_INFRA_WAIT_MS: intFrom(0, 3_600_000, 180_000),
+  /**
+   * D7: bounds on every call to Quire's own services, so that one that stops answering (a
+   * frozen network path, a failover that black-holes open connections) fails the call in
+   * time, as an outage, instead of holding it for ever. PostgreSQL: opening a connection, and
+   * one statement (client side, and `statement_timeout` on the server); TCP keepalives find a
+   * dead idle connection. Object store: opening a connection, and a request's socket silent
+   * this long (a transfer that keeps moving is never cut). Temporal: opening the connection.
+   */
+  QUIRE_DB_CONNECT_TIMEOUT_MS: intFrom(100, 600_000, 10_000),
+  QUIRE_DB_QUERY_TIMEOUT_MS: intFrom(100, 3_600_000, 60_000),
+  QUIRE_DB_KEEPALIVE_MS: intFrom(1_000, 3_600_000, 10_000),
+  QUIRE_S3_CONNECT_TIMEOUT_MS: intFrom(100, 600_000, 10_000),
+  QUIRE_S3_SOCKET_TIMEOUT_MS: intFrom(100, 3_600_000, 30_000),
+  QUIRE_TEMPORAL_CONNECT_TIMEOUT_MS: intFrom(100, 600_000, 10_000),
   /** Prebuilt workflow bundle (tests, container images); bundled at start when unset. */
   QUIRE_WORKFLOW_BUNDLE: z.string().optional(),
   /** How long a cached workflow waits for its own worker before any worker may take it. */

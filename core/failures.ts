@@ -128,7 +128,7 @@ function isPostgresUnavailable(code: string): boolean {
 
 /** Messages of the `pg` client when its connection goes away between or during queries. */
 const LOST_CONNECTION =
-  /Connection terminated|connection timeout|Client has encountered a connection error|Client was closed|terminating connection due to administrator command|the database system is (starting up|shutting down|in recovery mode)/i;
+  /Connection terminated|connection timeout|Query read timeout|timeout exceeded when trying to connect|canceling statement due to statement timeout|Client has encountered a connection error|Client was closed|terminating connection due to administrator command|the database system is (starting up|shutting down|in recovery mode)/i;
 
 /**
  * D7: whether `error` says that one of Quire's own services was unreachable, rather than that
@@ -153,6 +153,14 @@ export function isInfrastructureError(error: unknown, depth = 0): boolean {
   if (Array.isArray(e.errors) && e.errors.some((x) => isInfrastructureError(x, depth + 1)))
     return true;
   return e.cause !== undefined && e.cause !== error && isInfrastructureError(e.cause, depth + 1);
+}
+
+/**
+ * D7: the `pg` client gave up waiting for a statement's answer (`query_timeout`): its
+ * connection may still be waiting for it, so it is discarded, never reused or rolled back over.
+ */
+export function isQueryTimeout(error: unknown): boolean {
+  return error instanceof Error && error.message === 'Query read timeout';
 }
 
 /** Raised inside an activity when an outage outlasts its wait (D7); never charged. */

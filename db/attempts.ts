@@ -6,6 +6,7 @@ import type { JobSnapshot } from '../core/provider';
 import { pauseKey } from '../core/providerCatalogue';
 import { isActiveStatus } from '../core/temporal';
 import { workspaceBudgetPause } from './budget';
+import { removeCheckpoints } from './checkpoints';
 import { appendEvent } from './events';
 import {
   type AttemptFence,
@@ -264,11 +265,12 @@ export async function closeAttempt(
       );
     }
   } else if (close.outcome === 'canceled') {
-    await client.query(
+    const canceled = await client.query(
       `UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), updated_at = now(), stage = 'done'
         WHERE id = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
       [fence.jobId],
     );
+    if (canceled.rowCount === 1) await removeCheckpoints(client, [fence.jobId]);
   }
   const { rows } = await client.query('SELECT status FROM transcription_jobs WHERE id = $1', [
     fence.jobId,

@@ -109,6 +109,11 @@ const CHECKS: Array<{ name: string; sql: string }> = [
            GROUP BY page_id HAVING count(*) > 1`,
   },
   {
+    name: 'D11 an ended job holds no checkpoints',
+    sql: `SELECT DISTINCT c.job_id AS subject FROM job_checkpoints c
+            JOIN transcription_jobs j ON j.id = c.job_id WHERE j.status NOT IN ${ACTIVE_STATUS_LIST}`,
+  },
+  {
     name: 'J3 no job used more charged attempts than it is allowed',
     sql: `SELECT job_id AS subject FROM transcription_job_attempts WHERE NOT refunded
            GROUP BY job_id HAVING count(*) > $1`,

@@ -12,6 +12,7 @@ import { type AttemptFence, FENCE_JOB_THEN_ATTEMPT, lockRunningAttempt } from '.
 import { type ProviderCall, providerCallInsert } from './ledger';
 import { releaseRecordedAudio } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+import { ACTIVE_STATUS_LIST } from './sql';
 
 /**
  * T2 checkpoints: each stage's output, saved fenced by the attempt's token before the next
@@ -48,6 +49,39 @@ export async function saveCheckpoints(
     ],
   );
   return inserted.rowCount ?? 0;
+}
+
+/**
+ * D11: a job's checkpoints go in the transaction that ends it (committed, failed, canceled,
+ * superseded). They exist only so that a next attempt of the same job resumes; an ended job
+ * has none, and its text lives in the revision it committed or nowhere. Called after the
+ * job's status is written: a fenced save racing the end either committed first (and is
+ * removed here) or finds no running attempt (`StaleAttemptError`).
+ */
+export async function removeCheckpoints(db: Queryable, jobIds: readonly string[]): Promise<number> {
+  if (jobIds.length === 0) return 0;
+  const deleted = await db.query('DELETE FROM job_checkpoints WHERE job_id = ANY($1)', [jobIds]);
+  return deleted.rowCount ?? 0;
+}
+
+/**
+ * D11: the checkpoints an ended job still holds, removed in batches of jobs: rows written
+ * before checkpoints went with their job's end (`removeCheckpoints`). Each batch is its own
+ * statement, so the sweep holds no lock long and resumes where a failed pass stopped.
+ */
+export async function sweepEndedJobCheckpoints(db: Queryable, batchJobs = 500): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const { rowCount } = await db.query(
+      `WITH ended AS (
+         SELECT DISTINCT c.job_id FROM job_checkpoints c JOIN transcription_jobs j ON j.id = c.job_id
+          WHERE j.status NOT IN ${ACTIVE_STATUS_LIST} LIMIT $1)
+       DELETE FROM job_checkpoints c USING ended WHERE c.job_id = ended.job_id`,
+      [batchJobs],
+    );
+    if (!rowCount) return removed;
+    removed += rowCount;
+  }
 }
 
 /** A job's checkpoints, of one stage or all, ordered by stage then seq. */

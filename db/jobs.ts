@@ -11,6 +11,7 @@ import {
   type JobPriority,
   type JobStatus,
 } from '../core/temporal';
+import { removeCheckpoints } from './checkpoints';
 import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
 import { appendEvent } from './events';
 import { inheritedEngineChoice } from './items';
@@ -174,6 +175,7 @@ export async function createJob(client: PoolClient, input: NewJob): Promise<Crea
         WHERE id = $1`,
       [superseded.id, id],
     );
+    await removeCheckpoints(client, [superseded.id]);
   }
   // Created when written, not when the transaction began: with the slot lock held, the order
   // of creation times is the order of commits within a capped workspace.
@@ -325,6 +327,7 @@ export async function failJob(
     [jobId, category, detail],
   );
   if (updated.rowCount === 1) {
+    await removeCheckpoints(client, [jobId]);
     await appendJobEvent(client, jobId, EVENT_TYPES.failed, {
       attemptNumber,
       errorCategory: category,
@@ -349,6 +352,10 @@ async function cancelJobRows(client: PoolClient, jobIds: string[]): Promise<Canc
     `UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), updated_at = now(), stage = 'done'
       WHERE id = ANY($1) AND status IN ${ACTIVE_STATUS_LIST} RETURNING id, workflow_id`,
     [jobIds],
+  );
+  await removeCheckpoints(
+    client,
+    rows.map((r) => r.id),
   );
   for (const row of rows) {
     await appendJobEvent(client, row.id, EVENT_TYPES.canceled, {});

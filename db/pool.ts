@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isQueryTimeout } from '../core/failures';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -8,8 +9,50 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 // bigint columns (ids, sizes) come back as numbers; Quire's ids stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-export function createPool(connectionString: string, max = 10): Pool {
-  const pool = new pg.Pool({ connectionString, max, application_name: 'quire' });
+/** D7: bounds on every call to PostgreSQL (core/config.ts `QUIRE_DB_*`). */
+export interface PoolTimeouts {
+  connectMs: number;
+  queryMs: number;
+  keepAliveMs: number;
+}
+
+export const DEFAULT_POOL_TIMEOUTS: PoolTimeouts = {
+  connectMs: 10_000,
+  queryMs: 60_000,
+  keepAliveMs: 10_000,
+};
+
+/** The pool's bounds from the validated settings. */
+export function poolTimeoutsFrom(config: {
+  QUIRE_DB_CONNECT_TIMEOUT_MS: number;
+  QUIRE_DB_QUERY_TIMEOUT_MS: number;
+  QUIRE_DB_KEEPALIVE_MS: number;
+}): PoolTimeouts {
+  return {
+    connectMs: config.QUIRE_DB_CONNECT_TIMEOUT_MS,
+    queryMs: config.QUIRE_DB_QUERY_TIMEOUT_MS,
+    keepAliveMs: config.QUIRE_DB_KEEPALIVE_MS,
+  };
+}
+
+export function createPool(
+  connectionString: string,
+  max = 10,
+  timeouts: PoolTimeouts = DEFAULT_POOL_TIMEOUTS,
+): Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    application_name: 'quire',
+    // D7: a PostgreSQL that stops answering fails the call within these bounds, as an outage
+    // (core/failures.ts), instead of holding the step; the server cancels a statement that
+    // runs past the same bound on its side.
+    connectionTimeoutMillis: timeouts.connectMs,
+    query_timeout: timeouts.queryMs,
+    statement_timeout: timeouts.queryMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: timeouts.keepAliveMs,
+  });
   // An idle client that loses its connection (a Postgres restart) must not crash the process;
   // the pool drops it and the next query connects again.
   pool.on('error', () => {});
@@ -39,7 +82,10 @@ export async function withTransaction<T>(
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
+    // D7: after a statement timed out the connection may still wait for its answer: it is
+    // discarded (the server ends the transaction with it), not rolled back over.
+    if (isQueryTimeout(error)) lost ??= error as Error;
+    else await client.query('ROLLBACK').catch(() => {});
     throw error;
   } finally {
     client.off('error', onError);

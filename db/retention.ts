@@ -18,6 +18,7 @@ export async function purgeOldEvents(
   db: Queryable,
   retentionDays: number,
   now = new Date(),
+  batchRows = RETENTION_BATCH_ROWS,
 ): Promise<{ deliveries: number; events: number }> {
   const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
   await db.query(
@@ -26,19 +27,49 @@ export async function purgeOldEvents(
         SET purged_before = greatest(retention_marks.purged_before, EXCLUDED.purged_before), updated_at = now()`,
     [EVENT_RETENTION_MARK, cutoff],
   );
-  const deliveries = await db.query(
-    `DELETE FROM webhook_deliveries WHERE status IN ${ENDED_DELIVERY_LIST} AND updated_at < $1`,
+  const deliveries = await deleteInBatches(
+    db,
+    `DELETE FROM webhook_deliveries WHERE id IN (
+       SELECT id FROM webhook_deliveries WHERE status IN ${ENDED_DELIVERY_LIST} AND updated_at < $1
+        LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     [cutoff],
+    batchRows,
   );
-  const events = await db.query(
+  const events = await deleteInBatches(
+    db,
     // Only events the webhook relay has already fanned out: a relay that was down longer
     // than the retention period still finds every event it has not seen.
-    `DELETE FROM event_outbox e WHERE e.created_at < $1
-        AND e.id <= coalesce((SELECT min(last_event_id) FROM relay_cursors), 0)
-        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)`,
+    `DELETE FROM event_outbox WHERE id IN (
+       SELECT e.id FROM event_outbox e WHERE e.created_at < $1
+          AND e.id <= coalesce((SELECT min(last_event_id) FROM relay_cursors), 0)
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+        ORDER BY e.id LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     [cutoff],
+    batchRows,
   );
-  return { deliveries: deliveries.rowCount ?? 0, events: events.rowCount ?? 0 };
+  return { deliveries, events };
+}
+
+/** Rows a retention statement removes at once (D11): its locks and its WAL stay small. */
+export const RETENTION_BATCH_ROWS = 5_000;
+
+/**
+ * D11: a retention DELETE run batch after batch, each its own statement (its own transaction
+ * on a pool), until a batch removes fewer rows than it may: never one statement over a
+ * table's whole past. The statement takes the batch size as its last parameter.
+ */
+async function deleteInBatches(
+  db: Queryable,
+  sql: string,
+  values: unknown[],
+  batchRows: number,
+): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const { rowCount } = await db.query(sql, [...values, batchRows]);
+    removed += rowCount ?? 0;
+    if ((rowCount ?? 0) < batchRows) return removed;
+  }
 }
 
 /** Events created before this time may have been removed by retention; null when none were. */

@@ -20,7 +20,8 @@ export async function connectTemporal(
     const connection = await Connection.connect({
       ...temporalConnectionOptions(config),
       ...(token ? { apiKey: () => token.current() } : {}),
-      ...(options.connectTimeout ? { connectTimeout: options.connectTimeout } : {}),
+      // D7: a Temporal server that does not answer fails the connect within the bound.
+      connectTimeout: options.connectTimeout ?? config.QUIRE_TEMPORAL_CONNECT_TIMEOUT_MS,
     });
     if (ownToken) {
       const close = connection.close.bind(connection);

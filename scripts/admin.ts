@@ -17,7 +17,7 @@ import {
   setWorkspaceControls,
 } from '../db/operatorControls';
 import { createOperatorKey, listOperatorKeys, revokeOperatorKey } from '../db/operatorKeys';
-import { createPool, type Pool } from '../db/pool';
+import { createPool, type Pool, poolTimeoutsFrom } from '../db/pool';
 import { resealWebhookSecrets } from '../db/webhookSecrets';
 import { createWorkspace } from '../db/workspaces';
 import { connectTemporal } from '../net/temporalClient';
@@ -227,7 +227,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
   await ensureDatabase(config.DATABASE_URL);
   await migrate(config.DATABASE_URL);
-  const pool = createPool(config.DATABASE_URL, 2);
+  const pool = createPool(config.DATABASE_URL, 2, poolTimeoutsFrom(config));
   try {
     return (await run(command, rest, config, pool)) ?? 0;
   } catch (error) {

@@ -7,7 +7,7 @@ import { interactiveTaskQueue } from '../core/temporal';
 import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
 import { checkInstallationSettings } from '../db/installationSettings';
 import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
+import { createPool, poolTimeoutsFrom } from '../db/pool';
 import { startTemporalToken } from '../net/temporalToken';
 import {
   bundleWorkflows,
@@ -50,7 +50,7 @@ async function main(): Promise<number> {
     shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'],
   });
 
-  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, poolTimeoutsFrom(config));
   await migrate(config.DATABASE_URL);
   // D1: a worker sealing with another key than the fleet's would make every token it seals
   // unreadable to the others: refuse to start, before polling any task.

@@ -46,6 +46,7 @@ import type { Pool } from '../../db/pool';
 import { offlinePolish } from '../../providers/polish';
 import { bundledLanguageDir, TesseractProvider } from '../../providers/tesseract';
 import { NativeTesseractProvider } from '../../providers/tesseractNative';
+import { CHECKPOINT_LOG, logCheckpointWrites } from '../../test/support/checkpointLog';
 import {
   frakturLines,
   MANIFESTO_PAGE,
@@ -195,6 +196,9 @@ async function untilBatchEnds(pool: Pool, batchId: string): Promise<void> {
 
 async function quireRun(bare: string[]) {
   const { pool, workspaceId } = topology;
+  // D11: checkpoints go with the commit; the raw recognized lines are read from a copy of
+  // each row as it was written (one more row per checkpoint, in PostgreSQL's line).
+  await logCheckpointWrites(pool);
   const form = new FormData();
   for (const copy of copies) {
     form.append(
@@ -225,8 +229,8 @@ async function quireRun(bare: string[]) {
     `SELECT j.id, j.status, j.page_id, extract(epoch FROM j.created_at) * 1000 AS created,
             extract(epoch FROM j.ended_at) * 1000 AS ended,
             extract(epoch FROM a.started_at) * 1000 AS claimed,
-            (SELECT extract(epoch FROM c.created_at) * 1000 FROM job_checkpoints c
-              WHERE c.job_id = j.id AND c.stage = 'segment') AS read
+            (SELECT extract(epoch FROM c.occurred_at) * 1000 FROM provider_calls c
+              WHERE c.job_id = j.id AND c.operation = 'read' AND c.attempt_number = 1) AS read
        FROM transcription_jobs j
        LEFT JOIN transcription_job_attempts a ON a.job_id = j.id AND a.attempt_number = 1
       WHERE j.batch_id = $1`,
@@ -255,7 +259,7 @@ async function quireRun(bare: string[]) {
     polishedBare.push(characterErrors(polished.text, text));
     const job = jobs.find((j) => Number(j.page_id) === pageId);
     const { rows: lines } = await pool.query(
-      `SELECT payload->>'text' AS text FROM job_checkpoints WHERE job_id = $1 AND stage = 'recognize' ORDER BY seq`,
+      `SELECT payload->>'text' AS text FROM ${CHECKPOINT_LOG} WHERE job_id = $1 AND stage = 'recognize' ORDER BY seq`,
       [job?.id],
     );
     raw.push(characterErrors(bare[i]!, lines.map((l) => l.text).join('\n')));

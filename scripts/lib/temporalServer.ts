@@ -99,8 +99,9 @@ export function temporalServerEnv(
     TEMPORAL_VISIBILITY_DB: db.visibilityDatabase,
     TEMPORAL_DYNAMIC_CONFIG: join(root, TEMPORAL_CONFIG_DIR, 'dynamicconfig.yaml'),
     TEMPORAL_LOG_LEVEL: 'warn',
-    // Fixed once the cluster has started (docs/deploy.md).
-    TEMPORAL_HISTORY_SHARDS: '4',
+    // D14: fixed once the cluster has started (docs/deploy.md); a setting, small by default
+    // on this one machine's clusters, which start fresh.
+    TEMPORAL_HISTORY_SHARDS: process.env.TEMPORAL_HISTORY_SHARDS ?? '4',
     TEMPORAL_AUTH_KEY_SOURCE_URI: authorization?.keySourceUri ?? '',
     TEMPORAL_AUTH_PERMISSIONS_CLAIM: '',
     TEMPORAL_AUTH_AUDIENCE: authorization?.audience ?? '',

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditInvariants } from '../../db/audit';
 import { listAttempts } from '../../db/jobs';
+import { CHECKPOINT_LOG, logCheckpointWrites } from '../support/checkpointLog';
 import { createTestQuire, type TestQuire, untilSegments, untilStatus } from '../support/quire';
 import {
   readCallLog,
@@ -19,6 +20,7 @@ const workers: WorkerProcess[] = [];
 beforeAll(async () => {
   quire = await createTestQuire({ QUIRE_HEARTBEAT_TIMEOUT_MS: '3000' });
   ws = await quire.workspace();
+  await logCheckpointWrites(quire.db.pool);
 });
 afterAll(async () => {
   for (const w of workers) w.child.kill('SIGKILL');
@@ -114,8 +116,9 @@ describe('worker processes die and drain (T3)', () => {
       ['completed', null],
     ]);
     expect(reads().map((c) => c.attempt)).toEqual([1, 2]);
+    // What was saved on the way went with the commit (D11); the log kept a copy of each row.
     const saved = await quire.db.pool.query(
-      `SELECT DISTINCT attempt_number FROM job_checkpoints WHERE job_id = $1`,
+      `SELECT DISTINCT attempt_number FROM ${CHECKPOINT_LOG} WHERE job_id = $1`,
       [job.jobId],
     );
     expect(saved.rows).toEqual([{ attempt_number: 2 }]);
@@ -142,8 +145,10 @@ describe('worker processes die and drain (T3)', () => {
     expect(exit).toEqual({ code: 0, signal: null });
     expect(drainSeconds).toBeLessThan(15);
     // The activity in flight (one slice: all fourteen lines) finished before the process left.
+    // Read from the log: the drained workflow may have committed meanwhile, and with the
+    // commit its checkpoints went (D11).
     const saved = await quire.db.pool.query(
-      `SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1 AND stage = 'recognize'`,
+      `SELECT count(*)::int AS n FROM ${CHECKPOINT_LOG} WHERE job_id = $1 AND stage = 'recognize'`,
       [job.jobId],
     );
     expect(saved.rows[0].n).toBe(14);

@@ -48,6 +48,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   engine.afterRead = async () => {};
+  proxy.thaw();
   await proxy.restore();
   expect(await auditInvariants(quire.db.pool)).toEqual([]);
 });
@@ -59,10 +60,14 @@ afterAll(async () => {
 });
 
 /** A worker whose every database connection goes through the proxy. */
-async function workerBehindProxy(identity: string, infraWaitMs: number): Promise<QuireWorker> {
+async function workerBehindProxy(
+  identity: string,
+  infraWaitMs: number,
+  pool: Pool = workerPool,
+): Promise<QuireWorker> {
   return createQuireWorker({
     config: { ...quire.config, QUIRE_INFRA_WAIT_MS: infraWaitMs },
-    pool: workerPool,
+    pool,
     providers: quire.providers,
     connection: quire.connection,
     client: quire.client,
@@ -141,6 +146,53 @@ describe('PostgreSQL unreachable for the worker (D7)', () => {
     } finally {
       worker.shutdown();
       await running;
+    }
+  });
+
+  it('D7 PostgreSQL stops answering (frozen, not closed) while a finished read waits to be saved: each call fails within its bound, the step keeps its heartbeat, no attempt is charged, and the job completes once it thaws', async () => {
+    // The bounds of core/config.ts (QUIRE_DB_*), short here; the heartbeat timeout is 3 s.
+    const bounded = createPool(throughProxy(quire.db.url, proxy), 4, {
+      connectMs: 1_000,
+      queryMs: 1_500,
+      keepAliveMs: 1_000,
+    });
+    const worker = await workerBehindProxy('worker-frozen-db', 60_000, bounded);
+    const running = worker.run();
+    try {
+      let frozeAt = 0;
+      engine.afterRead = async () => {
+        engine.afterRead = async () => {};
+        proxy.freeze();
+        frozeAt = Date.now();
+      };
+      const pageId = await quire.page(ws);
+      const job = await quire.client.startJob({
+        workspaceId: ws,
+        pageId,
+        options: { simulated: SIMULATED },
+      });
+      await eventually(async () => (frozeAt > 0 ? true : undefined), 30_000, 20);
+      const acceptedBefore = proxy.accepted();
+      await new Promise((resolve) =>
+        setTimeout(resolve, 2 * quire.config.QUIRE_HEARTBEAT_TIMEOUT_MS),
+      );
+      // The save gave up on its silent connection within the bound and tried new ones.
+      expect(proxy.accepted()).toBeGreaterThan(acceptedBefore);
+      expect((await getJob(quire.db.pool, ws, job.jobId))?.status).toBe('running');
+      expect(await listAttempts(quire.db.pool, job.jobId)).toMatchObject([{ outcome: 'running' }]);
+      proxy.thaw();
+      const outcome = await quire.temporal.workflow.getHandle(job.workflowId).result();
+      expect(outcome).toMatchObject({ status: 'completed', attempts: 1 });
+      expect(readsOf(job.jobId)).toBe(1);
+      const attempts = await listAttempts(quire.db.pool, job.jobId);
+      expect(attempts.map((a) => [a.attemptNumber, a.outcome, a.errorCategory])).toEqual([
+        [1, 'completed', null],
+      ]);
+    } finally {
+      worker.shutdown();
+      await running;
+      // Connections frozen for good are closed with the proxy (afterAll).
+      void bounded.end().catch(() => {});
     }
   });
 

@@ -4,10 +4,9 @@ import { QUERIES, SIGNALS } from '../../core/temporal';
 import { claimAttempt } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
 import { setWorkspaceBudget } from '../../db/budget';
-import { saveSegmentCheckpoint } from '../../db/checkpoints';
+import { saveSegmentCheckpoint, sweepEndedJobCheckpoints } from '../../db/checkpoints';
 import { createJobStore } from '../../db/jobStore';
 import { cancelJob, getJob, getJobById, listAttempts } from '../../db/jobs';
-import { purgeUnfinishedText } from '../../db/unfinishedText';
 import { authenticateApiKey, createWorkspace } from '../../db/workspaces';
 import { buildSnapshot, createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
@@ -181,15 +180,12 @@ describe('job edges (A1, J5, B1, O3)', () => {
     await untilStatus(quire, workspace.id, jobId, 'completed');
   });
 
-  it('O3 text recognized for a job that ended failed or canceled is deleted with its checkpoints after the retention period; committed work keeps its own', async () => {
+  it('D11 a job that ends (failed, canceled, superseded, completed) takes its checkpoints with it; the audit evidence stays', async () => {
     const store = createJobStore(quire.db.pool);
-    const recognized = async (ended: 'canceled' | 'failed') => {
+    const recognized = async (ended: 'canceled' | 'failed' | 'superseded') => {
       const pageId = await quire.page(ws);
-      const { job } = await store.createJob({
-        workspaceId: ws,
-        pageId,
-        snapshot: buildSnapshot({ provider: 'simulated', options: {} }),
-      });
+      const snapshot = buildSnapshot({ provider: 'simulated', options: {} });
+      const { job } = await store.createJob({ workspaceId: ws, pageId, snapshot });
       const tokenHash = hashToken(newAttemptToken());
       const claim = await claimAttempt(quire.db.pool, {
         jobId: job.id,
@@ -204,29 +200,30 @@ describe('job edges (A1, J5, B1, O3)', () => {
         by: { provider: 'simulated', price: {} },
         cost: { units: 1, unit: 'line' as const },
       };
-      await saveSegmentCheckpoint(
-        quire.db.pool,
-        fence,
-        0,
-        { text: 'a private line', confidence: 1 },
-        call,
-      );
+      const line = { text: 'a private line', confidence: 1 };
+      await saveSegmentCheckpoint(quire.db.pool, fence, 0, line, call);
+      // Saved while the job runs: the next attempt would resume from it.
+      expect(await left(job.id)).toBe(1);
       if (ended === 'canceled') await cancelJob(quire.db.pool, ws, job.id);
-      else {
+      else if (ended === 'superseded') {
+        const { job: next } = await store.createJob({ workspaceId: ws, pageId, snapshot });
+        await cancelJob(quire.db.pool, ws, next.id);
+      } else {
         const { closeAttempt } = await import('../../db/attempts');
         await fenced(quire.db.pool, fence, (client) =>
           closeAttempt(client, fence, { outcome: 'failed', category: 'content', detail: 'x' }, 5),
         );
       }
+      expect((await getJobById(quire.db.pool, job.id))?.status).toBe(ended);
       return job.id;
     };
-    const oldCanceled = await recognized('canceled');
-    const oldFailed = await recognized('failed');
-    const recentFailed = await recognized('failed');
-    await quire.db.pool.query(
-      `UPDATE transcription_jobs SET ended_at = now() - interval '31 days' WHERE id = ANY($1)`,
-      [[oldCanceled, oldFailed]],
-    );
+    const left = async (jobId: string) =>
+      count('SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1', [jobId]);
+    for (const ended of ['canceled', 'failed', 'superseded'] as const) {
+      const jobId = await recognized(ended);
+      expect(await left(jobId)).toBe(0);
+      expect((await listAttempts(quire.db.pool, jobId)).length).toBe(1);
+    }
     const pageId = await quire.page(ws);
     const done = await quire.client.startJob({
       workspaceId: ws,
@@ -234,22 +231,44 @@ describe('job edges (A1, J5, B1, O3)', () => {
       options: { simulated: { lines: 2 } },
     });
     await untilStatus(quire, ws, done.jobId, 'completed');
-    await quire.db.pool.query(
-      `UPDATE transcription_jobs SET ended_at = now() - interval '31 days' WHERE id = $1`,
-      [done.jobId],
-    );
+    expect(await left(done.jobId)).toBe(0);
+    expect((await getJob(quire.db.pool, ws, done.jobId))?.completedSegments).toBe(2);
+  });
 
-    const deleted = await purgeUnfinishedText(quire.db.pool, 30);
-    expect(deleted).toBe(2);
-    const left = async (jobId: string) =>
-      count('SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1', [jobId]);
-    expect(await left(oldCanceled)).toBe(0);
-    expect(await left(oldFailed)).toBe(0);
-    expect(await left(recentFailed)).toBe(1);
-    expect(await left(done.jobId)).toBeGreaterThan(0);
-    // The audit evidence stays.
-    expect((await listAttempts(quire.db.pool, oldFailed)).map((a) => a.outcome)).toEqual([
-      'failed',
-    ]);
+  it("D11 the maintenance sweep removes, in batches, the checkpoints ended jobs kept before they went with the end, and never a running job's", async () => {
+    const ended: string[] = [];
+    for (const _ of [1, 2, 3]) {
+      const pageId = await quire.page(ws);
+      const job = await quire.client.startJob({
+        workspaceId: ws,
+        pageId,
+        options: { simulated: { lines: 1 } },
+      });
+      await untilStatus(quire, ws, job.jobId, 'completed');
+      ended.push(job.jobId);
+    }
+    // Rows as an earlier release left them, beside a running job's row, which must stay.
+    const store = createJobStore(quire.db.pool);
+    const runningPage = await quire.page(ws);
+    const { job: active } = await store.createJob({
+      workspaceId: ws,
+      pageId: runningPage,
+      snapshot: buildSnapshot({ provider: 'simulated', options: {} }),
+    });
+    await quire.db.pool.query(
+      `INSERT INTO job_checkpoints (job_id, stage, seq, attempt_number, payload)
+       SELECT id, 'recognize', 0, 1, '{"text":"kept"}' FROM unnest($1::text[]) AS id`,
+      [[...ended, active.id]],
+    );
+    const removed = await sweepEndedJobCheckpoints(quire.db.pool, 2);
+    expect(removed).toBe(3);
+    for (const jobId of ended)
+      expect(
+        await count('SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1', [jobId]),
+      ).toBe(0);
+    expect(
+      await count('SELECT count(*)::int AS n FROM job_checkpoints WHERE job_id = $1', [active.id]),
+    ).toBe(1);
+    await cancelJob(quire.db.pool, ws, active.id);
   });
 });

@@ -8,6 +8,7 @@ import { withTransaction } from '../../db/pool';
 import { createProviderRegistry } from '../../providers/registry';
 import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
 import type { QuireWorker } from '../../worker/createWorker';
+import { CHECKPOINT_LOG, logCheckpointWrites } from '../support/checkpointLog';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, eventually, type TestQuire, untilSegments } from '../support/quire';
 
@@ -24,6 +25,7 @@ beforeAll(async () => {
     createProviderRegistry([counting]),
   );
   ws = await quire.workspace();
+  await logCheckpointWrites(quire.db.pool);
   worker = await quire.newWorker();
   running = worker.run();
 });
@@ -64,8 +66,9 @@ describe('transcription workflow (SPEC §4)', () => {
     const texts = await pageTexts(pageId);
     expect(texts).toHaveLength(5);
     expect(texts[0]).toMatch(/^Line 1 .*\.$/);
+    // Saved on the way (the log), and gone with the commit (D11).
     const checkpoints = await quire.db.pool.query(
-      'SELECT stage, count(*)::int AS n FROM job_checkpoints WHERE job_id = $1 GROUP BY stage ORDER BY stage',
+      `SELECT stage, count(*)::int AS n FROM ${CHECKPOINT_LOG} WHERE job_id = $1 GROUP BY stage ORDER BY stage`,
       [job.jobId],
     );
     expect(checkpoints.rows).toEqual([

@@ -6,6 +6,7 @@ import { getPage } from '../../db/pages';
 import { createProviderRegistry } from '../../providers/registry';
 import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
 import { createQuireClient, type QuireWorker } from '../../worker/createWorker';
+import { CHECKPOINT_LOG, logCheckpointWrites } from '../support/checkpointLog';
 import { CountingProvider } from '../support/countingProvider';
 import { createTestQuire, type TestQuire } from '../support/quire';
 
@@ -25,6 +26,7 @@ let ws: number;
 beforeAll(async () => {
   quire = await createTestQuire({}, createProviderRegistry([counting]));
   ws = await quire.workspace();
+  await logCheckpointWrites(quire.db.pool);
   worker = await quire.newWorker();
   running = worker.run();
 });
@@ -74,7 +76,7 @@ async function pageTexts(pageId: number) {
 
 async function checkpointRows(jobId: string) {
   const { rows } = await quire.db.pool.query(
-    `SELECT stage, seq, attempt_number, created_at FROM job_checkpoints WHERE job_id = $1 ORDER BY stage, seq`,
+    `SELECT stage, seq, attempt_number, created_at FROM ${CHECKPOINT_LOG} WHERE job_id = $1 ORDER BY stage, seq`,
     [jobId],
   );
   return rows as Array<{ stage: string; seq: number; attempt_number: number; created_at: Date }>;
@@ -127,7 +129,7 @@ describe('read once (P1)', () => {
     expect(callsOf(job.jobId, 'polish')).toHaveLength(1);
     // now() is the transaction's start: every row one transaction writes carries the same.
     const { rows } = await quire.db.pool.query(
-      `SELECT 'checkpoint ' || stage AS row, created_at AS at FROM job_checkpoints WHERE job_id = $1
+      `SELECT 'checkpoint ' || stage AS row, created_at AS at FROM ${CHECKPOINT_LOG} WHERE job_id = $1
        UNION ALL SELECT 'call ' || operation, occurred_at FROM provider_calls WHERE job_id = $1
        UNION ALL SELECT 'revision', created_at FROM page_revisions WHERE job_id = $1
        UNION ALL SELECT 'attempt', ended_at FROM transcription_job_attempts WHERE job_id = $1
@@ -179,8 +181,8 @@ describe('read once (P1)', () => {
       expect(attempts.map((a) => [a.outcome, a.resultRevision])).toEqual([['completed', 1]]);
       // The read and its polish in one transaction, the revision in the commit step's own.
       const { rows } = await db.query(
-        `SELECT (SELECT created_at FROM job_checkpoints WHERE job_id = $1 AND stage = 'polish') AS polish,
-                (SELECT created_at FROM job_checkpoints WHERE job_id = $1 AND stage = 'segment') AS segment,
+        `SELECT (SELECT created_at FROM ${CHECKPOINT_LOG} WHERE job_id = $1 AND stage = 'polish') AS polish,
+                (SELECT created_at FROM ${CHECKPOINT_LOG} WHERE job_id = $1 AND stage = 'segment') AS segment,
                 (SELECT created_at FROM page_revisions WHERE job_id = $1) AS revision`,
         [job.jobId],
       );

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitPage } from '../../activities/transcriptStages';
 import { auditInvariants } from '../../db/audit';
+import type { Queryable } from '../../db/pool';
 import { eventsPurgedBefore, purgeOldEvents } from '../../db/retention';
 import { fanOutEvents } from '../../db/webhooks';
 import { createWorkspace } from '../../db/workspaces';
@@ -87,6 +88,27 @@ describe('event retention and the auditor (O3, E1)', () => {
     // A shorter retention later moves the mark forward; a longer one never moves it back.
     await purgeOldEvents(db.pool, 90);
     expect((await eventsPurgedBefore(db.pool))!.getTime()).toBe(mark!.getTime());
+  });
+
+  it('D11 retention deletes in batches: no statement removes more rows than the batch, and every old row goes', async () => {
+    const jobs = [];
+    for (const item of ['b1', 'b2', 'b3', 'b4', 'b5']) jobs.push(await completedJob(item));
+    for (const jobId of jobs) await age(jobId, 60);
+    await fanOutEvents(db.pool);
+    const removedPerDelete: number[] = [];
+    const counting = {
+      query: async (sql: string, values?: unknown[]) => {
+        const result = await db.pool.query(sql, values);
+        if (/^\s*DELETE/i.test(sql)) removedPerDelete.push(result.rowCount ?? 0);
+        return result;
+      },
+    } as unknown as Queryable;
+    const purged = await purgeOldEvents(counting, 30, new Date(), 2);
+    expect(purged.events).toBeGreaterThanOrEqual(5);
+    expect(Math.max(...removedPerDelete)).toBe(2);
+    expect(removedPerDelete.reduce((a, b) => a + b, 0)).toBe(purged.events + purged.deliveries);
+    for (const jobId of jobs) expect(await completionEvents(jobId)).toBe(0);
+    expect(await auditInvariants(db.pool)).toEqual([]);
   });
 
   it('E1 the auditor still reports a missing completion event that retention cannot have removed', async () => {

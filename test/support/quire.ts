@@ -76,14 +76,17 @@ export function temporalAddress(): string {
 export async function createTestQuire(
   overrides: Record<string, string> = {},
   providers: ProviderRegistry = createProviderRegistry([new SimulatedProvider()]),
+  /** A benchmark's own database and Temporal server (bench/lib/stack.ts), not the tests'. */
+  stack?: { db: TestDatabase; temporalAddress: string },
 ): Promise<TestQuire> {
-  const db = await createTestDatabase();
+  const db = stack?.db ?? (await createTestDatabase());
+  const address = stack?.temporalAddress ?? temporalAddress();
   const config = { ...testConfig(overrides), DATABASE_URL: db.url };
   const connection = await NativeConnection.connect({
-    address: temporalAddress(),
+    address,
     grpcCompression: WORKER_GRPC_COMPRESSION,
   });
-  const clientConnection = await Connection.connect({ address: temporalAddress() });
+  const clientConnection = await Connection.connect({ address });
   const temporal = new Client({
     connection: clientConnection,
     namespace: config.TEMPORAL_NAMESPACE,

@@ -3,7 +3,10 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from 'n
 /**
  * A TCP proxy between a process under test and one of Quire's own services (PostgreSQL), for
  * D7 outage tests: `cut()` drops every open connection and refuses new ones on the same port
- * (ECONNREFUSED, as a database that is down), `restore()` forwards again.
+ * (ECONNREFUSED, as a database that is down), `restore()` forwards again. `freeze()` is the
+ * service that stops answering: nothing is refused or closed, but no byte passes on any
+ * connection, open or new; `thaw()` forwards on connections opened after it, while those
+ * frozen stay silent for good (a black-holed path, a failover that lost their state).
  */
 export interface TcpProxy {
   port: number;
@@ -11,12 +14,22 @@ export interface TcpProxy {
   accepted(): number;
   cut(): Promise<void>;
   restore(): Promise<void>;
+  freeze(): void;
+  thaw(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const open = new Set<Socket>();
   let accepted = 0;
+  let frozen = false;
+  const silence = (a: Socket, b: Socket) => {
+    a.unpipe(b);
+    b.unpipe(a);
+    a.pause();
+    b.pause();
+  };
+  const pairs = new Set<[Socket, Socket]>();
   let server: Server | undefined;
   let port = 0;
 
@@ -26,14 +39,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       const upstream = tcpConnect(target.port, target.host);
       open.add(client);
       open.add(upstream);
+      const pair: [Socket, Socket] = [client, upstream];
       const drop = () => {
         client.destroy();
         upstream.destroy();
         open.delete(client);
         open.delete(upstream);
+        pairs.delete(pair);
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
+      if (frozen) return silence(client, upstream);
+      pairs.add(pair);
       client.pipe(upstream);
       upstream.pipe(client);
     });
@@ -62,6 +79,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     accepted: () => accepted,
     cut: stop,
+    freeze() {
+      frozen = true;
+      for (const [a, b] of pairs) silence(a, b);
+      pairs.clear();
+    },
+    thaw() {
+      frozen = false;
+    },
     async restore() {
       if (!server) await listen();
     },

@@ -125,6 +125,21 @@ describe('docker-compose.yml', () => {
     expect(new Set([...compose, 'TEMPORAL_BROADCAST_ADDRESS'])).toEqual(read);
   });
 
+  it('D14 history shards and closed-workflow retention are settings; compose defaults to a production count', () => {
+    const temporal = serviceEnvironment(composeConfig(), 'temporal');
+    expect(temporal.TEMPORAL_HISTORY_SHARDS).toBe('512');
+    expect(composeConfig()).toContain('--retention 72h');
+    const db = { host: 'h', port: 1, user: 'u', database: 't', visibilityDatabase: 'v' };
+    const before = process.env.TEMPORAL_HISTORY_SHARDS;
+    process.env.TEMPORAL_HISTORY_SHARDS = '1024';
+    try {
+      expect(temporalServerEnv(db, 7233, '/root').TEMPORAL_HISTORY_SHARDS).toBe('1024');
+    } finally {
+      if (before === undefined) delete process.env.TEMPORAL_HISTORY_SHARDS;
+      else process.env.TEMPORAL_HISTORY_SHARDS = before;
+    }
+  });
+
   it('registers every search attribute the workflows upsert', () => {
     const compose = readFileSync('docker-compose.yml', 'utf8');
     for (const name of [

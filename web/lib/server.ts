@@ -4,7 +4,7 @@ import { loadConfig, type QuireConfig } from '@quire/core/config';
 import type { EngineModel } from '@quire/core/engineModels';
 import { DomainError } from '@quire/core/errors';
 import { createJobStore } from '@quire/db/jobStore';
-import { createPool, type Pool } from '@quire/db/pool';
+import { createPool, type Pool, poolTimeoutsFrom } from '@quire/db/pool';
 import { connectTemporal } from '@quire/net/temporalClient';
 import { installedModels } from '@quire/providers/installedModels';
 import { Client } from '@temporalio/client';
@@ -51,7 +51,11 @@ export function engineModels(): EngineModel[] {
 }
 
 export function pool(): Pool {
-  globals.quirePool ??= createPool(config().DATABASE_URL, config().DATABASE_POOL_SIZE);
+  globals.quirePool ??= createPool(
+    config().DATABASE_URL,
+    config().DATABASE_POOL_SIZE,
+    poolTimeoutsFrom(config()),
+  );
   return globals.quirePool;
 }
 
