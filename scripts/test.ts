@@ -16,9 +16,15 @@ await ensurePostgres(adminUrl);
 const say = (line: string) => process.stderr.write(`quire: ${line}\n`);
 const temporal = findOrBuildTemporal(say);
 // The cluster tests (D2/D3/D5) run the production topology, and the sign-in tests (R2, R4) an
-// identity provider (Ory Hydra): their programs are built here,
+// identity provider (Ory Hydra), and the mail tests (R9) an SMTP sink (Mailpit): their programs are built here,
 // once per machine, before the runner's time limits apply.
-for (const program of ['temporalServer', 'temporalUi', 'objectServer', 'hydra'] as const) {
+for (const program of [
+  'temporalServer',
+  'temporalUi',
+  'objectServer',
+  'hydra',
+  'mailSink',
+] as const) {
   findOrBuild(program, say);
 }
 mkdirSync('.data', { recursive: true });
