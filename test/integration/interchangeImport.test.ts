@@ -266,11 +266,29 @@ describe('I3 import', () => {
     },
   );
 
-  it('I3 the upload rules still hold beside transcripts: a bad image is refused and nothing stays', async () => {
-    const refused = await refusal([
+  it('I3 I9 the upload rules still hold beside transcripts: a bad image is refused alone, with the transcript after it, and its neighbour keeps its own', async () => {
+    const result = await upload([
       file(kantImage),
       transcript(kantPage),
       file(Buffer.from('not an image at all, just text')),
+      transcript(kantPage),
+    ]);
+    expect(result.files.map((f) => [f.index, f.status])).toEqual([
+      [0, 'stored'],
+      [1, 'refused'],
+    ]);
+    expect(result.files[1]).toMatchObject({ error: { code: 'unsupported_media_type' } });
+    expect(result.pages).toHaveLength(1);
+    // The good image's own transcript is its revision 1; the refused file's went with it.
+    expect((await getPage(db.pool, ws, result.pages[0]!.pageId))!.revision).toBe(1);
+    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM page_revisions');
+    expect(rows[0].n).toBe(2);
+  });
+
+  it('I3 a bad image alone is refused and nothing stays', async () => {
+    const refused = await refusal([
+      file(Buffer.from('not an image at all, just text')),
+      transcript(kantPage),
     ]);
     expect(refused.body.error.code).toBe('unsupported_media_type');
     await expectNothingStored();
