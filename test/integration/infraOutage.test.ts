@@ -191,8 +191,11 @@ describe('PostgreSQL unreachable for the worker (D7)', () => {
     } finally {
       worker.shutdown();
       await running;
-      // Connections frozen for good are closed with the proxy (afterAll).
+      // The connections left frozen are dropped now, so the next test meets a proxy that
+      // forwards every connection.
       void bounded.end().catch(() => {});
+      await proxy.cut();
+      await proxy.restore();
     }
   });
 
