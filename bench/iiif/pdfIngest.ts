@@ -14,7 +14,9 @@ import { ensureDatabase, migrate } from '../../db/migrate';
  * the web's batch route behind a bare server so its memory is measured alone): pages per
  * second and the server's peak RSS while it renders and stores the pages one by one. The
  * PDF is the real manifesto scan with the text layer tesseract writes, repeated by poppler's
- * pdfunite, so every page is rendered and has its text layer imported. The baseline, in the
+ * pdfunite, so every page has its text layer imported; since I9 each page, one scanned image,
+ * is extracted at the scan's own pixels rather than rendered (run the same bench on the
+ * previous code for the rendering figure: bench/iiif/pdf-last-run-i9-previous-code.json). The baseline, in the
  * same run, is the same number of pages uploaded as the PNGs the renderer makes, in one
  * request: what storing the pages costs without rendering them.
  *
