@@ -27,10 +27,12 @@ function isDirectory(dir: string): boolean {
   }
 }
 
-/** The machine's own tessdata directory: `TESSDATA_PREFIX` when set, else Debian's. */
+/**
+ * The machine's own tessdata directory, where the system's packages put it (Debian's). A
+ * directory elsewhere is named by Quire's one setting for it, `QUIRE_TESSDATA_DIR`.
+ */
 export function systemTessdataDir(): string | undefined {
-  const prefix = process.env.TESSDATA_PREFIX?.trim();
-  return (prefix ? [prefix, ...SYSTEM_TESSDATA_DIRS] : SYSTEM_TESSDATA_DIRS).find(isDirectory);
+  return SYSTEM_TESSDATA_DIRS.find(isDirectory);
 }
 
 /** Codes of the `<code>.traineddata` files of a directory; `osd` and `equ` read no language. */
