@@ -88,7 +88,8 @@ async function main() {
   await migrate(databaseUrl);
 
   const { createWorkspace } = await import('../../db/workspaces');
-  const { arrangeItemPages, listItemPages } = await import('../../db/items');
+  const { listItemPages } = await import('../../db/items');
+  const { arrangeItemPages } = await import('../../db/itemPages');
   const { configsInUse, searchStatement } = await import('../../db/search');
   const { encodePageToken } = await import('../../core/pageToken');
   const { parseConfig } = await import('../../core/config');

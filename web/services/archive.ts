@@ -12,9 +12,8 @@ import {
   updateCollection as updateCollectionRow,
 } from '@quire/db/collections';
 import { NotFoundError } from '@quire/db/errors';
+import { type ArrangedPages, arrangeItemPages } from '@quire/db/itemPages';
 import {
-  type ArrangedPages,
-  arrangeItemPages,
   getItem,
   type ItemPatch,
   type ItemScope,

@@ -2,7 +2,8 @@ import { THUMBNAIL_EDGE, thumbnailOf } from '@quire/core/interchange/imageApi';
 import { permits } from '@quire/core/roles';
 import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
-import { getItem, listItemPages, listMoveTargets } from '@quire/db/items';
+import { listMoveTargets } from '@quire/db/itemPages';
+import { getItem, listItemPages } from '@quire/db/items';
 import {
   CollectionSelect,
   FormNotice,
