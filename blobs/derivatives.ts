@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
+import { rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -27,42 +27,118 @@ import { type BlobStore, canonicalKeyFor, newUploadId, temporaryKeyFor } from '.
 
 /**
  * I4: a page's pyramidal derivative, made once from its master: a tiled (256 x 256) pyramidal
- * TIFF, JPEG-compressed, each level half the one above, down to one tile. The Image API reads
- * tiles from it without decoding the master. It is a blob like an upload and written the same
- * fenced way (U2/U3): the bytes are reserved against quota before they are stored, and the
- * blob row, the page's reference and the retired reservation commit in one transaction.
+ * TIFF, each level half the one above, down to one tile. The Image API reads tiles from it
+ * without decoding the master. It is a blob like an upload and written the same fenced way
+ * (U2/U3): the bytes are reserved against quota before they are stored, and the blob row, the
+ * page's reference and the retired reservation commit in one transaction.
+ *
+ * D13: the pyramid is compressed for what the master holds. A photograph or a grey scan is
+ * JPEG (one channel when the page has no colour); a bilevel master (1 bit a pixel) and a page
+ * that JPEG would make larger than `DERIVATIVE_BUDGET` times its master (rendered text: large
+ * flat areas and sharp edges) are deflate, which keeps their pixels exactly.
  */
 
 export const DERIVATIVE_MEDIA_TYPE = 'image/tiff';
-/** The JPEG quality of the pyramid's tiles: the answers are re-encoded from them. */
-const TILE_QUALITY = 90;
+/**
+ * The JPEG quality of the pyramid's tiles: the answers are re-encoded from them. Below 90
+ * libvips subsamples chroma (4:2:0), which makes a colour pyramid about a third the size.
+ */
+const TILE_QUALITY = 85;
+/** D13: a derivative holds at most this many times its master's bytes, where it can. */
+export const DERIVATIVE_BUDGET = 1.5;
+/** Largest difference between a pixel's channels for a page to count as grey. */
+const GREY_TOLERANCE = 8;
+
+export type PyramidEncoding = 'jpeg' | 'deflate';
 
 export type DerivativeOutcome =
-  | { kind: 'made'; key: string; sizeBytes: number; buildMs: number; megapixels: number }
+  | {
+      kind: 'made';
+      key: string;
+      sizeBytes: number;
+      buildMs: number;
+      megapixels: number;
+      encoding: PyramidEncoding;
+    }
   | { kind: 'failed'; code: string };
 
-/** Writes the pyramid of the master at `masterPath` to `outPath`; returns the image's size. */
-export async function writePyramid(
-  masterPath: string,
-  outPath: string,
-): Promise<{ width: number; height: number }> {
-  // The first frame of a multi-page master; orientation kept as stored, since line boxes and
-  // canvas sizes are in the stored pixels.
-  let image = sharp(masterPath, { page: 0, limitInputPixels: false });
-  const meta = await image.metadata();
-  // JPEG tiles hold no alpha: a transparent master is laid on white, as a page is.
-  if (meta.hasAlpha) image = image.flatten({ background: '#ffffff' });
-  const info = await image
-    .tiff({
-      tile: true,
-      pyramid: true,
-      tileWidth: TILE_SIZE,
-      tileHeight: TILE_SIZE,
-      compression: 'jpeg',
-      quality: TILE_QUALITY,
-    })
-    .toFile(outPath);
-  return { width: info.width, height: info.height };
+export interface Pyramid {
+  width: number;
+  height: number;
+  encoding: PyramidEncoding;
+  /** Channels kept: 1 for a grey or bilevel page, 3 for colour. */
+  channels: 1 | 3;
+  sizeBytes: number;
+}
+
+/** True when no pixel of a small rendition differs between its channels by more than a step. */
+async function looksGrey(masterPath: string): Promise<boolean> {
+  const { data, info } = await sharp(masterPath, { page: 0, limitInputPixels: false })
+    .flatten({ background: '#ffffff' })
+    .resize(512, 512, { fit: 'inside', withoutEnlargement: true })
+    .removeAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  if (info.channels < 3) return true;
+  for (let i = 0; i < data.length; i += info.channels) {
+    const r = data[i]!;
+    const g = data[i + 1]!;
+    const b = data[i + 2]!;
+    if (Math.abs(r - g) > GREY_TOLERANCE || Math.abs(g - b) > GREY_TOLERANCE) return false;
+  }
+  return true;
+}
+
+/**
+ * Writes the pyramid of the master at `masterPath` to `outPath`, in the encoding that suits
+ * the master (see above), and says what it wrote.
+ */
+export async function writePyramid(masterPath: string, outPath: string): Promise<Pyramid> {
+  const meta = await sharp(masterPath, { page: 0, limitInputPixels: false }).metadata();
+  const masterBytes = (await stat(masterPath)).size;
+  const bilevel = meta.bitsPerSample === 1;
+  const grey = bilevel || (meta.channels ?? 3) <= 2 || (await looksGrey(masterPath));
+  const channels = grey ? 1 : 3;
+  const write = async (encoding: PyramidEncoding, path: string): Promise<Pyramid> => {
+    // The first frame of a multi-page master; orientation kept as stored, since line boxes
+    // and canvas sizes are in the stored pixels. A transparent master is laid on white, as a
+    // page is.
+    let image = sharp(masterPath, { page: 0, limitInputPixels: false });
+    if (meta.hasAlpha) image = image.flatten({ background: '#ffffff' });
+    if (grey) image = image.toColourspace('b-w');
+    const compression =
+      encoding === 'jpeg'
+        ? ({ compression: 'jpeg', quality: TILE_QUALITY } as const)
+        : ({ compression: 'deflate', predictor: 'none' } as const);
+    const info = await image
+      .tiff({
+        tile: true,
+        pyramid: true,
+        tileWidth: TILE_SIZE,
+        tileHeight: TILE_SIZE,
+        ...compression,
+      })
+      .toFile(path);
+    return {
+      width: info.width,
+      height: info.height,
+      encoding,
+      channels,
+      sizeBytes: (await stat(path)).size,
+    };
+  };
+  if (bilevel) return write('deflate', outPath);
+  const jpeg = await write('jpeg', outPath);
+  if (jpeg.sizeBytes <= masterBytes * DERIVATIVE_BUDGET) return jpeg;
+  const alternative = `${outPath}.deflate`;
+  try {
+    const deflate = await write('deflate', alternative);
+    if (deflate.sizeBytes >= jpeg.sizeBytes) return jpeg;
+    await rename(alternative, outPath);
+    return deflate;
+  } finally {
+    await rm(alternative, { force: true });
+  }
 }
 
 function codeOf(error: unknown): string {
@@ -85,15 +161,15 @@ export async function makePageDerivative(
   const local = join(tmpdir(), `quire-derivative-${randomUUID()}.tif`);
   try {
     const masterPath = await deps.blobStore.localPath(page.masterKey);
-    let size: { width: number; height: number };
+    let pyramid: Pyramid;
     try {
-      size = await writePyramid(masterPath, local);
+      pyramid = await writePyramid(masterPath, local);
     } catch {
       await recordDerivativeFailure(deps.pool, page.pageId, FINAL_DERIVATIVE_ERROR, now());
       return { kind: 'failed', code: FINAL_DERIVATIVE_ERROR };
     }
     const buildMs = performance.now() - started;
-    const sizeBytes = (await stat(local)).size;
+    const sizeBytes = pyramid.sizeBytes;
     const outcome = await storeDerivative(deps, page, local, sizeBytes, now);
     if (outcome.kind !== 'made') return outcome;
     return {
@@ -101,7 +177,8 @@ export async function makePageDerivative(
       key: outcome.key,
       sizeBytes,
       buildMs,
-      megapixels: (size.width * size.height) / 1e6,
+      megapixels: (pyramid.width * pyramid.height) / 1e6,
+      encoding: pyramid.encoding,
     };
   } catch (error) {
     const code = codeOf(error);
