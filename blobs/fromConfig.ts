@@ -17,6 +17,7 @@ export function createBlobStore(config: QuireConfig): BlobStore {
     // parseConfig refuses s3 without a bucket.
     bucket: config.QUIRE_S3_BUCKET ?? '',
     prefix: config.QUIRE_S3_PREFIX,
+    cacheMaxBytes: config.QUIRE_BLOB_CACHE_MAX_MB * 1024 * 1024,
     clientConfig: s3ClientConfig(config),
   });
 }

@@ -1,6 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
@@ -15,6 +13,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { createFileCache } from './fileCache';
 import {
   assertValidKey,
   type BlobStore,
@@ -25,6 +24,9 @@ import {
   TEMPORARY_PREFIX,
   type WriteOptions,
 } from './store';
+
+/** The replica cache's default bound: 2 GiB (QUIRE_BLOB_CACHE_MAX_MB sets it). */
+export const DEFAULT_CACHE_MAX_BYTES = 2048 * 1024 * 1024;
 
 /**
  * An S3-compatible blob store behind the same interface, shared by every worker and web
@@ -42,6 +44,8 @@ export interface S3BlobStoreOptions {
   clientConfig?: S3ClientConfig;
   /** Where `localPath` downloads objects for engines that need a file. */
   cacheDir?: string;
+  /** D13: the bytes those copies may take; the least recently used go beyond it. */
+  cacheMaxBytes?: number;
   /** Multipart part size (bytes, at least 5 MiB) and parts in flight; memory is about their product. */
   partSize?: number;
   queueSize?: number;
@@ -91,7 +95,10 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
   };
   const bucket = options.bucket;
   const prefix = options.prefix ?? '';
-  const cacheDir = options.cacheDir ?? join(tmpdir(), 'quire-blob-cache');
+  const copies = createFileCache({
+    dir: options.cacheDir ?? join(tmpdir(), 'quire-blob-cache'),
+    maxBytes: options.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES,
+  });
   const full = (key: string) => {
     assertValidKey(key);
     return `${prefix}${key}`;
@@ -222,27 +229,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     },
 
     async localPath(key) {
-      await mkdir(cacheDir, { recursive: true, mode: 0o700 });
-      const path = join(cacheDir, key.replace(/\//g, '_'));
-      // Canonical keys name immutable bytes, so a complete copy already here is the object.
-      if (
-        await stat(path).then(
-          (s) => s.isFile(),
-          () => false,
-        )
-      )
-        return path;
-      // Downloaded under a name of its own and renamed, so two activities fetching the same
-      // object at once never read each other's half-written file.
-      const partial = `${path}.${randomUUID()}.part`;
-      try {
-        await pipeline(store.read(key), createWriteStream(partial, { mode: 0o600 }));
-        await rename(partial, path);
-      } catch (error) {
-        await rm(partial, { force: true });
-        throw error;
-      }
-      return path;
+      return copies.pathOf(key, () => store.read(key));
     },
 
     async *list(): AsyncIterable<StoredObject> {

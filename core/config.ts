@@ -160,6 +160,11 @@ const schema = z.object({
     .enum(['true', 'false'])
     .default('true')
     .transform((v) => v === 'true'),
+  /**
+   * D13: megabytes a process's copies of S3 objects (engine inputs, derivatives the Image API
+   * reads) may take on its disk; the least recently used go beyond it.
+   */
+  QUIRE_BLOB_CACHE_MAX_MB: intFrom(16, 1_048_576, 2048),
   /** Base of canvas URIs and links in events. */
   QUIRE_PUBLIC_URL: z.string().url().default(DEFAULT_PUBLIC_URL),
   /** Bytes all workspaces may store together (U2); unset: no global quota. */
