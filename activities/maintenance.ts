@@ -22,6 +22,7 @@ import {
   listStrandedEngineJobs,
   markEngineCopyDeleted,
 } from '../db/engineJobs';
+import { readMaintenanceCursor, writeMaintenanceCursor } from '../db/maintenanceCursors';
 import type { Pool } from '../db/pool';
 import { purgeOldEvents } from '../db/retention';
 
@@ -135,12 +136,20 @@ export interface OrphanSweepReport {
   scheduledBlobs: number;
   /** Objects no row accounts for, removed. */
   removedObjects: number;
+  /** Objects this run's slice of the listing held. */
+  listed: number;
+  /** 1 when the slice reached the end of the store (the next run starts again from the top). */
+  wrapped: number;
 }
+
+/** The orphan sweep's place in the store's listing, kept between runs. */
+export const ORPHAN_SWEEP_CURSOR = 'orphan-sweep';
 
 /**
  * The safety net behind U2: stale temporaries, unreferenced blob rows (handed to the fenced
  * cleanup, never deleted here) and objects that no blob or pending cleanup row knows, each
- * only once older than `graceMs` (default one hour).
+ * only once older than `graceMs` (default one hour). D13: a run lists at most `sliceObjects`
+ * objects from where the last one stopped, so a store of any size is swept in bounded runs.
  */
 export async function sweepOrphans(options: {
   pool: Pool;
@@ -148,18 +157,23 @@ export async function sweepOrphans(options: {
   now?: Date;
   graceMs?: number;
   limit?: number;
+  sliceObjects?: number;
 }): Promise<OrphanSweepReport> {
   const now = options.now ?? new Date();
   const graceMs = options.graceMs ?? STALE_TEMPORARY_AGE_MS;
   const before = new Date(now.getTime() - graceMs);
-  const { removed } = await options.blobStore.sweepStaleTemporaries(graceMs, now);
+  const sliceObjects = options.sliceObjects ?? 10_000;
 
   const orphans = await unreferencedBlobs(options.pool, before, options.limit ?? 1000);
   for (const blob of orphans) {
     await scheduleBlobDeletion(options.pool, blob.workspaceId, blob.key, { reason: 'orphan', now });
   }
 
+  const after = await readMaintenanceCursor(options.pool, ORPHAN_SWEEP_CURSOR);
   let removedObjects = 0;
+  let removedTemporaries = 0;
+  let listed = 0;
+  let last: string | undefined;
   let chunk: Array<{ key: string; modifiedAt: Date }> = [];
   const flush = async () => {
     const known = await knownObjectKeys(
@@ -175,12 +189,31 @@ export async function sweepOrphans(options: {
     }
     chunk = [];
   };
-  for await (const object of options.blobStore.list()) {
-    chunk.push(object);
-    if (chunk.length >= 500) await flush();
+  for await (const object of options.blobStore.list({ after, temporaries: true })) {
+    listed++;
+    last = object.key;
+    if (object.temporary) {
+      // U1: a temporary an upload abandoned; a recent one may still be being written.
+      if (object.modifiedAt < before) {
+        await options.blobStore.delete(object.key);
+        removedTemporaries++;
+      }
+    } else {
+      chunk.push(object);
+      if (chunk.length >= 500) await flush();
+    }
+    if (listed >= sliceObjects) break;
   }
   if (chunk.length > 0) await flush();
-  return { removedTemporaries: removed, scheduledBlobs: orphans.length, removedObjects };
+  const wrapped = listed < sliceObjects;
+  await writeMaintenanceCursor(options.pool, ORPHAN_SWEEP_CURSOR, wrapped ? '' : (last ?? ''));
+  return {
+    removedTemporaries,
+    scheduledBlobs: orphans.length,
+    removedObjects,
+    listed,
+    wrapped: wrapped ? 1 : 0,
+  };
 }
 
 // --- I4: image derivatives -------------------------------------------------------------

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
   assertValidKey,
   type BlobStore,
   BlobTooLargeError,
   isTemporaryKey,
+  type ListOptions,
   STALE_TEMPORARY_AGE_MS,
   type StoredObject,
   TEMPORARY_PREFIX,
@@ -31,7 +32,16 @@ export function createLocalBlobStore(root: string): BlobStore & { readonly root:
     }
   }
 
-  async function* walk(dir: string): AsyncIterable<{ path: string; name: string }> {
+  /**
+   * The files under `dir` in key order: a directory's entries sorted as their keys sort (a
+   * directory as its name and a slash), and whole directories whose keys all come before
+   * `after` not read at all, so a sweep resumes where it stopped (D13).
+   */
+  async function* walk(
+    dir: string,
+    after?: string,
+    prefix = '',
+  ): AsyncIterable<{ path: string; name: string; key: string }> {
     let entries: import('node:fs').Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
@@ -39,12 +49,19 @@ export function createLocalBlobStore(root: string): BlobStore & { readonly root:
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw error;
     }
-    for (const entry of entries) {
+    const sorted = entries
+      .map((entry) => ({ entry, key: `${prefix}${entry.name}${entry.isDirectory() ? '/' : ''}` }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const { entry, key } of sorted) {
       const path = join(dir, entry.name);
       // Dirent types come from lstat: a symlink is neither a directory nor a file here,
       // so the walk never leaves the store through a link.
-      if (entry.isDirectory()) yield* walk(path);
-      else yield { path, name: entry.name };
+      if (entry.isDirectory()) {
+        if (after !== undefined && key < after && !after.startsWith(key)) continue;
+        yield* walk(path, after, key);
+      } else if (after === undefined || key > after) {
+        yield { path, name: entry.name, key };
+      }
     }
   }
 
@@ -137,9 +154,10 @@ export function createLocalBlobStore(root: string): BlobStore & { readonly root:
       return path;
     },
 
-    async *list(): AsyncIterable<StoredObject> {
-      for await (const { path, name } of walk(root)) {
-        if (name.startsWith(TEMPORARY_PREFIX)) continue;
+    async *list(options: ListOptions = {}): AsyncIterable<StoredObject> {
+      for await (const { path, name, key } of walk(root, options.after)) {
+        const temporary = name.startsWith(TEMPORARY_PREFIX);
+        if (temporary && !options.temporaries) continue;
         let stats: import('node:fs').Stats;
         try {
           stats = await lstat(path);
@@ -148,9 +166,10 @@ export function createLocalBlobStore(root: string): BlobStore & { readonly root:
         }
         if (!stats.isFile()) continue;
         yield {
-          key: relative(root, path).split(sep).join('/'),
+          key,
           size: stats.size,
           modifiedAt: stats.mtime,
+          ...(temporary ? { temporary } : {}),
         };
       }
     },

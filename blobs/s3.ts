@@ -19,6 +19,7 @@ import {
   type BlobStore,
   BlobStoreUnavailableError,
   BlobTooLargeError,
+  type ListOptions,
   STALE_TEMPORARY_AGE_MS,
   type StoredObject,
   TEMPORARY_PREFIX,
@@ -110,11 +111,19 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     );
   };
 
-  async function* listAll(): AsyncIterable<{ key: string; size: number; modifiedAt: Date }> {
+  async function* listAll(
+    after?: string,
+  ): AsyncIterable<{ key: string; size: number; modifiedAt: Date }> {
     let token: string | undefined;
     do {
       const page = await client.send(
-        new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+        new ListObjectsV2Command({
+          Bucket: bucket,
+          Prefix: prefix,
+          ContinuationToken: token,
+          // S3 lists keys in UTF-8 byte order, the order a sweep resumes in.
+          StartAfter: token || !after ? undefined : full(after),
+        }),
       );
       for (const object of page.Contents ?? []) {
         if (!object.Key) continue;
@@ -232,10 +241,12 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
       return copies.pathOf(key, () => store.read(key));
     },
 
-    async *list(): AsyncIterable<StoredObject> {
-      for await (const object of listAll()) {
+    async *list(options: ListOptions = {}): AsyncIterable<StoredObject> {
+      for await (const object of listAll(options.after)) {
         const name = object.key.slice(object.key.lastIndexOf('/') + 1);
-        if (!name.startsWith(TEMPORARY_PREFIX)) yield object;
+        const temporary = name.startsWith(TEMPORARY_PREFIX);
+        if (!temporary) yield object;
+        else if (options.temporaries) yield { ...object, temporary };
       }
     },
 

@@ -25,6 +25,15 @@ export interface StoredObject {
   key: string;
   size: number;
   modifiedAt: Date;
+  /** A `.quire-upload-*` temporary (listed only when asked for). */
+  temporary?: boolean;
+}
+
+export interface ListOptions {
+  /** Only keys after this one, in byte order. */
+  after?: string;
+  /** Temporaries listed too. */
+  temporaries?: boolean;
 }
 
 export interface BlobStore {
@@ -49,8 +58,11 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** A file path with the object's bytes, for engines that need a file. */
   localPath(key: string): Promise<string>;
-  /** Every canonical object (temporaries excluded), for the orphan sweep. */
-  list(): AsyncIterable<StoredObject>;
+  /**
+   * Canonical objects in key order (temporaries too when asked, marked), for the orphan
+   * sweep; after `after` only, so a sweep can work through the store in slices (D13).
+   */
+  list(options?: ListOptions): AsyncIterable<StoredObject>;
   /**
    * Removes temporaries of Quire's own prefix older than `maxAgeMs` (default one hour):
    * never recent ones, links, directories or canonical names (U1).

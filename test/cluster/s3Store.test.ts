@@ -119,6 +119,33 @@ describe('S3 blob store on a real object server (U1-U3)', () => {
     expect(await store.exists(key)).toBe(false);
   });
 
+  it('D13 the listing is in key order and resumes after a key; temporaries only when asked, marked', async () => {
+    const keys: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const uploadId = newUploadId();
+      const temp = temporaryKeyFor(ws, uploadId);
+      const written = await store.writeTemporary(temp, once(Buffer.from(`object ${n}`)));
+      const key = canonicalKeyFor(ws, written.sha256, uploadId);
+      await store.promote(temp, key);
+      keys.push(key);
+    }
+    keys.sort();
+    const stray = temporaryKeyFor(ws, newUploadId());
+    await store.writeTemporary(stray, once(Buffer.from('partial')));
+    const mine = (k: string) => k.startsWith(`ws/${ws}/`);
+    const listed: Array<{ key: string; temporary?: boolean }> = [];
+    for await (const o of store.list({ after: keys[0], temporaries: true })) {
+      if (mine(o.key)) listed.push({ key: o.key, ...(o.temporary ? { temporary: true } : {}) });
+    }
+    expect(listed).toEqual(
+      [{ key: keys[1]! }, { key: keys[2]! }, { key: stray, temporary: true }].sort((a, b) =>
+        a.key < b.key ? -1 : 1,
+      ),
+    );
+    expect((await allKeys()).filter(mine)).toEqual(keys);
+    for (const key of [...keys, stray]) await store.delete(key);
+  });
+
   it(`U1 a ${LARGE_MB} MB file goes up in parts with flat memory and reads back byte for byte`, async () => {
     const chunk = randomBytes(1024 * 1024);
     const expected = createHash('sha256');

@@ -1,8 +1,8 @@
-import { mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
+import { ORPHAN_SWEEP_CURSOR, runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import { type BlobStore, createLocalBlobStore, newUploadId, TEMPORARY_PREFIX } from '../../blobs';
 import { processCleanup } from '../../blobs/cleanup';
 import {
@@ -14,6 +14,7 @@ import {
   scheduleBlobDeletion,
   workspaceUsageBytes,
 } from '../../db/blobs';
+import { writeMaintenanceCursor } from '../../db/maintenanceCursors';
 import { withTransaction } from '../../db/pool';
 import { ingestBatch } from '../../ingest/batch';
 import { blobReferences } from '../support/blobReferences';
@@ -254,7 +255,7 @@ describe('O3 orphan sweep', () => {
     await utimes(join(dir, `${TEMPORARY_PREFIX}stale`), old, old);
 
     const report = await sweepOrphans({ pool: db.pool, blobStore: store, now });
-    expect(report).toEqual({ removedTemporaries: 1, scheduledBlobs: 1, removedObjects: 1 });
+    expect(report).toMatchObject({ removedTemporaries: 1, scheduledBlobs: 1, removedObjects: 1 });
     expect(await runBlobCleanup({ pool: db.pool, blobStore: store, now })).toEqual({
       deleted: 1,
       referenced: 0,
@@ -265,10 +266,32 @@ describe('O3 orphan sweep', () => {
     ).rows[0].blob_key as string;
     expect((await objectFiles()).sort()).toEqual([keptKey, `ws/${ws}/${unknownYoung}`].sort());
     // Idempotent: a second sweep finds nothing more.
-    expect(await sweepOrphans({ pool: db.pool, blobStore: store, now })).toEqual({
+    expect(await sweepOrphans({ pool: db.pool, blobStore: store, now })).toMatchObject({
       removedTemporaries: 0,
       scheduledBlobs: 0,
       removedObjects: 0,
     });
+  });
+  it('D13 the sweep works through the store in slices, resuming where the last run stopped', async () => {
+    const now = new Date();
+    const old = new Date(now.getTime() - 2 * HOUR);
+    await writeMaintenanceCursor(db.pool, ORPHAN_SWEEP_CURSOR, '');
+    const dir = join(blobDir, 'ws', String(ws));
+    await mkdir(dir, { recursive: true });
+    const strays = ['a', 'b', 'c', 'd', 'e'].map((c) => `${c.repeat(64)}-${newUploadId()}`);
+    for (const name of strays) {
+      await writeFile(join(dir, name), 'stray');
+      await utimes(join(dir, name), old, old);
+    }
+    const slice = () => sweepOrphans({ pool: db.pool, blobStore: store, now, sliceObjects: 2 });
+    expect(await slice()).toMatchObject({ listed: 2, removedObjects: 2, wrapped: 0 });
+    expect((await objectFiles()).sort()).toEqual(strays.slice(2).map((n) => `ws/${ws}/${n}`));
+    expect(await slice()).toMatchObject({ listed: 2, removedObjects: 2, wrapped: 0 });
+    expect(await slice()).toMatchObject({ listed: 1, removedObjects: 1, wrapped: 1 });
+    expect(await objectFiles()).toEqual([]);
+    // Wrapped: the next run starts from the top again and finds what arrived meanwhile.
+    await writeFile(join(dir, strays[0]!), 'stray again');
+    await utimes(join(dir, strays[0]!), old, old);
+    expect(await slice()).toMatchObject({ listed: 1, removedObjects: 1, wrapped: 1 });
   });
 });
