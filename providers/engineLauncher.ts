@@ -39,7 +39,15 @@ export interface LaunchRequest {
   input: string;
   /** Kills the process; the call then rejects with the signal's reason. */
   signal: AbortSignal;
+  /**
+   * P8: the process's niceness (0-19). Bulk work starts at `BULK_NICENESS`, so a page a
+   * person waits for gets the CPU first, not only the first place in the queue.
+   */
+  nice?: number;
 }
+
+/** P8: the niceness of engine processes for bulk work; interactive work runs at 0. */
+export const BULK_NICENESS = 10;
 
 /**
  * The input file could not be opened, or the program could not be started; `code` is the
@@ -162,6 +170,7 @@ export class EngineLauncher {
         args: request.args,
         env: request.env,
         input: request.input,
+        nice: request.nice ?? 0,
       });
     });
   }

@@ -19,6 +19,7 @@
 // Nothing here logs: the arguments, the input and the output are the worker's business.
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
+import { setPriority } from 'node:os';
 
 /** stderr is kept only for the classification of a failure: its head is enough. */
 const STDERR_LIMIT = 10_000;
@@ -54,7 +55,7 @@ function reply(message) {
   if (process.connected) process.send(message);
 }
 
-function start({ id, program, args, env, input }) {
+function start({ id, program, args, env, input, nice }) {
   let fd;
   try {
     fd = openSync(input, 'r');
@@ -73,6 +74,15 @@ function start({ id, program, args, env, input }) {
   } finally {
     // The child holds its own descriptor from here on (or never started).
     closeSync(fd);
+  }
+  // P8: bulk work yields the CPU to interactive work. Set before the engine has done any
+  // work worth the name (it is still loading its model); a failure leaves it at 0.
+  if (nice > 0 && child.pid !== undefined) {
+    try {
+      setPriority(child.pid, Math.min(19, nice));
+    } catch {
+      // Not permitted here: the process runs at the launcher's priority.
+    }
   }
   running.set(id, child);
   const stdout = [];

@@ -37,7 +37,7 @@ import type {
   PageReading,
   ReadLine,
 } from '../core/provider';
-import { EngineLauncher, LaunchError } from './engineLauncher';
+import { BULK_NICENESS, EngineLauncher, LaunchError } from './engineLauncher';
 import { EnginePool, type EnginePoolStats } from './enginePool';
 import {
   findProgram,
@@ -223,13 +223,20 @@ export class NativeTesseractProvider implements ImageEngine {
             args,
             image.path,
             ctx.signal,
+            ctx.interactive === true,
           );
         } catch (error) {
           if (!(error instanceof ProgramGone)) throw error;
           // Moved or removed since it was found (a package upgrade): look again, once.
           this.program = undefined;
           const again = await this.tesseractProgram();
-          return this.runTesseract(again, args, image.path, ctx.signal).catch((retried) => {
+          return this.runTesseract(
+            again,
+            args,
+            image.path,
+            ctx.signal,
+            ctx.interactive === true,
+          ).catch((retried) => {
             throw retried instanceof ProgramGone ? retried.failure : retried;
           });
         }
@@ -281,6 +288,7 @@ export class NativeTesseractProvider implements ImageEngine {
     args: string[],
     image: string,
     signal: AbortSignal,
+    interactive: boolean,
   ): Promise<ProcessResult> {
     throwIfAborted(signal);
     // A timer of our own: an `AbortSignal.timeout` held only by `AbortSignal.any` did not fire
@@ -303,6 +311,7 @@ export class NativeTesseractProvider implements ImageEngine {
         // a page on a busy machine. No OMP or locale surprises from the caller's environment.
         env: { OMP_THREAD_LIMIT: '1', LC_ALL: 'C' },
         signal: kill.signal,
+        nice: interactive ? 0 : BULK_NICENESS,
       });
     } catch (error) {
       if (signal.aborted) throw signal.reason ?? error;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProviderError } from '../../core/failures';
 import type { CallContext } from '../../core/provider';
 import { characterErrors, corpusErrorRate } from '../../core/textMetrics';
+import { BULK_NICENESS } from '../../providers/engineLauncher';
 import { bundledLanguageDir, TesseractProvider } from '../../providers/tesseract';
 import {
   createTesseractEngine,
@@ -355,6 +356,33 @@ describe('the engine launcher (P6)', () => {
     }
   });
 
+  it("P8 a bulk page's engine process runs niced; a page a person waits for runs at the worker's priority", async () => {
+    const cache = path.join(dir, 'cache-nice');
+    const provider = new NativeTesseractProvider({ threads: 2, dataCacheDir: cache });
+    const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
+    /** The niceness of each running engine process (field 19 of /proc/PID/stat). */
+    const niceness = async () =>
+      Promise.all(
+        (await processesWith('tesseract\0stdin', cache)).map(async ({ pid }) => {
+          const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+          return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+        }),
+      );
+    try {
+      const bulk = provider.readPage(page, ctx());
+      expect(
+        await until(async () => (await niceness()).filter((n) => n === BULK_NICENESS)),
+      ).toEqual([BULK_NICENESS]);
+      await bulk;
+      const interactive = provider.readPage(page, { ...ctx(), interactive: true });
+      const seen = await until(niceness);
+      expect(seen).toEqual([0]);
+      expect((await interactive).lines.length).toBeGreaterThan(5);
+    } finally {
+      await provider.close();
+    }
+  });
+
   it('P6 warm() starts the launcher with the worker: the first page goes to the one already running', async () => {
     const cache = path.join(dir, 'cache-warm');
     const provider = new NativeTesseractProvider({ dataCacheDir: cache });
@@ -380,11 +408,12 @@ describe('the engine launcher (P6)', () => {
     const provider = new NativeTesseractProvider({
       searchPath: bin,
       dataCacheDir: path.join(dir, 'cache'),
-      pageTimeoutMs: 500,
+      // Long enough for the shell to reach its `sleep` on a busy machine.
+      pageTimeoutMs: 1_500,
     });
     try {
       const reading = provider
-        .readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, ctx())
+        .readPage({ path: MANIFESTO_PAGE, mediaType: 'image/png' }, { ...ctx(), interactive: true })
         .catch((e: unknown) => e);
       const [engine] = await until(() => processesWith('sleep\x0030'));
       expect(engine).toBeDefined();
