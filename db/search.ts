@@ -13,7 +13,8 @@ import type { Queryable } from './pool';
  * F3: full-text search of current revisions, one workspace at a time. A page is indexed in its
  * item's text-search configuration (its language, `simple` otherwise), so the query is parsed
  * once per configuration the workspace uses and each branch probes the GIN index
- * (`pages_search`) for its own pages. Snippets are made only for the hits returned: which
+ * (`pages_search_workspace`) for its own pages: lexemes are indexed with their workspace in
+ * front, so a query reads only its workspace's posting lists (D12). Snippets are made only for the hits returned: which
  * lines match, each marked by `ts_headline`, named by its segment index.
  */
 
@@ -78,7 +79,8 @@ export function searchStatement(
   filter: SearchFilter,
   configs: readonly string[],
 ): { text: string; values: unknown[] } {
-  // One branch per configuration, so each is a plain `search_tsv @@ const` GIN probe.
+  // One branch per configuration, each a probe of the workspace's own posting lists in
+  // `pages_search_workspace` (D12), the full tsquery checked on the candidates.
   const params: unknown[] = [
     workspaceId,
     filter.q,
@@ -94,7 +96,11 @@ export function searchStatement(
     return `SELECT m.id, m.search_config, plainto_tsquery(${c}, $2) AS q,
                    ts_rank(m.search_tsv, plainto_tsquery(${c}, $2)) AS rank
               FROM (SELECT p.id, p.search_config, p.search_tsv FROM pages p
-                     WHERE p.search_tsv @@ plainto_tsquery(${c}, $2) AND p.search_config = ${c}
+                     WHERE quire_workspace_lexemes(p.workspace_id, p.search_tsv)
+                             @> quire_query_lexemes($1::bigint, ${c}, $2)
+                       -- Only stop words: nothing to probe, and nothing matches.
+                       AND cardinality(quire_query_lexemes($1::bigint, ${c}, $2)) > 0
+                       AND p.search_tsv @@ plainto_tsquery(${c}, $2) AND p.search_config = ${c}
                        AND p.workspace_id = $1 AND p.deleted_at IS NULL
                        AND ($4::text IS NULL OR p.kind = $4)
                        AND ($7::text IS NULL OR EXISTS (
