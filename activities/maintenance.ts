@@ -71,6 +71,7 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
           pool,
           blobStore,
           globalQuotaBytes: deps.globalQuotaBytes ?? null,
+          engineWaiting: () => engineCallsWaiting(deps.providers),
         })),
       };
     },
@@ -224,6 +225,8 @@ export async function sweepOrphans(options: {
 export interface DerivativeReport {
   made: number;
   failed: number;
+  /** D13: 1 when the run stopped early because engine work was waiting for a slot. */
+  yielded: number;
   /** Megapixels of the pages made, and the time their pyramids took to build. */
   megapixels: number;
   buildMs: number;
@@ -239,15 +242,24 @@ export async function buildImageDerivatives(options: {
   /** Stop taking new pages after this long, well inside the activity's timeout. */
   budgetMs?: number;
   retryAfterMs?: number;
+  /**
+   * D13 with P8: engine calls of this process waiting for a slot. Derivatives are made between
+   * engine work, never ahead of it: while any wait, the run stops and the next one goes on.
+   */
+  engineWaiting?: () => number;
 }): Promise<DerivativeReport> {
   const now = options.now ?? (() => new Date());
   const started = Date.now();
   const budgetMs = options.budgetMs ?? 4 * 60_000;
   const retryBefore = new Date(now().getTime() - (options.retryAfterMs ?? 60 * 60_000));
-  const report: DerivativeReport = { made: 0, failed: 0, megapixels: 0, buildMs: 0 };
+  const report: DerivativeReport = { made: 0, failed: 0, yielded: 0, megapixels: 0, buildMs: 0 };
   const pages = await pagesNeedingDerivative(options.pool, retryBefore, options.limit ?? 50);
   for (const page of pages) {
     if (Date.now() - started > budgetMs) break;
+    if ((options.engineWaiting?.() ?? 0) > 0) {
+      report.yielded = 1;
+      break;
+    }
     const outcome = await makePageDerivative(
       {
         pool: options.pool,
@@ -316,13 +328,29 @@ export interface SweepResult {
   errors: string[];
 }
 
+/** Engine calls waiting for a slot in this process, over every engine with a pool (P2). */
+export function engineCallsWaiting(source: ProviderSource): number {
+  let waiting = 0;
+  for (const provider of providerList(source)) {
+    const stats = (provider as { poolStats?: () => { waiting: number } }).poolStats?.();
+    waiting += stats?.waiting ?? 0;
+  }
+  return waiting;
+}
+
+function providerList(source: ProviderSource): TranscriptionProvider[] {
+  if (Array.isArray(source)) return source as TranscriptionProvider[];
+  const registry = source as { get(name: string): TranscriptionProvider; names(): string[] };
+  return registry.names().map((name) => registry.get(name));
+}
+
 /** The engines that hold recordings, by name: only they have engine jobs to delete. */
 function providerMap(source: ProviderSource): Map<string, AudioEngine> {
-  const byName = (providers: readonly TranscriptionProvider[]) =>
-    new Map(providers.filter(isAudioEngine).map((p) => [p.name, p]));
-  if (Array.isArray(source)) return byName(source as TranscriptionProvider[]);
-  const registry = source as { get(name: string): TranscriptionProvider; names(): string[] };
-  return byName(registry.names().map((name) => registry.get(name)));
+  return new Map(
+    providerList(source)
+      .filter(isAudioEngine)
+      .map((p) => [p.name, p]),
+  );
 }
 
 function sweepContext(callKey: string, timeoutMs: number): CallContext {

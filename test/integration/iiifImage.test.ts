@@ -206,6 +206,19 @@ describe('I4 IIIF Image API 3', () => {
     await checkCombinations('master');
   });
 
+  it('D13 P8 derivatives are made between engine work: while an engine call waits for a slot, a run makes none', async () => {
+    let waiting = 1;
+    const report = await buildImageDerivatives({
+      pool: db.pool,
+      blobStore,
+      engineWaiting: () => waiting,
+    });
+    expect(report).toMatchObject({ made: 0, failed: 0, yielded: 1 });
+    expect((await derivativeOf(tiffPage)).derivative_key).toBeNull();
+    // The engine's queue drained: the next run goes on (the next test checks what it makes).
+    waiting = 0;
+  });
+
   it('I4 the derivative is made once by the maintenance job, counted against quota, and answers the same pixels', async () => {
     const usageBefore = await workspaceUsageBytes(db.pool, A.ws);
     const first = await buildImageDerivatives({ pool: db.pool, blobStore });

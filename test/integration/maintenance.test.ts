@@ -136,10 +136,16 @@ describe('maintenance schedules (O3)', () => {
         lost: { checked: 0, continued: 0, canceled: 0, failed: 0 },
       },
       'quire-blob-cleanup': { deleted: 0, referenced: 0, retrying: 0 },
-      'quire-orphan-sweep': { removedTemporaries: 0, scheduledBlobs: 0, removedObjects: 0 },
+      'quire-orphan-sweep': {
+        removedTemporaries: 0,
+        scheduledBlobs: 0,
+        removedObjects: 0,
+        listed: expect.any(Number),
+        wrapped: 1,
+      },
       'quire-stranded-engine-jobs': { deleted: 0, unrecordedDeleted: 0, skipped: 0, errors: [] },
       'quire-event-retention': { deliveries: 0, events: 0, endedCheckpoints: 0 },
-      'quire-image-derivatives': { made: 0, failed: 0, megapixels: 0, buildMs: 0 },
+      'quire-image-derivatives': { made: 0, failed: 0, yielded: 0, megapixels: 0, buildMs: 0 },
     });
   });
 });
