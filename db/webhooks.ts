@@ -101,7 +101,7 @@ export interface CreateSubscriptionInput {
  * W1: validates shape (the DNS/SSRF check is the caller's, in net/ssrf.ts, before this), then
  * in one transaction locks the workspace, enforces the limit of 100, refuses a URL the
  * workspace has already registered (`webhook_url_exists`, 409) and inserts. The new
- * subscription receives events committed after it.
+ * subscription receives events committed after it (from the outbox position stamped last).
  */
 export async function createSubscription(
   pool: Pool,
@@ -113,6 +113,9 @@ export async function createSubscription(
   const eventTypes = validateEventTypes(input.eventTypes);
   const id = uuidv7();
   const sealed = sealSecret(secretKey, secret, id);
+  // D10: what is committed now gets its position first, so the subscription starts after
+  // it; an event committing while it is created may still reach it (at-least-once).
+  await sequenceEvents(pool);
   return withTransaction(pool, async (client) => {
     const workspace = await client.query('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [
       input.workspaceId,
