@@ -66,7 +66,7 @@ const afterCommitHooks = new WeakMap<PoolClient, Array<(pool: Pool) => void>>();
  * Runs `hook` after the transaction on `client` commits (never when it rolls back), once,
  * with the pool it ran on. For wake-ups that must not sit inside the commit: a NOTIFY in a
  * transaction takes a lock for the whole database at commit (D10). Only `withTransaction`
- * runs hooks; a hook must not throw.
+ * runs hooks; what a hook throws is dropped, never reported as a failed commit.
  */
 export function afterCommit(client: PoolClient, hook: (pool: Pool) => void): void {
   const hooks = afterCommitHooks.get(client);
@@ -99,7 +99,13 @@ export async function withTransaction<T>(
     await client.query('COMMIT');
     const hooks = afterCommitHooks.get(client);
     afterCommitHooks.delete(client);
-    for (const hook of hooks ?? []) hook(pool);
+    for (const hook of hooks ?? []) {
+      try {
+        hook(pool);
+      } catch {
+        // Committed is committed: a wake-up that fails is made up for by readers' polling.
+      }
+    }
     return result;
   } catch (error) {
     // D7: after a statement timed out the connection may still wait for its answer: it is
