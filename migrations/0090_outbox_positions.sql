@@ -21,8 +21,12 @@ CREATE TABLE event_outbox_sequence (
   singleton     boolean PRIMARY KEY DEFAULT true CHECK (singleton),
   last_position bigint NOT NULL
 );
+-- New positions start above every id ever handed out (even one whose row retention has
+-- removed since), so they continue after any Last-Event-ID a client already holds.
 INSERT INTO event_outbox_sequence (last_position)
-  SELECT coalesce(max(id), 0) FROM event_outbox;
+  SELECT greatest(
+    (SELECT coalesce(max(id), 0) FROM event_outbox),
+    coalesce(pg_sequence_last_value(pg_get_serial_sequence('event_outbox', 'id')::regclass), 0));
 
 -- The old per-row NOTIFY ran inside the writer's commit, and NOTIFY takes one lock for the
 -- whole database at commit: writers now wake readers after their commit (db/events.ts).
