@@ -59,6 +59,22 @@ export function createPool(
   return pool;
 }
 
+/** Work to run once a transaction has committed, by the client it ran on. */
+const afterCommitHooks = new WeakMap<PoolClient, Array<(pool: Pool) => void>>();
+
+/**
+ * Runs `hook` after the transaction on `client` commits (never when it rolls back), once,
+ * with the pool it ran on. For wake-ups that must not sit inside the commit: a NOTIFY in a
+ * transaction takes a lock for the whole database at commit (D10). Only `withTransaction`
+ * runs hooks; what a hook throws is dropped, never reported as a failed commit.
+ */
+export function afterCommit(client: PoolClient, hook: (pool: Pool) => void): void {
+  const hooks = afterCommitHooks.get(client);
+  if (hooks) {
+    if (!hooks.includes(hook)) hooks.push(hook);
+  } else afterCommitHooks.set(client, [hook]);
+}
+
 /**
  * Runs `work` in one transaction: committed when it returns, rolled back when it throws.
  * Every business fact of Quire is written through this.
@@ -76,10 +92,20 @@ export async function withTransaction<T>(
     lost = error;
   };
   client.on('error', onError);
+  afterCommitHooks.delete(client);
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
+    const hooks = afterCommitHooks.get(client);
+    afterCommitHooks.delete(client);
+    for (const hook of hooks ?? []) {
+      try {
+        hook(pool);
+      } catch {
+        // Committed is committed: a wake-up that fails is made up for by readers' polling.
+      }
+    }
     return result;
   } catch (error) {
     // D7: after a statement timed out the connection may still wait for its answer: it is
@@ -88,6 +114,7 @@ export async function withTransaction<T>(
     else await client.query('ROLLBACK').catch(() => {});
     throw error;
   } finally {
+    afterCommitHooks.delete(client);
     client.off('error', onError);
     client.release(lost);
   }

@@ -37,11 +37,12 @@ export async function purgeOldEvents(
   );
   const events = await deleteInBatches(
     db,
-    // Only events the webhook relay has already fanned out: a relay that was down longer
-    // than the retention period still finds every event it has not seen.
+    // Only events the webhook relay has already fanned out (its cursor is a position, D10;
+    // an event not yet stamped has none and stays): a relay that was down longer than the
+    // retention period still finds every event it has not seen.
     `DELETE FROM event_outbox WHERE id IN (
        SELECT e.id FROM event_outbox e WHERE e.created_at < $1
-          AND e.id <= coalesce((SELECT min(last_event_id) FROM relay_cursors), 0)
+          AND e.position <= coalesce((SELECT min(last_event_id) FROM relay_cursors), 0)
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
         ORDER BY e.id LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     [cutoff],

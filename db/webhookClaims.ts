@@ -24,7 +24,8 @@ export interface ClaimedDelivery {
   /** This attempt's number, already counted: pass it to `recordDeliveryAttempt`. */
   attemptNumber: number;
   retryOriginAt: Date;
-  event: OutboxEvent;
+  /** The event as webhooks carry it: by its id (its stream position is not needed). */
+  event: Omit<OutboxEvent, 'position'>;
 }
 
 interface DueRow {

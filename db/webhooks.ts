@@ -10,6 +10,7 @@ import {
   validateWebhookUrl,
 } from '../core/webhookValidation';
 import { type AuditActor, recordAudit } from './auditLog';
+import { sequenceEvents } from './events';
 import { type Pool, type Queryable, withTransaction } from './pool';
 import { GIVEN_UP_DELIVERY_LIST } from './sql';
 
@@ -100,7 +101,7 @@ export interface CreateSubscriptionInput {
  * W1: validates shape (the DNS/SSRF check is the caller's, in net/ssrf.ts, before this), then
  * in one transaction locks the workspace, enforces the limit of 100, refuses a URL the
  * workspace has already registered (`webhook_url_exists`, 409) and inserts. The new
- * subscription receives events committed after it.
+ * subscription receives events committed after it (from the outbox position stamped last).
  */
 export async function createSubscription(
   pool: Pool,
@@ -112,6 +113,9 @@ export async function createSubscription(
   const eventTypes = validateEventTypes(input.eventTypes);
   const id = uuidv7();
   const sealed = sealSecret(secretKey, secret, id);
+  // D10: what is committed now gets its position first, so the subscription starts after
+  // it; an event committing while it is created may still reach it (at-least-once).
+  await sequenceEvents(pool);
   return withTransaction(pool, async (client) => {
     const workspace = await client.query('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [
       input.workspaceId,
@@ -133,7 +137,7 @@ export async function createSubscription(
     if ((taken.rowCount ?? 0) > 0) throw new DuplicateWebhookError();
     const { rows } = await client.query<SubscriptionRow>(
       `INSERT INTO webhook_subscriptions (id, workspace_id, url, secret_ciphertext, event_types, after_event_id)
-       VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(id), 0) FROM event_outbox))
+       VALUES ($1, $2, $3, $4, $5, (SELECT last_position FROM event_outbox_sequence))
        RETURNING ${SUBSCRIPTION_COLUMNS}`,
       [id, input.workspaceId, url.toString(), sealed, eventTypes],
     );
@@ -228,7 +232,9 @@ export interface FanOutResult {
  * W2: turns outbox events after the relay cursor into delivery rows for the active, matching
  * subscriptions of each event's own workspace, and advances the cursor, in one transaction.
  * A crash before commit leaves both untouched; after commit the deliveries are durable rows
- * that any relay will send. Idempotent per (subscription, event).
+ * that any relay will send. Idempotent per (subscription, event). The cursor is an outbox
+ * position (D10): what is committed is stamped first, in its own transaction, so an event
+ * whose transaction committed late is fanned out on a later pass, never skipped.
  */
 export async function fanOutEvents(
   pool: Pool,
@@ -236,6 +242,7 @@ export async function fanOutEvents(
 ): Promise<FanOutResult> {
   const name = options.cursorName ?? DEFAULT_RELAY_CURSOR;
   const batchSize = options.batchSize ?? 500;
+  await sequenceEvents(pool);
   return withTransaction(pool, async (client) => {
     await client.query(
       'INSERT INTO relay_cursors (name) VALUES ($1) ON CONFLICT (name) DO NOTHING',
@@ -253,18 +260,19 @@ export async function fanOutEvents(
       deliveries: number;
     }>(
       `WITH ev AS (
-         SELECT id, workspace_id, type FROM event_outbox WHERE id > $1 ORDER BY id LIMIT $2
+         SELECT id, position, workspace_id, type FROM event_outbox
+          WHERE position > $1 ORDER BY position LIMIT $2
        ), ins AS (
          INSERT INTO webhook_deliveries (subscription_id, workspace_id, event_id, next_attempt_at, retry_origin_at)
          SELECT s.id, ev.workspace_id, ev.id, now(), now()
            FROM ev JOIN webhook_subscriptions s ON s.workspace_id = ev.workspace_id
-          WHERE s.disabled_at IS NULL AND s.after_event_id < ev.id
+          WHERE s.disabled_at IS NULL AND s.after_event_id < ev.position
             AND (s.event_types IS NULL OR ev.type = ANY (s.event_types))
-         ORDER BY ev.id, s.id
+         ORDER BY ev.position, s.id
          ON CONFLICT (subscription_id, event_id) DO NOTHING
          RETURNING 1
        )
-       SELECT (SELECT max(id) FROM ev) AS last_id,
+       SELECT (SELECT max(position) FROM ev) AS last_id,
               (SELECT count(*)::int FROM ev) AS events,
               (SELECT count(*)::int FROM ins) AS deliveries`,
       [after, batchSize],
@@ -414,13 +422,15 @@ export async function nextDueInMs(db: Queryable): Promise<number | null> {
 }
 
 /**
- * Whether the outbox holds an event past `cursor`: one index probe, so an idle relay that
+ * Whether the outbox holds an event past the position `cursor`, or one not yet stamped (D10):
+ * two index probes, so an idle relay that
  * remembers the cursor it last saw skips the fan-out transaction (and its row lock) entirely.
  * Cursors only move forward, so nothing past the remembered one means nothing to fan out.
  */
 export async function outboxHasEventsAfter(db: Queryable, cursor: number): Promise<boolean> {
   const { rows } = await db.query<{ more: boolean }>(
-    'SELECT EXISTS (SELECT 1 FROM event_outbox WHERE id > $1) AS more',
+    `SELECT EXISTS (SELECT 1 FROM event_outbox WHERE position > $1)
+         OR EXISTS (SELECT 1 FROM event_outbox WHERE position IS NULL) AS more`,
     [cursor],
   );
   return rows[0]?.more === true;

@@ -4,6 +4,7 @@ import { runBlobCleanup, sweepOrphans } from '../../activities/maintenance';
 import { createBlobStore } from '../../blobs/fromConfig';
 import { QUIRE_EVENT_TYPES } from '../../core/cloudevents';
 import { workspaceUsageBytes } from '../../db/blobs';
+import { sequenceEvents } from '../../db/events';
 import type { Pool } from '../../db/pool';
 import type { ManagedProcess } from '../../scripts/lib/processes';
 import { storedImagePage } from '../support/blobReferences';
@@ -330,11 +331,13 @@ describe('failure drills on the production topology (D3)', () => {
     one.close();
     const two = follow(second.url);
     await t.untilCompleted(workspaceId, jobIds);
+    // The SSE `id:` is the outbox position (D10): every committed event stamped, in order.
+    await sequenceEvents(t.pool);
     const { rows } = await t.pool.query(
-      'SELECT id FROM event_outbox WHERE workspace_id = $1 ORDER BY id',
+      'SELECT position FROM event_outbox WHERE workspace_id = $1 ORDER BY position',
       [workspaceId],
     );
-    const all = rows.map((r) => Number(r.id));
+    const all = rows.map((r) => Number(r.position));
     await eventually(
       async () => (received.includes(all[all.length - 1]!) ? true : undefined),
       60_000,

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { parseConfig, type QuireConfig } from '../../core/config';
 import { buildSnapshot } from '../../core/pricing';
 import { auditInvariants } from '../../db/audit';
+import { positionOf } from '../../db/events';
 import { cancelJob, createJob } from '../../db/jobs';
 import { getMirrorRow } from '../../db/mirrorOutbox';
 import { upsertMirrorRow } from '../../db/pages';
@@ -108,9 +109,24 @@ afterAll(async () => {
 
 const wsOf = (who: { ws: number }) => String(who.ws);
 
-/** A transient preview event: the auditor ties completion events to completed jobs. */
-const emit = (workspaceId: number, data: Record<string, unknown>) =>
-  commitEvent(quire.db.pool, workspaceId, data, 'dev.quire.transcription.task.started');
+/** Each emitted event's outbox id by its stream position. */
+const emittedIds = new Map<number, number>();
+
+/**
+ * A transient preview event (the auditor ties completion events to completed jobs); returns
+ * its stream position (D10), the SSE `id:` a client sees for it.
+ */
+async function emit(workspaceId: number, data: Record<string, unknown>): Promise<number> {
+  const id = await commitEvent(
+    quire.db.pool,
+    workspaceId,
+    data,
+    'dev.quire.transcription.task.started',
+  );
+  const position = (await positionOf(quire.db.pool, id))!;
+  emittedIds.set(position, id);
+  return position;
+}
 
 async function startJob(who: { ws: number; key: string }, body: Record<string, unknown>) {
   return call(
@@ -814,7 +830,7 @@ describe('event stream (S1)', () => {
     const body = JSON.parse(replay[0]!.data!);
     expect(body).toMatchObject({
       specversion: '1.0',
-      id: String(early[2]),
+      id: String(emittedIds.get(early[2]!)),
       source: `/quire/workspaces/${A.ws}`,
     });
 

@@ -1,9 +1,17 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendEvent, highWaterMark, readAllEventsAfter, readEventsAfter } from '../../db/events';
+import {
+  appendEvent,
+  highWaterMark,
+  newestEventId,
+  positionOf,
+  readAllEventsAfter,
+  readEventsAfter,
+} from '../../db/events';
 import { withTransaction } from '../../db/pool';
+import { fanOutEvents } from '../../db/webhooks';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { untilBlockedOnLock } from '../support/wait';
+import { waitUntil } from '../support/wait';
 import { commitEvent, createWorkspace } from '../support/webhookFixtures';
 
 /** E1: the transactional outbox against real Postgres. */
@@ -43,50 +51,72 @@ describe('E1 transactional outbox', () => {
     expect(event!.createdAt).toBeInstanceOf(Date);
   });
 
-  it('E1 ids become visible in commit order: a writer that inserts later waits for the earlier commit', async () => {
+  it('D10 a transaction that commits late with a lower id is not skipped by any reader, and takes no lock another commit waits on', async () => {
     const ws = await createWorkspace(db.pool);
-    let firstId = 0;
-    let secondId = 0;
-    let releaseFirst!: () => void;
-    const firstHolding = new Promise<void>((resolve) => {
-      releaseFirst = resolve;
+    const relay = `d10-${ws}`;
+    // The relay's cursor starts at the present, like a relay that has been running.
+    await fanOutEvents(db.pool, { cursorName: relay, batchSize: 10_000 });
+    const start = await highWaterMark(db.pool);
+    let releaseSlow!: () => void;
+    const slowHolding = new Promise<void>((resolve) => {
+      releaseSlow = resolve;
     });
-    let firstInserted!: () => void;
-    const inserted = new Promise<void>((resolve) => {
-      firstInserted = resolve;
+    let slowInserted!: (id: number) => void;
+    const inserted = new Promise<number>((resolve) => {
+      slowInserted = resolve;
     });
-    const first = withTransaction(db.pool, async (client) => {
-      firstId = await appendEvent(client, {
-        workspaceId: ws,
-        type: 'dev.quire.transcription.completed',
-        data: {},
-      });
-      firstInserted();
-      await firstHolding;
+    // The slow one draws its id first and holds its transaction open.
+    const slow = withTransaction(db.pool, async (client) => {
+      slowInserted(await appendEvent(client, { workspaceId: ws, type: 'slow', data: {} }));
+      await slowHolding;
     });
-    await inserted;
-    let secondDone = false;
-    const second = withTransaction(db.pool, async (client) => {
-      secondId = await appendEvent(client, {
-        workspaceId: ws,
-        type: 'dev.quire.transcription.completed',
-        data: {},
-      });
-    }).then(() => {
-      secondDone = true;
-    });
-    // The second reaches the lock the first holds and waits there. Without the advisory lock
-    // it would have committed a higher id already, and a reader at that id would later skip
-    // the first.
-    await untilBlockedOnLock(db.pool);
-    expect(secondDone).toBe(false);
-    expect(await highWaterMark(db.pool, ws)).toBe(0);
-    releaseFirst();
-    await Promise.all([first, second]);
-    expect(secondId).toBeGreaterThan(firstId);
+    const slowId = await inserted;
+    // The fast one draws a higher id and commits while the slow one is still open: it waits
+    // on nothing the slow one holds (the old outbox lock made it wait here).
+    const fastId = await commitEvent(db.pool, ws, { fast: true });
+    expect(fastId).toBeGreaterThan(slowId);
+
+    // Readers in between: each sees the fast event and moves its cursor past it.
+    const all = await readAllEventsAfter(db.pool, start, 100);
+    expect(all.map((e) => e.id)).toEqual([fastId]);
+    const mine = await readEventsAfter(db.pool, ws, start, 100);
+    expect(mine.map((e) => e.id)).toEqual([fastId]);
+    const fanned = await fanOutEvents(db.pool, { cursorName: relay });
+    expect(fanned.events).toBe(1);
+
+    releaseSlow();
+    await slow;
+    // After the slow commit every reader, resuming from where it stopped, finds the slow
+    // event: it is stamped after the fast one, at a higher position.
+    const allAfter = await readAllEventsAfter(db.pool, all[0]!.position, 100);
+    expect(allAfter.map((e) => e.id)).toEqual([slowId]);
+    expect(allAfter[0]!.position).toBeGreaterThan(all[0]!.position);
+    const mineAfter = await readEventsAfter(db.pool, ws, mine[0]!.position, 100);
+    expect(mineAfter.map((e) => e.id)).toEqual([slowId]);
+    const fannedAfter = await fanOutEvents(db.pool, { cursorName: relay });
+    expect(fannedAfter.events).toBe(1);
+    expect(fannedAfter.cursor).toBe(allAfter[0]!.position);
   });
 
-  it('E1 a reader following id > cursor never skips an event under concurrent writers', async () => {
+  it('D10 positions are gap-free and follow commit order; a rolled-back id leaves no gap', async () => {
+    const ws = await createWorkspace(db.pool);
+    const start = await highWaterMark(db.pool);
+    const first = await commitEvent(db.pool, ws);
+    await expect(
+      withTransaction(db.pool, async (client) => {
+        await appendEvent(client, { workspaceId: ws, type: 'rolled.back', data: {} });
+        throw new Error('undone');
+      }),
+    ).rejects.toThrow('undone');
+    const second = await commitEvent(db.pool, ws);
+    const events = await readAllEventsAfter(db.pool, start, 100);
+    expect(events.map((e) => e.id)).toEqual([first, second]);
+    expect(events.map((e) => e.position)).toEqual([start + 1, start + 2]);
+    expect(await newestEventId(db.pool)).toBe(start + 2);
+    expect(await positionOf(db.pool, second)).toBe(start + 2);
+  });
+
+  it('D10 a reader following position > cursor never skips an event under concurrent writers', async () => {
     const ws = await createWorkspace(db.pool);
     const start = await highWaterMark(db.pool);
     const writers = 6;
@@ -99,7 +129,7 @@ describe('E1 transactional outbox', () => {
       for (let draining = false; ; ) {
         const batch = await readAllEventsAfter(db.pool, cursor, 50);
         for (const event of batch) seen.push(event.id);
-        if (batch.length > 0) cursor = batch.at(-1)!.id;
+        if (batch.length > 0) cursor = batch.at(-1)!.position;
         else if (draining) break;
         else if (!writing) draining = true;
         else await sleep(2);
@@ -116,7 +146,7 @@ describe('E1 transactional outbox', () => {
               data: { i },
             });
             // Hold the transaction open after the insert: the window in which a later
-            // writer would otherwise commit a higher id first.
+            // writer commits a higher id first.
             await sleep(Math.random() * 4);
             return id;
           });
@@ -129,35 +159,41 @@ describe('E1 transactional outbox', () => {
     expect(seen.sort((a, b) => a - b)).toEqual(committed.sort((a, b) => a - b));
   });
 
-  it('E1 readEventsAfter is scoped by workspace and strictly after the cursor; highWaterMark per workspace', async () => {
+  it('E1 readEventsAfter is scoped by workspace and strictly after the position; highWaterMark per workspace', async () => {
     const a = await createWorkspace(db.pool);
     const b = await createWorkspace(db.pool);
     const a1 = await commitEvent(db.pool, a);
     const b1 = await commitEvent(db.pool, b);
     const a2 = await commitEvent(db.pool, a);
+    const at = async (id: number) => (await positionOf(db.pool, id))!;
     expect((await readEventsAfter(db.pool, a, 0, 100)).map((e) => e.id)).toEqual([a1, a2]);
-    expect((await readEventsAfter(db.pool, a, a1, 100)).map((e) => e.id)).toEqual([a2]);
+    expect((await readEventsAfter(db.pool, a, await at(a1), 100)).map((e) => e.id)).toEqual([a2]);
     expect((await readEventsAfter(db.pool, b, 0, 100)).map((e) => e.id)).toEqual([b1]);
     expect((await readEventsAfter(db.pool, a, 0, 1)).map((e) => e.id)).toEqual([a1]);
-    expect(await highWaterMark(db.pool, a)).toBe(a2);
-    expect(await highWaterMark(db.pool, b)).toBe(b1);
-    expect(await highWaterMark(db.pool)).toBeGreaterThanOrEqual(a2);
+    expect(await highWaterMark(db.pool, a)).toBe(await at(a2));
+    expect(await highWaterMark(db.pool, b)).toBe(await at(b1));
+    expect(await highWaterMark(db.pool)).toBeGreaterThanOrEqual(await at(a2));
   });
 
-  it('E1 a commit notifies quire_events with the outbox id', async () => {
+  it('D10 a commit wakes quire_events after it commits; stamping notifies the new position', async () => {
     const ws = await createWorkspace(db.pool);
     const listener = new pg.Client({ connectionString: db.url });
     await listener.connect();
     try {
       const received: string[] = [];
       listener.on('notification', (n) => {
-        if (n.channel === 'quire_events' && n.payload) received.push(n.payload);
+        if (n.channel === 'quire_events') received.push(n.payload ?? '');
       });
       await listener.query('LISTEN quire_events');
-      const id = await commitEvent(db.pool, ws);
-      const deadline = Date.now() + 5_000;
-      while (!received.includes(String(id)) && Date.now() < deadline) await sleep(20);
-      expect(received).toContain(String(id));
+      // Nothing inside the writer's transaction notifies: no trigger on the outbox does.
+      const { rows } = await db.pool.query(
+        `SELECT tgname FROM pg_trigger WHERE tgrelid = 'event_outbox'::regclass AND NOT tgisinternal`,
+      );
+      expect(rows).toEqual([]);
+      await commitEvent(db.pool, ws);
+      await waitUntil(() => received.length > 0, 5_000, 20);
+      const position = await highWaterMark(db.pool);
+      await waitUntil(() => received.includes(String(position)), 5_000, 20);
     } finally {
       await listener.end();
     }

@@ -6,7 +6,7 @@ import { parseConfig } from '../../core/config';
 import { DomainError } from '../../core/errors';
 import { buildSnapshot } from '../../core/pricing';
 import { auditInvariants } from '../../db/audit';
-import { readEventsAfter } from '../../db/events';
+import { highWaterMark, readEventsAfter } from '../../db/events';
 import { createJobStore } from '../../db/jobStore';
 import { createJob, getJob } from '../../db/jobs';
 import { withTransaction } from '../../db/pool';
@@ -322,9 +322,5 @@ describe('pause and resume events reach the workspaces they affect (M3, E1)', ()
 });
 
 async function highest(ws: number): Promise<number> {
-  const { rows } = await quire.db.pool.query(
-    'SELECT coalesce(max(id), 0)::int AS id FROM event_outbox WHERE workspace_id = $1',
-    [ws],
-  );
-  return rows[0].id;
+  return highWaterMark(quire.db.pool, ws);
 }

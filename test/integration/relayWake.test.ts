@@ -1,6 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { appendEvent } from '../../db/events';
-import { withTransaction } from '../../db/pool';
 import { createSubscription } from '../../db/webhooks';
 import { createWebhookRelay } from '../../worker/webhookRelay';
 import { createTestDatabase } from '../support/db';
@@ -79,17 +77,15 @@ describe('P6 relays woken by NOTIFY', () => {
       url: `${receiver.origin}/silent`,
       secret: uniqueSecret('silent'),
     });
-    // With triggers off for this transaction the outbox's NOTIFY trigger does not fire: the
-    // relay learns of this event only by polling.
-    const eventId = await withTransaction(db.pool, async (client) => {
-      await client.query('SET LOCAL session_replication_role = replica');
-      return appendEvent(client, {
-        workspaceId: ws,
-        type: 'dev.quire.transcription.completed',
-        subject: 'transcription-jobs/silent',
-        data: {},
-      });
-    });
+    // Written past appendEvent, so no wake follows the commit (D10: writers notify after
+    // commit, not from a trigger): the relay learns of this event only by polling.
+    const { rows } = await db.pool.query<{ id: number }>(
+      `INSERT INTO event_outbox (workspace_id, type, subject, data)
+       VALUES ($1, 'dev.quire.transcription.completed', 'transcription-jobs/silent', '{}')
+       RETURNING id`,
+      [ws],
+    );
+    const eventId = rows[0]!.id;
     await receiver.waitFor(
       (r) => r.some((q) => q.headers['webhook-id'] === String(eventId)),
       5_000,

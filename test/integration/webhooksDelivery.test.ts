@@ -107,7 +107,8 @@ async function untilRelayIdle(db: TestDatabase): Promise<void> {
   await waitUntil(async () => {
     const { rows } = await db.pool.query<{ idle: boolean }>(
       `SELECT coalesce((SELECT max(last_event_id) FROM relay_cursors), 0)
-                >= coalesce((SELECT max(id) FROM event_outbox), 0)
+                >= coalesce((SELECT max(position) FROM event_outbox), 0)
+              AND NOT EXISTS (SELECT 1 FROM event_outbox WHERE position IS NULL)
               AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending') AS idle`,
     );
     return rows[0]?.idle === true;

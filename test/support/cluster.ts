@@ -156,7 +156,7 @@ export async function startTestCluster(
             `SELECT
                (SELECT count(*)::int FROM event_outbox e
                   JOIN webhook_subscriptions s ON s.workspace_id = e.workspace_id
-                 WHERE e.workspace_id = $1 AND e.id > s.after_event_id) AS events,
+                 WHERE e.workspace_id = $1 AND e.position > s.after_event_id) AS events,
                (SELECT count(*)::int FROM webhook_deliveries
                  WHERE workspace_id = $1 AND status = 'succeeded') AS delivered`,
             [workspaceId],

@@ -23,11 +23,12 @@ import { acquireStreamSlot } from './streamSlots';
  * when it is further behind (a resume after a long absence). A polling timer wakes the hub when
  * a NOTIFY is lost (LISTEN connection down, Postgres restarted).
  *
- * Why reading by id is enough: outbox writers hold an advisory lock from insert to commit
- * (db/events.ts), so ids become visible in order and nothing below the hub's cursor can appear
- * later. A stream's cursor can therefore move past ids the workspace filter hid; it says so with
- * a `dev.quire.stream.checkpoint` event whose `id:` is the new cursor, so a reconnect resumes
- * after it instead of re-reading other workspaces' ids.
+ * Why reading by position is enough (D10): positions are stamped after commit, in order, one
+ * batch after another (db/events.ts), so nothing below the hub's cursor can appear later, even
+ * from a transaction that committed late. The SSE `id:` is that position; the CloudEvent's own
+ * `id` stays the event's identity. A stream's cursor can move past positions the workspace
+ * filter hid; it says so with a `dev.quire.stream.checkpoint` event whose `id:` is the new
+ * cursor, so a reconnect resumes after it instead of re-reading other workspaces' events.
  */
 
 export const STREAM_READY = 'dev.quire.stream.ready';
@@ -44,7 +45,7 @@ function log(level: 'info' | 'warn', msg: string, fields: Record<string, unknown
 }
 
 class EventHub {
-  /** Every event with floor < id <= cursor is in `ring`, oldest first. */
+  /** Every event with floor < position <= cursor is in `ring`, oldest first. */
   cursor = 0;
   floor = 0;
   ring: OutboxEvent[] = [];
@@ -114,10 +115,10 @@ class EventHub {
           const events = await readAllEventsAfter(pool(), this.cursor, READ_BATCH);
           if (events.length === 0) break;
           this.ring.push(...events);
-          this.cursor = events[events.length - 1]!.id;
+          this.cursor = events[events.length - 1]!.position;
           if (this.ring.length > RING_SIZE) {
             const dropped = this.ring.splice(0, this.ring.length - RING_SIZE);
-            this.floor = dropped[dropped.length - 1]!.id;
+            this.floor = dropped[dropped.length - 1]!.position;
           }
           if (events.length < READ_BATCH) break;
         }
@@ -248,11 +249,11 @@ export async function openEventStream(args: {
 
   const sendEvents = (events: OutboxEvent[]) => {
     for (const event of events) {
-      if (event.id <= lastSentId) continue;
+      if (event.position <= lastSentId) continue;
       write(
-        `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(toCloudEvent(event))}\n\n`,
+        `id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(toCloudEvent(event))}\n\n`,
       );
-      lastSentId = event.id;
+      lastSentId = event.position;
     }
   };
 
@@ -276,7 +277,7 @@ export async function openEventStream(args: {
       if (closed) return;
       if (cursor >= hub.floor) {
         // Served from the hub's window: a synchronous snapshot of (floor, cursor].
-        sendEvents(hub.ring.filter((e) => e.id > cursor && e.workspaceId === workspaceId));
+        sendEvents(hub.ring.filter((e) => e.position > cursor && e.workspaceId === workspaceId));
         cursor = Math.max(cursor, hub.cursor);
         return;
       }
@@ -286,10 +287,10 @@ export async function openEventStream(args: {
       const events = await readEventsAfter(pool(), workspaceId, cursor, READ_BATCH);
       sendEvents(events);
       if (events.length === READ_BATCH) {
-        cursor = events[events.length - 1]!.id;
+        cursor = events[events.length - 1]!.position;
         continue;
       }
-      cursor = Math.max(cursor, events[events.length - 1]?.id ?? cursor, visible);
+      cursor = Math.max(cursor, events[events.length - 1]?.position ?? cursor, visible);
       return;
     }
   };

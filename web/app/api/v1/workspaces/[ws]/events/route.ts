@@ -36,7 +36,8 @@ async function streamPrincipal(request: Request, ws: string): Promise<Principal 
 
 /**
  * GET /api/v1/workspaces/{ws}/events (S1): `text/event-stream` of this workspace's outbox
- * events, `id:` = outbox id; `Last-Event-ID` (or `lastEventId`) resumes strictly after it.
+ * events, `id:` = the event's outbox position (D10, commit order); `Last-Event-ID` (or
+ * `lastEventId`) resumes strictly after it. The CloudEvent body's `id` is the event's identity.
  */
 export async function GET(request: Request, context: RouteContext<{ ws: string }>) {
   try {
