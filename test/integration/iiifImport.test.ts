@@ -26,6 +26,7 @@ import { KANT, MANIFESTO } from '../support/interchange';
 const MAX_SIDE = 2000;
 const MAX_CANVASES = 20;
 const MAX_DOCUMENT_BYTES = 1024 * 1024;
+const FETCH_TIMEOUT_MS = 4000;
 
 let db: TestDatabase;
 let blobDir: string;
@@ -47,7 +48,7 @@ beforeAll(async () => {
       QUIRE_IIIF_IMAGE_MAX_SIDE: String(MAX_SIDE),
       QUIRE_IIIF_MAX_CANVASES: String(MAX_CANVASES),
       QUIRE_IIIF_MAX_DOCUMENT_BYTES: String(MAX_DOCUMENT_BYTES),
-      QUIRE_IIIF_FETCH_TIMEOUT_MS: '20000',
+      QUIRE_IIIF_FETCH_TIMEOUT_MS: String(FETCH_TIMEOUT_MS),
     }),
   );
   const a = await createWorkspace(db.pool, 'Imports');
@@ -285,14 +286,19 @@ describe('F8 IIIF import', () => {
       ],
       [{ manifestUrl: 'http://10.20.30.40/iiif/manifest.json' }, 422, 'iiif_forbidden_target'],
       [{ manifestUrl: 'http://[::1]/manifest.json' }, 422, 'iiif_forbidden_target'],
+      // A redirect is checked as the first URL was.
+      [{ manifestUrl: `${server.origin}/moved.json` }, 422, 'iiif_forbidden_target'],
       [{ manifestUrl: `${server.origin}/huge.json` }, 413, 'iiif_too_large'],
+      [{ manifestUrl: `${server.origin}/slow.json` }, 422, 'iiif_fetch_failed'],
       [{ manifestUrl: `${server.origin}/many/manifest.json` }, 413, 'iiif_too_many_canvases'],
       [{ manifestUrl: `${server.origin}/missing.json` }, 422, 'iiif_fetch_failed'],
       [{ manifestUrl: 'file:///etc/passwd' }, 422, 'iiif_invalid_url'],
     ];
     for (const [body, status, code] of cases) {
+      const started = Date.now();
       const res = await importManifest(body);
       expect([res.status, res.json?.error?.code], String(body.manifestUrl)).toEqual([status, code]);
+      expect(Date.now() - started).toBeLessThan(FETCH_TIMEOUT_MS + 2000);
       // The refusal never echoes the URL's path.
       expect(res.text).not.toContain('manifest.json');
     }

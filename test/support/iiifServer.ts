@@ -16,7 +16,8 @@ import { KANT, MANIFESTO } from './interchange';
  * `otherContent` annotation list. The images are the real scans of test/fixtures (the manifesto
  * page, Kant's page, two Fraktur lines) and the transcriptions their real hOCR, ALTO and
  * ground-truth text. Besides the folder: `/huge.json` streams more bytes than any limit with
- * no Content-Length, and `/many/manifest.json` has `manyCanvases` canvases.
+ * no Content-Length, `/slow.json` never ends, `/moved.json` redirects to `localhost` (a name
+ * off an allowlist naming 127.0.0.1), and `/many/manifest.json` has `manyCanvases` canvases.
  */
 
 export const FRAKTUR_LINES = {
@@ -79,6 +80,17 @@ export async function startIiifServer(
       more();
       return;
     }
+    if (url.pathname === '/moved.json') {
+      // A redirect to the same server by a name off the allowlist.
+      res.writeHead(302, { location: `http://localhost:${port}/p3/manifest.json` }).end();
+      return;
+    }
+    if (url.pathname === '/slow.json') {
+      // Headers, then nothing: only the import's time limit ends this.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{');
+      return;
+    }
     const file = path.join(dir, decodeURIComponent(url.pathname));
     if (!file.startsWith(dir)) {
       res.writeHead(404).end();
@@ -95,8 +107,9 @@ export async function startIiifServer(
       () => res.writeHead(404).end(),
     );
   });
+  let port = 0;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  port = (server.address() as AddressInfo).port;
   const origin = `http://127.0.0.1:${port}`;
   const sizes = {
     manifesto: { width: 2745, height: 4445 },
