@@ -292,6 +292,8 @@ describe('F8 IIIF import', () => {
       [{ manifestUrl: `${server.origin}/slow.json` }, 422, 'iiif_fetch_failed'],
       [{ manifestUrl: `${server.origin}/many/manifest.json` }, 413, 'iiif_too_many_canvases'],
       [{ manifestUrl: `${server.origin}/missing.json` }, 422, 'iiif_fetch_failed'],
+      // The first canvas's image is stored before the second is found missing: it goes too.
+      [{ manifestUrl: `${server.origin}/broken/manifest.json` }, 422, 'iiif_fetch_failed'],
       [{ manifestUrl: 'file:///etc/passwd' }, 422, 'iiif_invalid_url'],
     ];
     for (const [body, status, code] of cases) {
@@ -302,6 +304,7 @@ describe('F8 IIIF import', () => {
       // The refusal never echoes the URL's path.
       expect(res.text).not.toContain('manifest.json');
     }
+    expect(server.served).toContain('/images/missing.tif');
     expect(await counts()).toEqual(before);
   });
 

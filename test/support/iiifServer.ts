@@ -17,7 +17,8 @@ import { KANT, MANIFESTO } from './interchange';
  * page, Kant's page, two Fraktur lines) and the transcriptions their real hOCR, ALTO and
  * ground-truth text. Besides the folder: `/huge.json` streams more bytes than any limit with
  * no Content-Length, `/slow.json` never ends, `/moved.json` redirects to `localhost` (a name
- * off an allowlist naming 127.0.0.1), and `/many/manifest.json` has `manyCanvases` canvases.
+ * off an allowlist naming 127.0.0.1), `/broken/manifest.json`'s second image is missing, and
+ * `/many/manifest.json` has `manyCanvases` canvases.
  */
 
 export const FRAKTUR_LINES = {
@@ -399,6 +400,21 @@ async function writeFolder(
         ],
       },
     ],
+  });
+
+  // Its second canvas paints an image the server does not have: found only once the first
+  // canvas's image is stored.
+  await put(dir, 'broken/manifest.json', {
+    '@context': 'http://iiif.io/api/presentation/3/context.json',
+    id: `${origin}/broken/manifest.json`,
+    type: 'Manifest',
+    label: en('Broken'),
+    items: ['bismarck', 'missing'].map((name, i) => ({
+      id: `${origin}/broken/canvas/${i + 1}`,
+      type: 'Canvas',
+      ...sizes.bismarck,
+      items: [painted(i + 1, `${origin}/images/${name}.tif`, sizes.bismarck, 'image/tiff')],
+    })),
   });
 
   if (manyCanvases > 0) {
