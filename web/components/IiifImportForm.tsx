@@ -31,7 +31,7 @@ export function IiifImportForm({ collections }: { collections: { id: number; lab
           maxLength={2000}
           placeholder="https://example.org/iiif/manifest.json"
         />
-        <label htmlFor={`${id}-collection`}>Collection</label>
+        <label htmlFor={`${id}-collection`}>Collection of the imported item</label>
         <select id={`${id}-collection`} name="collectionId" defaultValue="">
           <option value="">None (the archive's root)</option>
           {collections.map((c) => (
@@ -40,7 +40,9 @@ export function IiifImportForm({ collections }: { collections: { id: number; lab
             </option>
           ))}
         </select>
-        <label htmlFor={`${id}-title`}>Title (the manifest's label when empty)</label>
+        <label htmlFor={`${id}-title`}>
+          Title of the imported item (the manifest's label when empty)
+        </label>
         <input id={`${id}-title`} name="title" maxLength={500} />
         <div className="actions">
           <button type="submit" disabled={pending}>
