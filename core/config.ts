@@ -171,6 +171,18 @@ const schema = z.object({
   QUIRE_GLOBAL_QUOTA_BYTES: z.coerce.number().int().positive().optional(),
   /** I5: the resolution PDF pages are rendered at when a PDF is uploaded. */
   QUIRE_PDF_DPI: intFrom(36, 1200, 300),
+  /** F8: host names (or host:port) a IIIF import may fetch from despite resolving to loopback or private ranges; development and tests only. */
+  QUIRE_IIIF_ALLOW_HOSTS: z.string().optional(),
+  /** F8: the longest side of an image fetched through a manifest's Image API service. */
+  QUIRE_IIIF_IMAGE_MAX_SIDE: intFrom(64, 65_000, 4000),
+  /** F8: canvases one imported manifest may have. */
+  QUIRE_IIIF_MAX_CANVASES: intFrom(1, 5000, 1000),
+  /** F8: bytes of a manifest or a transcription it names. */
+  QUIRE_IIIF_MAX_DOCUMENT_BYTES: intFrom(1024, 256 * 1024 * 1024, 16 * 1024 * 1024),
+  /** F8: bytes of one fetched image. */
+  QUIRE_IIIF_MAX_IMAGE_BYTES: intFrom(1024, 1024 * 1024 * 1024, 100 * 1024 * 1024),
+  /** F8: time one fetch of an import may take, connection to last byte. */
+  QUIRE_IIIF_FETCH_TIMEOUT_MS: intFrom(100, 600_000, 30_000),
   /** D1: the key that seals; with QUIRE_SECRET_KEYS, it must be that list's first. */
   QUIRE_SECRET_KEY: z.string().optional(),
   /** D1: rotation: keys newest first, comma-separated; the first seals, every one opens. */

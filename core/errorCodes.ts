@@ -512,6 +512,48 @@ export const ERROR_CODES = {
     sentence: 'That URL points where a webhook may not go.',
     detail: true,
   },
+  // F8: importing an item from a IIIF manifest URL.
+  iiif_invalid_url: {
+    kind: 'invalid',
+    sentence: 'The manifest URL must be an http or https URL.',
+    detail: true,
+  },
+  iiif_forbidden_target: {
+    kind: 'invalid',
+    sentence: 'That URL points where Quire may not fetch from.',
+    detail: true,
+  },
+  iiif_fetch_failed: {
+    kind: 'invalid',
+    sentence: 'The IIIF server did not answer as expected.',
+    detail: true,
+  },
+  iiif_too_large: {
+    kind: 'too_large',
+    sentence: 'A response of the IIIF server is too large.',
+    detail: true,
+  },
+  iiif_not_json: { kind: 'unsupported', sentence: 'That URL does not answer JSON.', detail: true },
+  iiif_not_manifest: {
+    kind: 'unsupported',
+    sentence: 'That is not a IIIF Presentation 2 or 3 manifest.',
+    detail: true,
+  },
+  iiif_too_many_canvases: {
+    kind: 'too_large',
+    sentence: 'That manifest has too many canvases.',
+    detail: true,
+  },
+  iiif_no_image: {
+    kind: 'invalid',
+    sentence: 'A canvas of that manifest has no image Quire can fetch.',
+    detail: true,
+  },
+  iiif_transcription_invalid: {
+    kind: 'invalid',
+    sentence: 'A transcription the manifest names could not be read.',
+    detail: true,
+  },
   webhook_url_exists: {
     kind: 'conflict',
     sentence: 'This workspace already has a webhook for that URL.',

@@ -56,6 +56,8 @@ export const AUDIT_ACTIONS = [
   'operator_key.revoke',
   /** R10: an upload (a batch of files, its pages and the jobs started for them). */
   'batch.create',
+  /** F8: an item imported from a IIIF manifest URL (its pages and the jobs started for them). */
+  'item.import_iiif',
   /** R10: a job started on its own (POST transcription-jobs), not by an upload or a re-run. */
   'job.start',
   'job.cancel',

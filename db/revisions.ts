@@ -19,8 +19,8 @@ import type { PoolClient } from './pool';
 
 /** I3: where an imported revision came from. */
 export interface ImportProvenance {
-  /** I3 PAGE, ALTO; I6 hOCR; I5 a PDF's text layer. */
-  format: 'page' | 'alto' | 'hocr' | 'pdf';
+  /** I3 PAGE, ALTO; I6 hOCR; I5 a PDF's text layer; F8 a IIIF manifest's text annotations. */
+  format: 'page' | 'alto' | 'hocr' | 'pdf' | 'iiif';
   /** The file's schema namespace (PAGE release, ALTO version). */
   namespace: string;
   /** The software or creator the file names; null when it names none. */
@@ -30,6 +30,8 @@ export interface ImportProvenance {
   filename: string | null;
   /** I5: the page of the PDF whose text layer this is. */
   page?: number;
+  /** F8: the URL (without query) the transcription was fetched from. */
+  url?: string;
 }
 
 /** Who wrote a revision, as its `page_revisions` row records it. */

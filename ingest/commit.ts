@@ -166,7 +166,7 @@ export async function commitBatch(
         if (file.transcript) {
           // I3: the imported transcript is revision 1, in the page's own transaction, so a page
           // with one never exists without it (and a refused upload stores neither).
-          const { parsed, sha256, filename, page: documentPage } = file.transcript;
+          const { parsed, sha256, filename, page: documentPage, url } = file.transcript;
           const written = await commitRevision(tx, {
             pageId: page.pageId,
             canvasUri: page.canvasUri,
@@ -185,6 +185,7 @@ export async function commitBatch(
                 sha256,
                 filename,
                 ...(documentPage !== undefined ? { page: documentPage } : {}),
+                ...(url !== undefined ? { url } : {}),
               },
             },
           });

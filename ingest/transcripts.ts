@@ -24,6 +24,8 @@ export interface StoredTranscript {
   filename: string | null;
   /** I5: the page of the uploaded PDF whose text layer this is. */
   page?: number;
+  /** F8: where a IIIF import fetched it from (no query). */
+  url?: string;
 }
 
 async function readBounded(stream: Readable, maxBytes: number, index: number): Promise<Buffer> {

@@ -7,8 +7,8 @@
 import type { Box, Segment } from '../annotation';
 import { DomainError, type ErrorCode } from '../errors';
 
-/** I3 PAGE and ALTO, I6 hOCR; I5 `pdf` is a PDF's own text layer (core/interchange/pdfText.ts). */
-export type TranscriptFormat = 'page' | 'alto' | 'hocr' | 'pdf';
+/** I3 PAGE and ALTO, I6 hOCR; I5 `pdf` is a PDF's own text layer (core/interchange/pdfText.ts); F8 `iiif` the text annotations of a IIIF manifest. */
+export type TranscriptFormat = 'page' | 'alto' | 'hocr' | 'pdf' | 'iiif';
 
 export interface ImportedTranscript {
   format: TranscriptFormat;

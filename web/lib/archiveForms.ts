@@ -24,6 +24,7 @@ export const ARCHIVE_DONE: Record<string, string> = {
   moved: 'Moved.',
   reordered: 'Page order saved.',
   deleted: 'Collection deleted.',
+  imported: 'Imported from the IIIF manifest.',
 };
 
 export function queryValue(value: string | string[] | undefined): string | undefined {

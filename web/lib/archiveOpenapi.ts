@@ -1,6 +1,7 @@
 import {
   arrangePagesBody,
   createCollectionBody,
+  iiifImportBody,
   listCollectionsQuery,
   listItemsQuery,
   updateCollectionBody,
@@ -91,6 +92,21 @@ export const ARCHIVE_OPERATIONS: Operation[] = [
     tag: 'items',
     body: updateItemBody,
     responses: { '200': { description: 'item' }, ...errors([400, 401, 404, 415, 422]) },
+  },
+  {
+    method: 'post',
+    path: `${ws}/iiif-imports`,
+    summary:
+      "F8: import an item from a IIIF Presentation 2 or 3 manifest URL: its canvases become pages in order (images through the manifest's Image API service, the longest side at most QUIRE_IIIF_IMAGE_MAX_SIDE, or the painted image), its label and metadata the item's title and metadata, its text annotations or ALTO/PAGE/hOCR seeAlso files revision 1 with the imported line state; pages without one get a job. Every fetch under the SSRF rules, bounded in bytes and time. Refused, storing nothing, with iiif_invalid_url, iiif_forbidden_target (a private or loopback address), iiif_not_json, iiif_not_manifest, iiif_too_large, iiif_too_many_canvases, iiif_fetch_failed, iiif_no_image or iiif_transcription_invalid. Needs the upload permission; audited as item.import_iiif.",
+    tag: 'items',
+    body: iiifImportBody,
+    responses: {
+      '201': {
+        description:
+          '{itemId, batchId, pages:[{pageId,itemId,canvasUri,jobId}], files, manifest:{version, canvases, transcribed}}',
+      },
+      ...errors([400, 401, 404, 413, 415, 422]),
+    },
   },
   {
     method: 'put',

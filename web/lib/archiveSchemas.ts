@@ -108,3 +108,23 @@ export const arrangePagesBody = z
       ),
   })
   .strict();
+
+/** F8: an item imported from a IIIF Presentation 2 or 3 manifest. */
+export const iiifImportBody = z
+  .object({
+    manifestUrl: z
+      .string()
+      .min(1)
+      .max(2000)
+      .describe('The http(s) URL of a IIIF Presentation 2 or 3 manifest.'),
+    collectionId: collectionRef.nullable().optional().describe('The collection the item goes in.'),
+    title: z
+      .string()
+      .trim()
+      .min(1)
+      .max(500)
+      .nullable()
+      .optional()
+      .describe("The item's title; absent: the manifest's label."),
+  })
+  .strict();

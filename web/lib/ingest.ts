@@ -8,6 +8,7 @@ import type { JobPriority } from '@quire/core/temporal';
 import { recordAudit } from '@quire/db/auditLog';
 import { providersEnabledFor } from '@quire/db/operatorControls';
 import { ingestBatch } from '@quire/ingest/batch';
+import type { CreateJobs } from '@quire/ingest/commit';
 import { recordJobsForIngest } from '@quire/ingest/jobs';
 import { NextResponse } from 'next/server';
 import { errorResponse } from './api';
@@ -38,18 +39,7 @@ export async function ingestAndStart(
         publicBaseUrl: settings.QUIRE_PUBLIC_URL,
         globalQuotaBytes: settings.QUIRE_GLOBAL_QUOTA_BYTES ?? null,
         pdfDpi: settings.QUIRE_PDF_DPI,
-        createJobs: recordJobsForIngest({
-          workspaceId,
-          defaultProvider: settings.QUIRE_DEFAULT_PROVIDER,
-          enabled: providersForWorkspace(
-            enabledProviders(settings).map((entry) => entry.name),
-            await providersEnabledFor(pool(), workspaceId),
-          ),
-          models: engineModels(),
-          prices: pricesWith(settings.QUIRE_PRICES),
-          priority,
-          records,
-        }),
+        createJobs: await ingestJobs(workspaceId, priority, records),
       },
       workspaceId,
       request,
@@ -72,17 +62,42 @@ export async function ingestAndStart(
       },
       { once: true },
     );
-    if (records.length > 0) {
-      try {
-        const client = await quireClient();
-        await client.startRecordedJobs(records);
-      } catch {
-        // Recorded is enough: the reconciler starts these jobs once Temporal answers (J6).
-      }
-    }
+    await startRecorded(records);
     return NextResponse.json(result, { status: 201 });
   } catch (error) {
     // Logged by code and route like every other refusal (R6); an internal error, redacted.
     return errorResponse(error, request);
+  }
+}
+
+/** The jobs an ingest records for its new pages, with the workspace's engines and prices. */
+export async function ingestJobs(
+  workspaceId: number,
+  priority: JobPriority,
+  records: JobRecord[],
+): Promise<CreateJobs> {
+  const settings = config();
+  return recordJobsForIngest({
+    workspaceId,
+    defaultProvider: settings.QUIRE_DEFAULT_PROVIDER,
+    enabled: providersForWorkspace(
+      enabledProviders(settings).map((entry) => entry.name),
+      await providersEnabledFor(pool(), workspaceId),
+    ),
+    models: engineModels(),
+    prices: pricesWith(settings.QUIRE_PRICES),
+    priority,
+    records,
+  });
+}
+
+/** Starts the workflows of jobs an ingest recorded; recorded is enough when Temporal is away. */
+export async function startRecorded(records: JobRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  try {
+    const client = await quireClient();
+    await client.startRecordedJobs(records);
+  } catch {
+    // Recorded is enough: the reconciler starts these jobs once Temporal answers (J6).
   }
 }

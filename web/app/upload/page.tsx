@@ -1,6 +1,7 @@
 import { MEASURED_QUALITY, werInWords } from '@quire/core/engineQuality';
 import { listCollectionChoices } from '@quire/db/collections';
 import { getWorkspace } from '@quire/db/workspaces';
+import { IiifImportForm } from '@quire/web/components/IiifImportForm';
 import { InstalledModels } from '@quire/web/components/InstalledModels';
 import { Uploader } from '@quire/web/components/Uploader';
 import { engineModels, pool } from '@quire/web/lib/server';
@@ -46,6 +47,7 @@ export default async function UploadPage() {
           : 'This workspace keeps its recordings (keep), under its storage quota, so each line can be played back to check it.'}
       </p>
       <Uploader models={models} collections={collections} />
+      <IiifImportForm collections={collections} />
       <InstalledModels models={models} />
     </main>
   );
