@@ -43,13 +43,13 @@ describe('D13 compressed derivatives', () => {
     const master = await sharp(MANIFESTO_PAGE).extractChannel(0).raw().toBuffer();
     expect(level0.equals(master)).toBe(true);
     expect((await sharp(out).metadata()).pages).toBe(6);
-  });
+  }, 60_000);
 
   it('D13 the Kant colour scan (TIFF master): JPEG tiles, at most 1.5x the master', async () => {
     const { pyramid, ratio } = await pyramidOf(KANT.image);
     expect(pyramid).toMatchObject({ encoding: 'jpeg', channels: 3 });
     expect(ratio).toBeLessThanOrEqual(DERIVATIVE_BUDGET);
-  });
+  }, 60_000);
 
   it('D13 a born-digital PDF page rendered at 300 dpi: grey, at most 1.5x the rendered master', async () => {
     const pdf = path.join(dir, 'born-digital.pdf');
@@ -59,7 +59,7 @@ describe('D13 compressed derivatives', () => {
     const { pyramid, ratio } = await pyramidOf(path.join(dir, 'page.png'));
     expect(pyramid.channels).toBe(1);
     expect(ratio).toBeLessThanOrEqual(DERIVATIVE_BUDGET);
-  });
+  }, 60_000);
 
   it('D13 a colour master that JPEG would swell (LZW text with colour patches): deflate, colour kept', async () => {
     // 138 KB of LZW for 3 MP: JPEG tiles would be 6x that; deflate is the smaller (about 3x,
@@ -76,5 +76,5 @@ describe('D13 compressed derivatives', () => {
       .toBuffer({ resolveWithObject: true });
     expect(data[0]).toBeGreaterThan(180);
     expect(data[1]).toBeLessThan(80);
-  });
+  }, 60_000);
 });
