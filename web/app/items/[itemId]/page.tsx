@@ -4,12 +4,14 @@ import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
 import { listMoveTargets } from '@quire/db/itemPages';
 import { getItem, listItemPages } from '@quire/db/items';
+import { lineProgressByItem } from '@quire/db/review';
 import {
   CollectionSelect,
   FormNotice,
   MetadataFields,
   MetadataList,
   Progress,
+  VerificationProgress,
 } from '@quire/web/components/Archive';
 import { pageImageService, pageThumbnail } from '@quire/web/components/pageImage';
 import { queryValue } from '@quire/web/lib/archiveForms';
@@ -62,7 +64,7 @@ export default async function ItemPage({
   const moveSearch = queryValue(query.moveTo)?.slice(0, 200);
   // R8: arranging and describing are offered only to a role that may.
   const arrange = permits(principal.grant, 'item.arrange');
-  const [pages, choices, up, collection, targets] = await Promise.all([
+  const [pages, choices, up, collection, targets, verification] = await Promise.all([
     listItemPages(pool(), principal.workspaceId, item.id),
     listCollectionChoices(pool(), principal.workspaceId),
     item.collectionId === null
@@ -78,6 +80,7 @@ export default async function ItemPage({
           limit: 50,
         })
       : Promise.resolve([]),
+    lineProgressByItem(pool(), principal.workspaceId, [item.id]),
   ]);
   const path = collection ? [...up, { id: collection.id, title: collection.title }] : [];
   const ids = pages.map((p) => p.pageId);
@@ -101,7 +104,12 @@ export default async function ItemPage({
           <p className="muted">
             Item <span className="mono">{item.id}</span> · {item.pages}{' '}
             {item.pages === 1 ? 'page' : 'pages'} ·{' '}
-            <Progress done={item.transcribedPages} total={item.pages} label="Pages transcribed" />
+            <Progress done={item.transcribedPages} total={item.pages} label="Pages transcribed" /> ·{' '}
+            <VerificationProgress
+              progress={verification.get(item.id)}
+              pages={item.pages}
+              label="Lines verified"
+            />
           </p>
           <MetadataList entries={item.metadata} />
         </div>
@@ -112,6 +120,16 @@ export default async function ItemPage({
           >
             IIIF manifest
           </a>
+          {pages.some((p) => p.kind === 'image') ? (
+            // C2, I7: the searchable PDF, drafts included, through the session like the manifest.
+            <a
+              className="button secondary"
+              href={`/iiif/${principal.workspaceId}/${encodeURIComponent(item.id)}/pdf`}
+              download
+            >
+              Searchable PDF
+            </a>
+          ) : null}
         </div>
       </div>
       <FormNotice error={queryValue(query.error)} done={queryValue(query.done)} />
