@@ -13,6 +13,7 @@ import {
   Progress,
   VerificationProgress,
 } from '@quire/web/components/Archive';
+import { PageOrder } from '@quire/web/components/PageOrder';
 import { pageImageService, pageThumbnail } from '@quire/web/components/pageImage';
 import { queryValue } from '@quire/web/lib/archiveForms';
 import { pool } from '@quire/web/lib/server';
@@ -157,91 +158,106 @@ export default async function ItemPage({
         {pages.length === 0 ? (
           <p className="muted">This item has no pages.</p>
         ) : (
-          <ol className="page-strip">
-            {pages.map((page, i) => (
-              <li key={page.pageId} className="card" data-page={page.pageId}>
-                <Link
-                  href={`/pages/${page.pageId}`}
-                  aria-label={`Open page ${i + 1} (page ${page.pageId})`}
-                >
-                  {page.kind === 'image' && page.hasMedia ? (
-                    // biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset
-                    <img
-                      src={thumbnailSrc(principal.workspaceId, page)}
-                      alt={`Thumbnail of page ${i + 1}`}
-                      loading="lazy"
-                    />
-                  ) : (
-                    <span className="muted">
-                      {page.kind === 'audio' ? 'Recording' : 'No image'}
-                    </span>
-                  )}
-                </Link>
-                <span>
-                  Page {i + 1}{' '}
-                  <span className="muted small">
-                    · {page.lines} {page.lines === 1 ? 'line' : 'lines'} · revision {page.revision}
-                  </span>
-                </span>
-                {arrange ? (
-                  <div className="inline-form">
-                    <form action={arrangePagesAction} data-act="item.arrange">
-                      <input type="hidden" name="itemId" value={item.id} />
-                      <input type="hidden" name="order" value={moved(ids, i, Math.max(0, i - 1))} />
-                      <button
-                        type="submit"
-                        className="secondary"
-                        disabled={i === 0}
-                        aria-label={`Move page ${i + 1} earlier`}
-                      >
-                        Earlier
-                      </button>
-                    </form>
-                    <form action={arrangePagesAction} data-act="item.arrange">
-                      <input type="hidden" name="itemId" value={item.id} />
-                      <input
-                        type="hidden"
-                        name="order"
-                        value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
+          <PageOrder
+            itemId={item.id}
+            mayArrange={arrange}
+            pages={pages.map((page, i) => ({
+              pageId: page.pageId,
+              label: `page ${i + 1}`,
+              content: (
+                <>
+                  <Link
+                    href={`/pages/${page.pageId}`}
+                    aria-label={`Open page ${i + 1} (page ${page.pageId})`}
+                  >
+                    {page.kind === 'image' && page.hasMedia ? (
+                      // biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset
+                      <img
+                        src={thumbnailSrc(principal.workspaceId, page)}
+                        alt={`Thumbnail of page ${i + 1}`}
+                        loading="lazy"
                       />
+                    ) : (
+                      <span className="muted">
+                        {page.kind === 'audio' ? 'Recording' : 'No image'}
+                      </span>
+                    )}
+                  </Link>
+                  <span>
+                    Page {i + 1}{' '}
+                    <span className="muted small">
+                      · {page.lines} {page.lines === 1 ? 'line' : 'lines'} · revision{' '}
+                      {page.revision}
+                    </span>
+                  </span>
+                  {arrange ? (
+                    <div className="inline-form">
+                      <form action={arrangePagesAction} data-act="item.arrange">
+                        <input type="hidden" name="itemId" value={item.id} />
+                        <input
+                          type="hidden"
+                          name="order"
+                          value={moved(ids, i, Math.max(0, i - 1))}
+                        />
+                        <button
+                          type="submit"
+                          className="secondary"
+                          disabled={i === 0}
+                          aria-label={`Move page ${i + 1} earlier`}
+                        >
+                          Earlier
+                        </button>
+                      </form>
+                      <form action={arrangePagesAction} data-act="item.arrange">
+                        <input type="hidden" name="itemId" value={item.id} />
+                        <input
+                          type="hidden"
+                          name="order"
+                          value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
+                        />
+                        <button
+                          type="submit"
+                          className="secondary"
+                          disabled={i === ids.length - 1}
+                          aria-label={`Move page ${i + 1} later`}
+                        >
+                          Later
+                        </button>
+                      </form>
+                    </div>
+                  ) : null}
+                  {arrange && targets.length > 0 ? (
+                    <form
+                      action={movePageAction}
+                      className="stack move-form"
+                      data-act="item.arrange"
+                    >
+                      <input type="hidden" name="itemId" value={item.id} />
+                      <input type="hidden" name="pageId" value={page.pageId} />
+                      <select
+                        name="targetItemId"
+                        required
+                        aria-label={`Item to move page ${i + 1} to`}
+                      >
+                        {targets.map((t) => (
+                          <option key={t.id} value={t.id}>
+                            {t.title ? `${t.title} (${t.id})` : t.id}
+                          </option>
+                        ))}
+                      </select>
                       <button
                         type="submit"
                         className="secondary"
-                        disabled={i === ids.length - 1}
-                        aria-label={`Move page ${i + 1} later`}
+                        aria-label={`Move page ${i + 1} to the chosen item`}
                       >
-                        Later
+                        Move
                       </button>
                     </form>
-                  </div>
-                ) : null}
-                {arrange && targets.length > 0 ? (
-                  <form action={movePageAction} className="stack move-form" data-act="item.arrange">
-                    <input type="hidden" name="itemId" value={item.id} />
-                    <input type="hidden" name="pageId" value={page.pageId} />
-                    <select
-                      name="targetItemId"
-                      required
-                      aria-label={`Item to move page ${i + 1} to`}
-                    >
-                      {targets.map((t) => (
-                        <option key={t.id} value={t.id}>
-                          {t.title ? `${t.title} (${t.id})` : t.id}
-                        </option>
-                      ))}
-                    </select>
-                    <button
-                      type="submit"
-                      className="secondary"
-                      aria-label={`Move page ${i + 1} to the chosen item`}
-                    >
-                      Move
-                    </button>
-                  </form>
-                ) : null}
-              </li>
-            ))}
-          </ol>
+                  ) : null}
+                </>
+              ),
+            }))}
+          />
         )}
       </section>
 
