@@ -2,6 +2,7 @@ import { permits } from '@quire/core/roles';
 import { isActiveStatus, type JobStatus } from '@quire/core/temporal';
 import { getBatchCreatedAt, jobsDigest } from '@quire/db/console';
 import { loadBatchResult } from '@quire/db/ingest';
+import { getItem } from '@quire/db/items';
 import { listJobSummaries } from '@quire/db/jobList';
 import { itemHref } from '@quire/web/components/Archive';
 import { CancelBatchButton } from '@quire/web/components/CancelBatchButton';
@@ -17,8 +18,9 @@ import { notFound } from 'next/navigation';
 export const dynamic = 'force-dynamic';
 export const metadata = { title: 'Batch · Quire' };
 
-/** Page links shown per item; the item's own page lists them all. */
+/** Page links shown per item, and items shown; the item's own page lists all its pages. */
 const MAX_PAGE_LINKS = 50;
+const MAX_ITEMS = 100;
 
 export default async function BatchPage({ params }: { params: Promise<{ batchId: string }> }) {
   const principal = await requirePrincipal();
@@ -37,6 +39,17 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
   // C2: the batch's pages by item, in upload order, whether or not a job reads them.
   const byItem = new Map<string, number[]>();
   for (const p of pages) byItem.set(p.itemId, [...(byItem.get(p.itemId) ?? []), p.pageId]);
+  // R7: items by their titles.
+  const titles = new Map(
+    await Promise.all(
+      [...byItem.keys()]
+        .slice(0, MAX_ITEMS)
+        .map(
+          async (id) =>
+            [id, (await getItem(pool(), principal.workspaceId, id))?.title ?? null] as const,
+        ),
+    ),
+  );
   return (
     <main>
       <nav aria-label="Breadcrumb" className="crumbs">
@@ -101,10 +114,11 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
       {pages.length > 0 && (
         <section className="card" aria-labelledby="batch-pages">
           <h2 id="batch-pages">Pages</h2>
-          <ul className="link-list">
-            {[...byItem].map(([itemId, ids]) => (
+          <ul className="batch-pages">
+            {[...byItem].slice(0, MAX_ITEMS).map(([itemId, ids]) => (
               <li key={itemId} data-item={itemId}>
-                <Link href={itemHref(itemId)}>Item {itemId}</Link>{' '}
+                <Link href={itemHref(itemId)}>{titles.get(itemId) ?? 'Untitled item'}</Link>{' '}
+                <span className="muted small mono">{itemId}</span>{' '}
                 <span className="muted small">
                   · {ids.length} {ids.length === 1 ? 'page' : 'pages'}:
                 </span>{' '}
@@ -122,6 +136,9 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
               </li>
             ))}
           </ul>
+          {byItem.size > MAX_ITEMS ? (
+            <p className="muted small">And {byItem.size - MAX_ITEMS} more items.</p>
+          ) : null}
         </section>
       )}
       <h2>Jobs</h2>
@@ -134,11 +151,13 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
       ) : (
         <JobsTable jobs={jobs} caption="Jobs of this batch" />
       )}
-      <p>
-        <Link href={`/jobs?batch=${encodeURIComponent(batchId)}`}>
-          Open these jobs in the jobs list
-        </Link>
-      </p>
+      {jobs.length > 0 ? (
+        <p>
+          <Link href={`/jobs?batch=${encodeURIComponent(batchId)}`}>
+            Open these jobs in the jobs list
+          </Link>
+        </p>
+      ) : null}
     </main>
   );
 }
