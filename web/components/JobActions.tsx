@@ -47,7 +47,7 @@ export function JobActions({
         </form>
       ) : null}
       {mayRerun ? (
-        <form action={rerun} data-act="job.rerun" className="inline-form">
+        <form action={rerun} data-act="job.rerun" className="inline-form rerun-form">
           <input type="hidden" name="jobId" value={jobId} />
           {models.length > 0 ? (
             <>
