@@ -166,3 +166,46 @@ export async function lineProgressByItem(
     ]),
   );
 }
+
+/** C2, V5: verified lines and fully verified pages of a collection with all it holds. */
+export interface VerificationProgress {
+  verified: number;
+  total: number;
+  fullyVerifiedPages: number;
+}
+
+/**
+ * C2, V5: the verification counts of each collection, its sub-collections' items included,
+ * by collection id (a collection none of whose pages has lines is absent).
+ */
+export async function lineProgressByCollection(
+  db: Queryable,
+  workspaceId: number,
+  collectionIds: readonly number[],
+): Promise<Map<number, VerificationProgress>> {
+  if (collectionIds.length === 0) return new Map();
+  const { rows } = await db.query(
+    `WITH RECURSIVE tree AS (
+       SELECT id AS root, id FROM collections WHERE workspace_id = $1 AND id = ANY($2::bigint[])
+       UNION ALL
+       SELECT tree.root, c.id FROM collections c JOIN tree ON c.parent_id = tree.id
+        WHERE c.workspace_id = $1),
+     per_page AS (
+       SELECT tree.root, l.page_id, count(*) FILTER (WHERE l.state = 'verified') AS verified,
+              count(*) AS total
+         FROM tree
+         JOIN items i ON i.workspace_id = $1 AND i.collection_id = tree.id AND i.deleted_at IS NULL
+         JOIN page_lines l ON l.workspace_id = $1 AND l.item_id = i.id
+        GROUP BY tree.root, l.page_id)
+     SELECT root, sum(verified)::int AS verified, sum(total)::int AS total,
+            count(*) FILTER (WHERE verified = total)::int AS fully_verified
+       FROM per_page GROUP BY root`,
+    [workspaceId, collectionIds],
+  );
+  return new Map(
+    rows.map((r) => [
+      Number(r.root),
+      { verified: r.verified, total: r.total, fullyVerifiedPages: r.fully_verified },
+    ]),
+  );
+}

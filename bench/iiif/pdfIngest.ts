@@ -1,13 +1,13 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { ensureDatabase, migrate } from '../../db/migrate';
+import { postFiles, serverStats, startIngestServer, stopIngestServer } from '../lib/uploadClient';
 
 /**
  * I5 benchmark: ingest of one many-page PDF through the HTTP ingest (bench/ingest/server.ts,
@@ -29,7 +29,6 @@ const exec = promisify(execFile);
 const ADMIN_URL =
   process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const MB = 1024 * 1024;
-const BOUNDARY = '----quire-bench-boundary';
 const SCAN = join(
   import.meta.dirname,
   '..',
@@ -54,77 +53,6 @@ function databaseUrl(name: string) {
   return url.toString();
 }
 
-function* fileChunks(path: string): Iterable<Buffer> {
-  const fd = openSync(path, 'r');
-  try {
-    const buffer = Buffer.alloc(MB);
-    for (;;) {
-      const n = readSync(fd, buffer, 0, buffer.length, null);
-      if (n === 0) return;
-      yield Buffer.from(buffer.subarray(0, n));
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Streams a multipart body of files read from disk; the client never holds a whole file. */
-function post(port: number, path: string, files: Array<{ name: string; path: string }>) {
-  const head = (name: string) =>
-    Buffer.from(
-      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="files[]"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
-    );
-  const tail = Buffer.from(`--${BOUNDARY}--\r\n`);
-  let length = tail.length;
-  for (const f of files) length += head(f.name).length + statSync(f.path).size + 2;
-  return new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: 'POST',
-        headers: {
-          'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
-          'content-length': length,
-        },
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (c) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    (async () => {
-      for (const f of files) {
-        if (!req.write(head(f.name))) await new Promise((r) => req.once('drain', r));
-        for (const chunk of fileChunks(f.path)) {
-          if (!req.write(chunk)) await new Promise((r) => req.once('drain', r));
-        }
-        req.write('\r\n');
-      }
-      req.end(tail);
-    })().catch(reject);
-  });
-}
-
-async function stats(port: number, path = '/stats', method = 'GET') {
-  return new Promise<{ rss: number; peakRss: number; vmHwm: number | null }>((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method }, (res) => {
-      let body = '';
-      res.on('data', (c) => {
-        body += c;
-      });
-      res.on('end', () => resolve(JSON.parse(body)));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 async function main() {
   const pages = arg('pages', 200);
   const dpi = arg('dpi', 300);
@@ -132,6 +60,7 @@ async function main() {
   const name = `quire_bench_${randomBytes(4).toString('hex')}`;
   const url = databaseUrl(name);
   let server: ChildProcess | undefined;
+  let port = 0;
   const client = new pg.Client({ connectionString: url });
   try {
     // The input: one page OCRed by tesseract (its text layer), repeated `pages` times.
@@ -156,38 +85,24 @@ async function main() {
     await client.connect();
     const ws = (await client.query(`INSERT INTO workspaces (name) VALUES ('bench') RETURNING id`))
       .rows[0].id;
-    server = spawn('npx', ['tsx', 'bench/ingest/server.ts'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: url,
-        QUIRE_BLOB_DIR: join(work, 'blobs'),
-        QUIRE_PDF_DPI: String(dpi),
-        NODE_OPTIONS: '--expose-gc',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-      detached: true,
-    });
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = '';
-      server!.stdout!.on('data', (c) => {
-        out += c;
-        const m = /LISTENING (\d+)/.exec(out);
-        if (m) resolve(Number(m[1]));
-      });
-      server!.on('exit', (code) => reject(new Error(`server exited ${code}`)));
-    });
+    ({ server, port } = await startIngestServer({
+      DATABASE_URL: url,
+      QUIRE_BLOB_DIR: join(work, 'blobs'),
+      QUIRE_PDF_DPI: String(dpi),
+      NODE_OPTIONS: '--expose-gc',
+    }));
     const path = `/ws/${ws}/batches`;
     const round = (n: number) => Math.round(n * 100) / 100;
 
     const measure = async (files: Array<{ name: string; path: string }>) => {
-      const before = await stats(port, '/reset', 'POST');
+      const before = await serverStats(port, '/reset', 'POST');
       const start = performance.now();
-      const res = await post(port, path, files);
+      const res = await postFiles(port, path, files);
       const seconds = (performance.now() - start) / 1000;
       if (res.status !== 201) throw new Error(`ingest failed: ${res.body}`);
       const stored = JSON.parse(res.body).pages.length as number;
       if (stored !== pages) throw new Error(`expected ${pages} pages, got ${stored}`);
-      const after = await stats(port);
+      const after = await serverStats(port);
       return {
         pages: stored,
         seconds: round(seconds),
@@ -218,7 +133,7 @@ async function main() {
       }),
     );
   } finally {
-    if (server?.pid) process.kill(-server.pid, 'SIGKILL');
+    stopIngestServer(server);
     await client.end().catch(() => {});
     await rm(work, { recursive: true, force: true });
   }

@@ -541,7 +541,9 @@ describe('console (C)', () => {
     execFileSync('/usr/bin/convert', [KANT.image, scan]);
     await page.goto('/upload');
     await page.locator('input[type="file"]').setInputFiles(scan);
-    await page.getByLabel('Transcript of kant-0017.png, PAGE XML or ALTO').setInputFiles(KANT.page);
+    await page
+      .getByLabel('Transcript of kant-0017.png, PAGE XML, ALTO or hOCR')
+      .setInputFiles(KANT.page);
     await expect
       .poll(() => page.locator('li[data-file="kant-0017.png"]').textContent())
       .toContain('Transcript: kant_aufklaerung_1784_0017.page.xml');

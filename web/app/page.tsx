@@ -1,6 +1,7 @@
 import { permits } from '@quire/core/roles';
 import { listCollections } from '@quire/db/collections';
 import { listItems } from '@quire/db/items';
+import { lineProgressByCollection, lineProgressByItem } from '@quire/db/review';
 import { CollectionList, FormNotice, ItemTable } from '@quire/web/components/Archive';
 import { queryValue } from '@quire/web/lib/archiveForms';
 import { pool } from '@quire/web/lib/server';
@@ -36,6 +37,19 @@ export default async function ArchiveHome({
   ]);
   const items = rows.slice(0, PAGE_SIZE);
   const next = rows.length > PAGE_SIZE ? items[items.length - 1]?.id : undefined;
+  // C2: how far people have verified, beside how far the engines have transcribed.
+  const [verification, itemVerification] = await Promise.all([
+    lineProgressByCollection(
+      pool(),
+      principal.workspaceId,
+      collections.map((c) => c.id),
+    ),
+    lineProgressByItem(
+      pool(),
+      principal.workspaceId,
+      items.map((i) => i.id),
+    ),
+  ]);
   return (
     <main>
       <div className="page-head">
@@ -63,7 +77,7 @@ export default async function ArchiveHome({
         {collections.length === 0 ? (
           <p className="muted">No collections yet: a fonds, a series, a box or a project.</p>
         ) : (
-          <CollectionList collections={collections} />
+          <CollectionList collections={collections} verification={verification} />
         )}
         {permits(principal.grant, 'collection.create') ? (
           <form
@@ -98,7 +112,11 @@ export default async function ArchiveHome({
             ) : null}
           </section>
         ) : (
-          <ItemTable items={items} caption="Items in no collection" />
+          <ItemTable
+            items={items}
+            caption="Items in no collection"
+            verification={itemVerification}
+          />
         )}
         {next ? (
           <p>

@@ -1,9 +1,4 @@
-import {
-  DUBLIN_CORE_ELEMENTS,
-  type MetadataEntry,
-  type Snippet,
-  snippetParts,
-} from '@quire/core/archive';
+import { type MetadataEntry, type Snippet, snippetParts } from '@quire/core/archive';
 import type { CollectionSummary } from '@quire/db/collections';
 import type { ItemSummary } from '@quire/db/items';
 import { ARCHIVE_DONE } from '@quire/web/lib/archiveForms';
@@ -44,7 +39,48 @@ export function Progress({ done, total, label }: { done: number; total: number; 
   );
 }
 
-export function CollectionList({ collections }: { collections: CollectionSummary[] }) {
+/** C2, V5: lines verified of all lines, and pages whose every line is verified. */
+export interface Verification {
+  verified: number;
+  total: number;
+  fullyVerifiedPages: number;
+}
+
+export function VerificationProgress({
+  progress,
+  pages,
+  label,
+}: {
+  progress: Verification | undefined;
+  /** Pages in scope, when known, for "n of m pages fully verified". */
+  pages?: number;
+  label: string;
+}) {
+  const p = progress ?? { verified: 0, total: 0, fullyVerifiedPages: 0 };
+  if (p.total === 0) return <span className="muted small">no lines to verify yet</span>;
+  return (
+    <span className="progress" data-verified={`${p.verified}/${p.total}`}>
+      <progress value={p.verified} max={p.total} aria-label={label} />{' '}
+      <span>
+        {p.verified} of {p.total} lines verified
+        <span className="muted small">
+          {' '}
+          · {p.fullyVerifiedPages}
+          {pages !== undefined ? ` of ${pages}` : ''}{' '}
+          {p.fullyVerifiedPages === 1 && pages === undefined ? 'page' : 'pages'} fully verified
+        </span>
+      </span>
+    </span>
+  );
+}
+
+export function CollectionList({
+  collections,
+  verification,
+}: {
+  collections: CollectionSummary[];
+  verification?: Map<number, Verification>;
+}) {
   return (
     <ul className="cards" aria-label="Collections">
       {collections.map((c) => (
@@ -56,13 +92,29 @@ export function CollectionList({ collections }: { collections: CollectionSummary
             {c.collections === 1 ? '1 sub-collection' : `${c.collections} sub-collections`} ·{' '}
             {c.items === 1 ? '1 item' : `${c.items} items`}
           </p>
+          {verification ? (
+            <p className="small">
+              <VerificationProgress
+                progress={verification.get(c.id)}
+                label={`Lines of ${c.title} verified`}
+              />
+            </p>
+          ) : null}
         </li>
       ))}
     </ul>
   );
 }
 
-export function ItemTable({ items, caption }: { items: ItemSummary[]; caption: string }) {
+export function ItemTable({
+  items,
+  caption,
+  verification,
+}: {
+  items: ItemSummary[];
+  caption: string;
+  verification?: Map<string, Verification>;
+}) {
   return (
     <div className="table-wrap">
       <table>
@@ -72,6 +124,7 @@ export function ItemTable({ items, caption }: { items: ItemSummary[]; caption: s
             <th scope="col">Item</th>
             <th scope="col">Pages</th>
             <th scope="col">Progress</th>
+            {verification ? <th scope="col">Verified</th> : null}
           </tr>
         </thead>
         <tbody>
@@ -89,6 +142,15 @@ export function ItemTable({ items, caption }: { items: ItemSummary[]; caption: s
                   label={`Pages of ${item.title ?? item.id} transcribed`}
                 />
               </td>
+              {verification ? (
+                <td data-label="Verified">
+                  <VerificationProgress
+                    progress={verification.get(item.id)}
+                    pages={item.pages}
+                    label={`Lines of ${item.title ?? item.id} verified`}
+                  />
+                </td>
+              ) : null}
             </tr>
           ))}
         </tbody>
@@ -97,43 +159,8 @@ export function ItemTable({ items, caption }: { items: ItemSummary[]; caption: s
   );
 }
 
-/** Label/value rows with the Dublin Core names offered; three blank rows to add more. */
-export function MetadataFields({ entries }: { entries: MetadataEntry[] }) {
-  const rows = [
-    ...entries,
-    { label: '', value: '' },
-    { label: '', value: '' },
-    { label: '', value: '' },
-  ];
-  return (
-    <fieldset className="metadata-rows">
-      <legend>Metadata</legend>
-      <datalist id="dublin-core">
-        {DUBLIN_CORE_ELEMENTS.map((name) => (
-          <option key={name} value={name} />
-        ))}
-      </datalist>
-      {rows.map((row, i) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: rows are positional form fields
-        <div className="input-row" key={i}>
-          <input
-            name="metaLabel"
-            list="dublin-core"
-            defaultValue={row.label}
-            aria-label={`Metadata label ${i + 1}`}
-            placeholder="Label (e.g. Creator)"
-          />
-          <input
-            name="metaValue"
-            defaultValue={row.value}
-            aria-label={`Metadata value ${i + 1}`}
-            placeholder="Value"
-          />
-        </div>
-      ))}
-    </fieldset>
-  );
-}
+/** F1 F2 C2: the metadata rows of a form, added as needed (a client component). */
+export { MetadataFields } from './MetadataFields';
 
 export function MetadataList({ entries }: { entries: MetadataEntry[] }) {
   if (entries.length === 0) return null;

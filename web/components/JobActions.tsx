@@ -9,7 +9,8 @@ const initial: JobActionState = { error: null, done: null };
 /**
  * Cancel (while active) and Re-run (always) for one job, each only where the role may (R8:
  * `mayCancel`, `mayRerun` from core/roles.ts); V9: the re-run may name another of the
- * installed models (engine and language), else it reads as the job did.
+ * installed models (engine and language), else it reads as the job did; C2, V3: it keeps the
+ * lines people edited or verified unless the person chooses to replace them.
  */
 export function JobActions({
   jobId,
@@ -46,7 +47,7 @@ export function JobActions({
         </form>
       ) : null}
       {mayRerun ? (
-        <form action={rerun} data-act="job.rerun">
+        <form action={rerun} data-act="job.rerun" className="inline-form rerun-form">
           <input type="hidden" name="jobId" value={jobId} />
           {models.length > 0 ? (
             <>
@@ -61,6 +62,15 @@ export function JobActions({
               </select>{' '}
             </>
           ) : null}
+          <fieldset className="rerun-lines">
+            <legend className="sr-only">Lines people edited or verified</legend>
+            <label className="rerun-choice">
+              <input type="radio" name="humanLines" value="keep" defaultChecked /> Keep human lines
+            </label>
+            <label className="rerun-choice">
+              <input type="radio" name="humanLines" value="replace" /> Replace them
+            </label>
+          </fieldset>{' '}
           <button type="submit" className="secondary" disabled={rerunning}>
             {rerunning ? 'Starting…' : 'Re-run'}
           </button>

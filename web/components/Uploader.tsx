@@ -44,16 +44,21 @@ interface Entry {
   id: number;
   file: File;
   state: FileState;
-  /** I3: a PAGE XML or ALTO transcript of this image, sent right after it. */
+  /** I3, I6: a PAGE XML, ALTO or hOCR transcript of this image, sent right after it. */
   transcript?: File;
   transcriptError?: string;
 }
 
 const MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024;
 
+/** I3, I6: PAGE and ALTO are XML; hOCR is XHTML, named .hocr, .html or .xhtml. */
+const TRANSCRIPT_NAME = /\.(xml|hocr|html?|xhtml)$/i;
+const TRANSCRIPT_TYPE = /xml|^text\/html$/;
+
 /** What the ingest checks first about a transcript, shown beside its image. */
 function transcriptProblem(file: File): string | null {
-  if (!/\.xml$/i.test(file.name) && !/xml/.test(file.type)) return 'Not an XML file.';
+  if (!TRANSCRIPT_NAME.test(file.name) && !TRANSCRIPT_TYPE.test(file.type))
+    return 'Not a PAGE XML, ALTO or hOCR file.';
   if (file.size === 0) return 'The transcript is empty.';
   if (file.size > MAX_TRANSCRIPT_BYTES)
     return `The transcript is larger than ${formatBytes(MAX_TRANSCRIPT_BYTES)}.`;
@@ -352,7 +357,7 @@ export function Uploader({
   );
 }
 
-/** I3: an optional PAGE XML or ALTO file for this image; its lines become revision 1. */
+/** I3, I6: an optional PAGE XML, ALTO or hOCR file for this image; its lines become revision 1. */
 function TranscriptPicker({
   entry,
   onPick,
@@ -384,14 +389,14 @@ function TranscriptPicker({
         </span>
       ) : null}
       <label htmlFor={id} className="link">
-        Add transcript (PAGE or ALTO)…
+        Add transcript (PAGE, ALTO or hOCR)…
       </label>
       <input
         id={id}
         className="file-input"
         type="file"
-        accept=".xml,.hocr,.html,application/xml,text/xml,application/xhtml+xml"
-        aria-label={`Transcript of ${entry.file.name}, PAGE XML or ALTO`}
+        accept=".xml,.hocr,.html,.htm,.xhtml,application/xml,text/xml,application/xhtml+xml,text/html"
+        aria-label={`Transcript of ${entry.file.name}, PAGE XML, ALTO or hOCR`}
         onChange={(e) => {
           const picked = e.target.files?.[0];
           if (picked) onPick(picked);

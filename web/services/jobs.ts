@@ -70,10 +70,15 @@ export async function cancelJob(
   return { jobId, status: job?.status ?? 'canceled' };
 }
 
-/** V9: the engine and language a person picks for a re-run; absent: the job's own. */
+/**
+ * V9: the engine and language a person picks for a re-run; absent: the job's own. C2, V3:
+ * whether the lines people edited or verified are kept (absent: as the job was asked) or
+ * replaced by the engine's reading.
+ */
 export interface EngineRequest {
   provider?: string;
   language?: string;
+  overwriteHumanLines?: boolean;
 }
 
 /**
@@ -92,6 +97,10 @@ export async function rerunJob(
   if (!job) throw jobNotFound();
   const client = await availableQuireClient();
   const sameEngine = choice.provider === undefined || choice.provider === job.snapshot.provider;
+  const options =
+    choice.overwriteHumanLines === undefined
+      ? job.snapshot.options
+      : { ...job.snapshot.options, overwriteHumanLines: choice.overwriteHumanLines };
   const started = await client.startJob({
     workspaceId: principal.workspaceId,
     pageId: job.pageId,
@@ -99,7 +108,7 @@ export async function rerunJob(
     // The model belongs to the engine: another engine reads with its own default.
     model: sameEngine ? job.snapshot.model : undefined,
     language: choice.language ?? job.snapshot.language,
-    options: job.snapshot.options,
+    options,
     externalReferenceId: job.externalReferenceId ?? undefined,
     metadata: job.metadata,
     // P8: a person asked for this page again and waits for it.
@@ -112,6 +121,16 @@ export async function rerunJob(
     before: { jobId, status: job.status },
     after: { jobId: started.jobId, status: started.status },
   });
+  if (overwritesHumanLines(options)) {
+    // V3: a re-run that replaces people's lines is on the record with who asked, as at start.
+    await recordAudit(pool(), actorOf(principal), {
+      action: 'job.overwrite_human_lines',
+      target: `transcription-jobs/${started.jobId}`,
+      workspaceId: principal.workspaceId,
+      before: null,
+      after: { jobId: started.jobId, pageId: job.pageId, overwriteHumanLines: true },
+    });
+  }
   return { jobId: started.jobId };
 }
 

@@ -38,6 +38,15 @@ function engineRequestOf(value: FormDataEntryValue | null): EngineRequest {
   };
 }
 
+/** C2, V3: the re-run form's `humanLines` radio: `keep` or `replace`; absent: as the job was. */
+function humanLinesOf(
+  value: FormDataEntryValue | null,
+): Pick<EngineRequest, 'overwriteHumanLines'> {
+  if (value === 'keep') return { overwriteHumanLines: false };
+  if (value === 'replace') return { overwriteHumanLines: true };
+  return {};
+}
+
 /** Re-run a job's page with its provider (web/services/jobs.ts `rerunJob`), then show the new job. */
 export async function rerunJobAction(
   _previous: JobActionState,
@@ -46,11 +55,10 @@ export async function rerunJobAction(
   const principal = await requireAct('job.rerun');
   let newJobId: string;
   try {
-    ({ jobId: newJobId } = await rerunJob(
-      principal,
-      String(form.get('jobId') ?? ''),
-      engineRequestOf(form.get('engine')),
-    ));
+    ({ jobId: newJobId } = await rerunJob(principal, String(form.get('jobId') ?? ''), {
+      ...engineRequestOf(form.get('engine')),
+      ...humanLinesOf(form.get('humanLines')),
+    }));
   } catch (error) {
     return {
       error: refusalOf(error, 'The new job could not be started; try again.').message,

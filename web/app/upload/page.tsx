@@ -26,8 +26,8 @@ export default async function UploadPage() {
           <p className="muted">
             Every file becomes a page with a transcription job. Files are checked by their contents;
             a batch is stored whole or not at all. An image that already has a transcript from
-            another tool takes it beside it (PAGE XML or ALTO): its lines become the page's first
-            revision and no job is started for it.
+            another tool takes it beside it (PAGE XML, ALTO or hOCR): its lines become the page's
+            first revision and no job is started for it.
           </p>
         </div>
       </div>

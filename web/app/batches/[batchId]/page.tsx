@@ -2,7 +2,9 @@ import { permits } from '@quire/core/roles';
 import { isActiveStatus, type JobStatus } from '@quire/core/temporal';
 import { getBatchCreatedAt, jobsDigest } from '@quire/db/console';
 import { loadBatchResult } from '@quire/db/ingest';
+import { getItem } from '@quire/db/items';
 import { listJobSummaries } from '@quire/db/jobList';
+import { itemHref } from '@quire/web/components/Archive';
 import { CancelBatchButton } from '@quire/web/components/CancelBatchButton';
 import { shortId } from '@quire/web/components/format';
 import { JobsTable } from '@quire/web/components/JobsTable';
@@ -16,13 +18,17 @@ import { notFound } from 'next/navigation';
 export const dynamic = 'force-dynamic';
 export const metadata = { title: 'Batch · Quire' };
 
+/** Page links shown per item, and items shown; the item's own page lists all its pages. */
+const MAX_PAGE_LINKS = 50;
+const MAX_ITEMS = 100;
+
 export default async function BatchPage({ params }: { params: Promise<{ batchId: string }> }) {
   const principal = await requirePrincipal();
   const { batchId } = await params;
   if (batchId.length > 100) notFound();
   const createdAt = await getBatchCreatedAt(pool(), principal.workspaceId, batchId);
   if (!createdAt) notFound();
-  const [jobs, digest, { files }] = await Promise.all([
+  const [jobs, digest, { files, pages }] = await Promise.all([
     listJobSummaries(pool(), principal.workspaceId, { batchId, limit: 100 }),
     jobsDigest(pool(), principal.workspaceId),
     loadBatchResult(pool(), principal.workspaceId, batchId),
@@ -30,6 +36,20 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
   const count = (status: JobStatus) => jobs.filter((j) => j.status === status).length;
   const active = jobs.filter((j) => isActiveStatus(j.status)).length;
   const done = jobs.length - active;
+  // C2: the batch's pages by item, in upload order, whether or not a job reads them.
+  const byItem = new Map<string, number[]>();
+  for (const p of pages) byItem.set(p.itemId, [...(byItem.get(p.itemId) ?? []), p.pageId]);
+  // R7: items by their titles.
+  const titles = new Map(
+    await Promise.all(
+      [...byItem.keys()]
+        .slice(0, MAX_ITEMS)
+        .map(
+          async (id) =>
+            [id, (await getItem(pool(), principal.workspaceId, id))?.title ?? null] as const,
+        ),
+    ),
+  );
   return (
     <main>
       <nav aria-label="Breadcrumb" className="crumbs">
@@ -91,17 +111,53 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
           </table>
         </section>
       )}
+      {pages.length > 0 && (
+        <section className="card" aria-labelledby="batch-pages">
+          <h2 id="batch-pages">Pages</h2>
+          <ul className="batch-pages">
+            {[...byItem].slice(0, MAX_ITEMS).map(([itemId, ids]) => (
+              <li key={itemId} data-item={itemId}>
+                <Link href={itemHref(itemId)}>{titles.get(itemId) ?? 'Untitled item'}</Link>{' '}
+                <span className="muted small mono">{itemId}</span>{' '}
+                <span className="muted small">
+                  · {ids.length} {ids.length === 1 ? 'page' : 'pages'}:
+                </span>{' '}
+                {ids.slice(0, MAX_PAGE_LINKS).map((id, i) => (
+                  <span key={id}>
+                    {i > 0 ? ', ' : ''}
+                    <Link href={`/pages/${id}`} data-page={id}>
+                      page {i + 1}
+                    </Link>
+                  </span>
+                ))}
+                {ids.length > MAX_PAGE_LINKS ? (
+                  <span className="muted small"> and {ids.length - MAX_PAGE_LINKS} more</span>
+                ) : null}
+              </li>
+            ))}
+          </ul>
+          {byItem.size > MAX_ITEMS ? (
+            <p className="muted small">And {byItem.size - MAX_ITEMS} more items.</p>
+          ) : null}
+        </section>
+      )}
       <h2>Jobs</h2>
       {jobs.length === 0 ? (
-        <p className="empty card muted">This batch has no jobs.</p>
+        <p className="empty card muted">
+          {pages.length > 0
+            ? 'No jobs: these pages came with their text (a PDF text layer or a transcript), so no engine reads them. Open them above.'
+            : 'This batch has no jobs.'}
+        </p>
       ) : (
         <JobsTable jobs={jobs} caption="Jobs of this batch" />
       )}
-      <p>
-        <Link href={`/jobs?batch=${encodeURIComponent(batchId)}`}>
-          Open these jobs in the jobs list
-        </Link>
-      </p>
+      {jobs.length > 0 ? (
+        <p>
+          <Link href={`/jobs?batch=${encodeURIComponent(batchId)}`}>
+            Open these jobs in the jobs list
+          </Link>
+        </p>
+      ) : null}
     </main>
   );
 }

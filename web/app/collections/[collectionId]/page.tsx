@@ -6,6 +6,7 @@ import {
   listCollections,
 } from '@quire/db/collections';
 import { listItems } from '@quire/db/items';
+import { lineProgressByCollection, lineProgressByItem } from '@quire/db/review';
 import {
   CollectionList,
   CollectionSelect,
@@ -13,6 +14,7 @@ import {
   ItemTable,
   MetadataFields,
   MetadataList,
+  VerificationProgress,
 } from '@quire/web/components/Archive';
 import { queryValue } from '@quire/web/lib/archiveForms';
 import { pool } from '@quire/web/lib/server';
@@ -66,6 +68,18 @@ export default async function CollectionPage({
   ]);
   const items = rows.slice(0, PAGE_SIZE);
   const next = rows.length > PAGE_SIZE ? items[items.length - 1]?.id : undefined;
+  // C2: verification beside transcription, for this collection, its children and its items.
+  const [verification, itemVerification] = await Promise.all([
+    lineProgressByCollection(pool(), principal.workspaceId, [
+      collection.id,
+      ...children.map((c) => c.id),
+    ]),
+    lineProgressByItem(
+      pool(),
+      principal.workspaceId,
+      items.map((i) => i.id),
+    ),
+  ]);
   // R8: the forms are offered only to a role that may arrange the archive.
   const may = (act: Action) => permits(principal.grant, act);
   return (
@@ -84,6 +98,12 @@ export default async function CollectionPage({
         <div>
           <h1>{collection.title}</h1>
           {collection.description ? <p>{collection.description}</p> : null}
+          <p className="muted" data-testid="collection-verification">
+            <VerificationProgress
+              progress={verification.get(collection.id)}
+              label={`Lines of ${collection.title} verified`}
+            />
+          </p>
           <MetadataList entries={collection.metadata} />
         </div>
         <div className="page-head-actions">
@@ -105,7 +125,7 @@ export default async function CollectionPage({
         {children.length === 0 ? (
           <p className="muted">None.</p>
         ) : (
-          <CollectionList collections={children} />
+          <CollectionList collections={children} verification={verification} />
         )}
         {may('collection.create') ? (
           <form
@@ -133,7 +153,11 @@ export default async function CollectionPage({
             No items yet. Open an item and choose this collection to move it here.
           </p>
         ) : (
-          <ItemTable items={items} caption={`Items in ${collection.title}`} />
+          <ItemTable
+            items={items}
+            caption={`Items in ${collection.title}`}
+            verification={itemVerification}
+          />
         )}
         {next ? (
           <p>

@@ -4,13 +4,16 @@ import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
 import { listMoveTargets } from '@quire/db/itemPages';
 import { getItem, listItemPages } from '@quire/db/items';
+import { lineProgressByItem } from '@quire/db/review';
 import {
   CollectionSelect,
   FormNotice,
   MetadataFields,
   MetadataList,
   Progress,
+  VerificationProgress,
 } from '@quire/web/components/Archive';
+import { PageOrder } from '@quire/web/components/PageOrder';
 import { pageImageService, pageThumbnail } from '@quire/web/components/pageImage';
 import { queryValue } from '@quire/web/lib/archiveForms';
 import { pool } from '@quire/web/lib/server';
@@ -62,7 +65,7 @@ export default async function ItemPage({
   const moveSearch = queryValue(query.moveTo)?.slice(0, 200);
   // R8: arranging and describing are offered only to a role that may.
   const arrange = permits(principal.grant, 'item.arrange');
-  const [pages, choices, up, collection, targets] = await Promise.all([
+  const [pages, choices, up, collection, targets, verification] = await Promise.all([
     listItemPages(pool(), principal.workspaceId, item.id),
     listCollectionChoices(pool(), principal.workspaceId),
     item.collectionId === null
@@ -78,6 +81,7 @@ export default async function ItemPage({
           limit: 50,
         })
       : Promise.resolve([]),
+    lineProgressByItem(pool(), principal.workspaceId, [item.id]),
   ]);
   const path = collection ? [...up, { id: collection.id, title: collection.title }] : [];
   const ids = pages.map((p) => p.pageId);
@@ -101,7 +105,12 @@ export default async function ItemPage({
           <p className="muted">
             Item <span className="mono">{item.id}</span> · {item.pages}{' '}
             {item.pages === 1 ? 'page' : 'pages'} ·{' '}
-            <Progress done={item.transcribedPages} total={item.pages} label="Pages transcribed" />
+            <Progress done={item.transcribedPages} total={item.pages} label="Pages transcribed" /> ·{' '}
+            <VerificationProgress
+              progress={verification.get(item.id)}
+              pages={item.pages}
+              label="Lines verified"
+            />
           </p>
           <MetadataList entries={item.metadata} />
         </div>
@@ -112,6 +121,16 @@ export default async function ItemPage({
           >
             IIIF manifest
           </a>
+          {pages.some((p) => p.kind === 'image') ? (
+            // C2, I7: the searchable PDF, drafts included, through the session like the manifest.
+            <a
+              className="button secondary"
+              href={`/iiif/${principal.workspaceId}/${encodeURIComponent(item.id)}/pdf`}
+              download
+            >
+              Searchable PDF
+            </a>
+          ) : null}
         </div>
       </div>
       <FormNotice error={queryValue(query.error)} done={queryValue(query.done)} />
@@ -139,91 +158,106 @@ export default async function ItemPage({
         {pages.length === 0 ? (
           <p className="muted">This item has no pages.</p>
         ) : (
-          <ol className="page-strip">
-            {pages.map((page, i) => (
-              <li key={page.pageId} className="card" data-page={page.pageId}>
-                <Link
-                  href={`/pages/${page.pageId}`}
-                  aria-label={`Open page ${i + 1} (page ${page.pageId})`}
-                >
-                  {page.kind === 'image' && page.hasMedia ? (
-                    // biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset
-                    <img
-                      src={thumbnailSrc(principal.workspaceId, page)}
-                      alt={`Thumbnail of page ${i + 1}`}
-                      loading="lazy"
-                    />
-                  ) : (
-                    <span className="muted">
-                      {page.kind === 'audio' ? 'Recording' : 'No image'}
-                    </span>
-                  )}
-                </Link>
-                <span>
-                  Page {i + 1}{' '}
-                  <span className="muted small">
-                    · {page.lines} {page.lines === 1 ? 'line' : 'lines'} · revision {page.revision}
-                  </span>
-                </span>
-                {arrange ? (
-                  <div className="inline-form">
-                    <form action={arrangePagesAction} data-act="item.arrange">
-                      <input type="hidden" name="itemId" value={item.id} />
-                      <input type="hidden" name="order" value={moved(ids, i, Math.max(0, i - 1))} />
-                      <button
-                        type="submit"
-                        className="secondary"
-                        disabled={i === 0}
-                        aria-label={`Move page ${i + 1} earlier`}
-                      >
-                        Earlier
-                      </button>
-                    </form>
-                    <form action={arrangePagesAction} data-act="item.arrange">
-                      <input type="hidden" name="itemId" value={item.id} />
-                      <input
-                        type="hidden"
-                        name="order"
-                        value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
+          <PageOrder
+            itemId={item.id}
+            mayArrange={arrange}
+            pages={pages.map((page, i) => ({
+              pageId: page.pageId,
+              label: `page ${i + 1}`,
+              content: (
+                <>
+                  <Link
+                    href={`/pages/${page.pageId}`}
+                    aria-label={`Open page ${i + 1} (page ${page.pageId})`}
+                  >
+                    {page.kind === 'image' && page.hasMedia ? (
+                      // biome-ignore lint/performance/noImgElement: a private, session-authorised blob, not an optimisable asset
+                      <img
+                        src={thumbnailSrc(principal.workspaceId, page)}
+                        alt={`Thumbnail of page ${i + 1}`}
+                        loading="lazy"
                       />
+                    ) : (
+                      <span className="muted">
+                        {page.kind === 'audio' ? 'Recording' : 'No image'}
+                      </span>
+                    )}
+                  </Link>
+                  <span>
+                    Page {i + 1}{' '}
+                    <span className="muted small">
+                      · {page.lines} {page.lines === 1 ? 'line' : 'lines'} · revision{' '}
+                      {page.revision}
+                    </span>
+                  </span>
+                  {arrange ? (
+                    <div className="inline-form">
+                      <form action={arrangePagesAction} data-act="item.arrange">
+                        <input type="hidden" name="itemId" value={item.id} />
+                        <input
+                          type="hidden"
+                          name="order"
+                          value={moved(ids, i, Math.max(0, i - 1))}
+                        />
+                        <button
+                          type="submit"
+                          className="secondary"
+                          disabled={i === 0}
+                          aria-label={`Move page ${i + 1} earlier`}
+                        >
+                          Earlier
+                        </button>
+                      </form>
+                      <form action={arrangePagesAction} data-act="item.arrange">
+                        <input type="hidden" name="itemId" value={item.id} />
+                        <input
+                          type="hidden"
+                          name="order"
+                          value={moved(ids, i, Math.min(ids.length - 1, i + 1))}
+                        />
+                        <button
+                          type="submit"
+                          className="secondary"
+                          disabled={i === ids.length - 1}
+                          aria-label={`Move page ${i + 1} later`}
+                        >
+                          Later
+                        </button>
+                      </form>
+                    </div>
+                  ) : null}
+                  {arrange && targets.length > 0 ? (
+                    <form
+                      action={movePageAction}
+                      className="stack move-form"
+                      data-act="item.arrange"
+                    >
+                      <input type="hidden" name="itemId" value={item.id} />
+                      <input type="hidden" name="pageId" value={page.pageId} />
+                      <select
+                        name="targetItemId"
+                        required
+                        aria-label={`Item to move page ${i + 1} to`}
+                      >
+                        {targets.map((t) => (
+                          <option key={t.id} value={t.id}>
+                            {t.title ? `${t.title} (${t.id})` : t.id}
+                          </option>
+                        ))}
+                      </select>
                       <button
                         type="submit"
                         className="secondary"
-                        disabled={i === ids.length - 1}
-                        aria-label={`Move page ${i + 1} later`}
+                        aria-label={`Move page ${i + 1} to the chosen item`}
                       >
-                        Later
+                        Move
                       </button>
                     </form>
-                  </div>
-                ) : null}
-                {arrange && targets.length > 0 ? (
-                  <form action={movePageAction} className="stack move-form" data-act="item.arrange">
-                    <input type="hidden" name="itemId" value={item.id} />
-                    <input type="hidden" name="pageId" value={page.pageId} />
-                    <select
-                      name="targetItemId"
-                      required
-                      aria-label={`Item to move page ${i + 1} to`}
-                    >
-                      {targets.map((t) => (
-                        <option key={t.id} value={t.id}>
-                          {t.title ? `${t.title} (${t.id})` : t.id}
-                        </option>
-                      ))}
-                    </select>
-                    <button
-                      type="submit"
-                      className="secondary"
-                      aria-label={`Move page ${i + 1} to the chosen item`}
-                    >
-                      Move
-                    </button>
-                  </form>
-                ) : null}
-              </li>
-            ))}
-          </ol>
+                  ) : null}
+                </>
+              ),
+            }))}
+          />
         )}
       </section>
 

@@ -7,6 +7,7 @@ import { getPage } from '@quire/db/pages';
 import { formatDuration, shortId } from '@quire/web/components/format';
 import { JobActions } from '@quire/web/components/JobActions';
 import { SegmentCounts } from '@quire/web/components/JobsTable';
+import { KeptLines } from '@quire/web/components/KeptLines';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { Status } from '@quire/web/components/Status';
 import { Time } from '@quire/web/components/Time';
@@ -153,6 +154,16 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
           <div>
             <dt>Language</dt>
             <dd data-testid="job-language">{job.snapshot.language}</dd>
+          </div>
+          <div>
+            <dt>Human lines kept</dt>
+            <dd data-testid="job-kept-lines">
+              {job.status === 'completed' ? (
+                <KeptLines count={job.keptSegments} />
+              ) : (
+                <span className="muted">counted when the job completes</span>
+              )}
+            </dd>
           </div>
           <div>
             <dt>Input revision</dt>

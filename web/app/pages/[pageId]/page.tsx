@@ -7,12 +7,14 @@ import { actorNames } from '@quire/db/actors';
 import { jobsDigest } from '@quire/db/console';
 import { getItem, pageNumber } from '@quire/db/items';
 import { listJobSummaries } from '@quire/db/jobList';
+import { getJob } from '@quire/db/jobs';
 import { getPage, getRevision, listRevisions } from '@quire/db/pages';
 import { lineProgress } from '@quire/db/review';
 import { getWorkspace } from '@quire/db/workspaces';
 import { DiffTooLargeError, diffLines } from '@quire/web/components/diff';
 import { shortId } from '@quire/web/components/format';
 import { JobActions } from '@quire/web/components/JobActions';
+import { KeptLines } from '@quire/web/components/KeptLines';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { PageWorkspace, type ViewSegment } from '@quire/web/components/PageWorkspace';
 import { PublishButton } from '@quire/web/components/PublishButton';
@@ -131,6 +133,11 @@ export default async function PageView({
     ...(s.speaker ? { speaker: s.speaker } : {}),
   }));
   const latestJob = jobs[0];
+  // V3, C2: what the latest completed job kept of people's lines.
+  const latestKept =
+    latestJob?.status === 'completed'
+      ? (await getJob(pool(), principal.workspaceId, latestJob.id))?.keptSegments
+      : undefined;
   const defaultFrom = from ?? Math.max(0, page.revision - 1);
   const defaultTo = to ?? page.revision;
 
@@ -167,6 +174,12 @@ export default async function PageView({
                 {' '}
                 · latest job <Link href={`/jobs/${latestJob.id}`}>{shortId(latestJob.id)}</Link>{' '}
                 <Status value={latestJob.status} />
+                {latestKept !== undefined ? (
+                  <>
+                    {' '}
+                    · <KeptLines count={latestKept} />
+                  </>
+                ) : null}
               </>
             ) : null}
           </p>
