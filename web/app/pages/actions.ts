@@ -13,6 +13,7 @@ import {
 import { refresh } from 'next/cache';
 
 const MAX_LINE_CHARS = 10_000;
+const MAX_SPAN_LINES = 10_000;
 
 export type SaveResult =
   | { state: 'committed'; revision: number; merged: boolean }
@@ -91,6 +92,32 @@ export async function renameSpeakerAction(input: {
     return { state: 'error', message: 'A speaker name has 1 to 200 characters.' };
   }
   return consoleEdit(input, { renameSpeaker: { from: input.from, to } });
+}
+
+/**
+ * V11: a speaker named for one line or a span of lines (from one line to another, both
+ * included), on a recording whether or not its engine gave labels; the lines keep their state.
+ */
+export async function assignSpeakerAction(input: {
+  pageId: number;
+  expectedRevision: number;
+  from: number;
+  to: number;
+  speaker: string;
+}): Promise<SaveResult> {
+  const speaker = typeof input.speaker === 'string' ? input.speaker.trim() : '';
+  if (speaker.length === 0 || speaker.length > 200) {
+    return { state: 'error', message: 'A speaker name has 1 to 200 characters.' };
+  }
+  const { from, to } = input;
+  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || to < from) {
+    return { state: 'error', message: 'A span of lines runs from one line to a later one.' };
+  }
+  if (to - from >= MAX_SPAN_LINES) {
+    return { state: 'error', message: `A span holds at most ${MAX_SPAN_LINES} lines.` };
+  }
+  const lines = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  return consoleEdit(input, { assignSpeaker: { lines, speaker } });
 }
 
 async function consoleEdit(
