@@ -140,8 +140,9 @@ describe('speakers in the page view (V11)', () => {
         .toBe(1);
 
     // Lines 2 to 4 (a span).
-    await speakers.getByLabel('Lines').selectOption({ label: '2' });
-    await speakers.getByLabel('to', { exact: true }).selectOption({ label: '4' });
+    const assign = speakers.locator('form.speaker-assign');
+    await assign.locator('select[name="from"]').selectOption({ label: '2' });
+    await assign.locator('select[name="to"]').selectOption({ label: '4' });
     await speakers.getByLabel('are spoken by').fill('Interviewee');
     await speakers.getByRole('button', { name: 'Name speaker' }).click();
     await saved(2);
@@ -156,17 +157,20 @@ describe('speakers in the page view (V11)', () => {
 
     // One line: the line selected in the transcript is the span.
     await page.locator('.lines li[data-line="3"] .line-button').click();
+    await expect.poll(() => assign.locator('select[name="to"]').inputValue()).toBe('3');
     await speakers.getByLabel('are spoken by').fill('Interviewer');
     await speakers.getByRole('button', { name: 'Name speaker' }).click();
     await saved(3);
     await page.locator('.lines li[data-line="0"] .line-button').click();
+    await expect.poll(() => assign.locator('select[name="from"]').inputValue()).toBe('0');
     await speakers.getByLabel('are spoken by').fill('Interviewer');
     await speakers.getByRole('button', { name: 'Name speaker' }).click();
     await saved(4);
 
     // Renamed on every line that carries the label.
-    await speakers.getByLabel('Speaker', { exact: true }).selectOption('Interviewee');
-    await speakers.getByLabel('is', { exact: true }).fill('Mrs Ada Byron');
+    const rename = speakers.locator('form.speaker-rename');
+    await rename.locator('select[name="from"]').selectOption('Interviewee');
+    await rename.locator('input[name="to"]').fill('Mrs Ada Byron');
     await speakers.getByRole('button', { name: 'Rename on every line' }).click();
     await saved(5);
     await expect
