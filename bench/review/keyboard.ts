@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -97,7 +97,7 @@ async function main() {
         provenance: {
           source: 'engine',
           engine: { engine: 'tesseract', model: 'eng', version: '5.3.0' },
-          jobId: ingested.pages[0]!.jobId!,
+          jobId: randomUUID(),
           attemptNumber: 1,
         },
       }),

@@ -141,8 +141,8 @@ describe('speakers in the page view (V11)', () => {
 
     // Lines 2 to 4 (a span).
     const assign = speakers.locator('form.speaker-assign');
-    await assign.locator('select[name="from"]').selectOption({ label: '2' });
-    await assign.locator('select[name="to"]').selectOption({ label: '4' });
+    await assign.locator('select[name="from"]').selectOption({ label: '2 (0:02.0)' });
+    await assign.locator('select[name="to"]').selectOption({ label: '4 (0:06.0)' });
     await speakers.getByLabel('are spoken by').fill('Interviewee');
     await speakers.getByRole('button', { name: 'Name speaker' }).click();
     await saved(2);

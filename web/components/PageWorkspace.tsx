@@ -538,6 +538,7 @@ export function PageWorkspace({
                   {segments.map((s) => (
                     <option key={s.index} value={s.index}>
                       {s.index + 1}
+                      {s.start !== undefined ? ` (${formatSeconds(s.start)})` : ''}
                     </option>
                   ))}
                 </select>
@@ -548,6 +549,7 @@ export function PageWorkspace({
                   {segments.map((s) => (
                     <option key={s.index} value={s.index}>
                       {s.index + 1}
+                      {s.start !== undefined ? ` (${formatSeconds(s.start)})` : ''}
                     </option>
                   ))}
                 </select>

@@ -50,7 +50,7 @@ export function RevisionHistory({
                     ) : null}
                   </>
                 ) : r.source === 'human' ? (
-                  <>
+                  <span>
                     {r.editedByActor ? <ActorName actor={r.editedByActor} /> : 'an editor'}
                     {r.provenance?.change === 'speakers' ? (
                       <span className="muted" data-change="speakers">
@@ -58,7 +58,7 @@ export function RevisionHistory({
                         · speakers named
                       </span>
                     ) : null}
-                  </>
+                  </span>
                 ) : r.source === 'import' ? (
                   <>
                     imported {String(r.provenance?.format ?? '').toUpperCase()}

@@ -19,7 +19,12 @@ interface Held {
   refusal?: { code: 'forbidden'; message: string };
 }
 
-const requests = new AsyncLocalStorage<Held>();
+// One store per process: instrumentation.ts and the app's routes are bundled apart, each with
+// its own copy of this module, so the store is kept on the process, by a registered symbol.
+const STORE = Symbol.for('quire.actionRefusal');
+const shared = globalThis as unknown as Record<symbol, AsyncLocalStorage<Held> | undefined>;
+shared[STORE] ??= new AsyncLocalStorage<Held>();
+const requests = shared[STORE];
 
 /** Called by `requireAct` before it refuses: the refusal this request answers with. */
 export function recordActionRefusal(message: string): void {

@@ -40,6 +40,8 @@ export async function savePageAction(input: {
   pageId: number;
   expectedRevision: number;
   edits: Array<{ index: number; text: string }>;
+  /** False when the caller keeps its own view of the lines (the review queue). */
+  refresh?: boolean;
 }): Promise<SaveResult> {
   if (
     !Array.isArray(input.edits) ||
@@ -60,6 +62,8 @@ export async function verifyLinesAction(input: {
   pageId: number;
   expectedRevision: number;
   lines: number[];
+  /** False when the caller keeps its own view of the lines (the review queue). */
+  refresh?: boolean;
 }): Promise<SaveResult> {
   if (!Array.isArray(input.lines) || !input.lines.every((i) => Number.isSafeInteger(i) && i >= 0)) {
     return { state: 'error', message: 'The request was malformed.' };
@@ -73,6 +77,8 @@ export async function restoreLineAction(input: {
   expectedRevision: number;
   index: number;
   revision: number;
+  /** False when the caller keeps its own view of the lines (the review queue). */
+  refresh?: boolean;
 }): Promise<SaveResult> {
   if (!Number.isSafeInteger(input.index) || !Number.isSafeInteger(input.revision)) {
     return { state: 'error', message: 'The request was malformed.' };
@@ -121,7 +127,7 @@ export async function assignSpeakerAction(input: {
 }
 
 async function consoleEdit(
-  input: { pageId: number; expectedRevision: number },
+  input: { pageId: number; expectedRevision: number; refresh?: boolean },
   edit: PageEdit,
 ): Promise<SaveResult> {
   const principal = await requireAct('page.edit');
@@ -151,7 +157,9 @@ async function consoleEdit(
       conflicts: result.conflicts,
     };
   }
-  refresh();
+  // The page view re-renders with the new revision; the review queue holds its own lines and
+  // refreshes the rest of its view when the reviewer pauses, so a save there answers at once.
+  if (input.refresh !== false) refresh();
   return { state: 'committed', revision: result.revision, merged: result.merged };
 }
 
