@@ -178,3 +178,10 @@ export function revisionChanges(
   counts.other += earlier.size;
   return counts;
 }
+
+/** V11: how many lines of `after` are said to speak otherwise than in `before`. */
+export function speakersChanged(before: readonly Segment[], after: readonly Segment[]): number {
+  const earlier = new Map(before.map((s) => [s.index, s.speaker ?? null]));
+  return after.filter((s) => earlier.has(s.index) && earlier.get(s.index) !== (s.speaker ?? null))
+    .length;
+}

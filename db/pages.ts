@@ -7,7 +7,7 @@ import {
   type WorkspaceActor,
 } from '../core/actor';
 import { type AnnotationPage, type Segment, segmentsOf } from '../core/annotation';
-import { revisionChanges } from '../core/lineStates';
+import { revisionChanges, speakersChanged } from '../core/lineStates';
 import type { MediaKind } from '../core/media';
 import { actorNames } from './actors';
 import { type AuditActor, recordAudit } from './auditLog';
@@ -125,6 +125,8 @@ export async function savePageEdit(
     language?: string;
     author: WorkspaceActor;
     channel: EditChannel;
+    /** V11: the edit named speakers and nothing else. */
+    change?: 'speakers';
   },
 ): Promise<RevisionWriteOutcome> {
   const page = await getPageForUpdate(client, args.workspaceId, args.pageId);
@@ -134,10 +136,18 @@ export async function savePageEdit(
     expectedRevision: args.expectedRevision,
     segments: args.segments,
     language: args.language,
-    provenance: { source: 'human', author: args.author, channel: args.channel },
+    provenance: {
+      source: 'human',
+      author: args.author,
+      channel: args.channel,
+      ...(args.change ? { change: args.change } : {}),
+    },
   });
   if (written.state === 'committed') {
-    // R10: each person's revision in the audit log, with how many lines it edited and verified.
+    // R10: each person's revision in the audit log, with how many lines it edited and verified
+    // (V11: and how many lines it named a speaker for, when it did).
+    const before = segmentsOf(page.annotationPage);
+    const speakers = speakersChanged(before, args.segments);
     await recordAudit(client, args.author, {
       action: 'page.edit',
       target: `pages/${page.id}`,
@@ -145,7 +155,8 @@ export async function savePageEdit(
       before: { revision: page.revision },
       after: {
         revision: written.revision,
-        ...revisionChanges(segmentsOf(page.annotationPage), args.segments),
+        ...revisionChanges(before, args.segments),
+        ...(speakers > 0 ? { speakers } : {}),
       },
     });
   }

@@ -45,8 +45,11 @@ export type RevisionProvenance =
       /** V8: the lines are what the image's lines say (no text moved between them). */
       lineText?: 'diplomatic';
     }
-  /** R5: the account or API key that edited, and where (the API or the console). */
-  | { source: 'human'; author: WorkspaceActor; channel: EditChannel }
+  /**
+   * R5: the account or API key that edited, and where (the API or the console); V11: a
+   * revision that only named speakers says so (`change: 'speakers'`).
+   */
+  | { source: 'human'; author: WorkspaceActor; channel: EditChannel; change?: 'speakers' }
   | { source: 'import'; import: ImportProvenance };
 
 export interface RevisionWrite {
@@ -146,7 +149,9 @@ export async function commitRevision(
         ? JSON.stringify(p.import)
         : p.source === 'engine' && p.lineText
           ? JSON.stringify({ lineText: p.lineText })
-          : null,
+          : p.source === 'human' && p.change
+            ? JSON.stringify({ change: p.change })
+            : null,
     ],
   );
   await indexLines(client, write.pageId, revision, segments);

@@ -42,8 +42,15 @@ export function toHocr(input: ExportInput): string {
   out.push(`<meta name="ocr-capabilities" content="${HOCR_CAPABILITIES.join(' ')}"/>`);
   // I8 V8: what wrote the revision (and how its line text relates to the image), as ALTO and
   // PAGE say it; hOCR has no element of its own for it.
+  // R7: an edit names the person, the account (or key) kept beside the name (`account:7`).
   if (input.provenance && input.provenance.steps.length > 0) {
-    const story = input.provenance.steps.map(describeStep).join('; ');
+    const story = input.provenance.steps
+      .map((step) =>
+        step.kind === 'human' && step.editorRef
+          ? `${describeStep(step)} (${step.editorRef})`
+          : describeStep(step),
+      )
+      .join('; ');
     out.push(`<meta name="quire-provenance" content="${escapeXml(story)}"/>`);
   }
   out.push('</head>');

@@ -7,7 +7,8 @@
  * a master browsers cannot draw (TIFF) is painted as a JPEG from the service instead. Pure.
  */
 
-import type { AnnotationPage } from '../annotation';
+import { type ActorNames, actorDisplay, actorOfLineAuthor, actorView } from '../actor';
+import type { AnnotationPage, LineAuthor } from '../annotation';
 import type { MediaKind } from '../media';
 import { fullImageUriFor, imageServiceReference, thumbnailOf } from './imageApi';
 
@@ -41,6 +42,11 @@ export interface ManifestInput {
   /** F1: the collection the item is in, as its URI. */
   partOf?: string | null;
   pages: readonly ManifestPage[];
+  /**
+   * R7: the names of the accounts and keys behind the lines' stamps (db/actors.ts), so an
+   * annotation a person edited or verified names them as its `creator`.
+   */
+  names?: ActorNames;
 }
 
 type LanguageMap = Record<string, string[]>;
@@ -52,7 +58,26 @@ export function manifestUriFor(baseUrl: string, workspaceId: number, itemId: str
   return `${baseUrl.replace(/\/$/, '')}/iiif/${workspaceId}/${encodeURIComponent(itemId)}/manifest`;
 }
 
-function canvasOf(page: ManifestPage, ordinal: number) {
+/**
+ * R7: the person (or API key) who last edited or verified a line, as a Web Annotation
+ * `creator`: by name, with the account or key id kept beneath in its id
+ * (`urn:quire:account:7`). Lines an engine or an import wrote name no creator here.
+ */
+export function annotationCreator(
+  by: LineAuthor | undefined,
+  names: ActorNames,
+): { id: string; type: 'Person' | 'Software'; name: string } | undefined {
+  if (!by || (by.kind !== 'account' && by.kind !== 'api-key')) return undefined;
+  const display = actorDisplay(actorView(actorOfLineAuthor(by), names));
+  if (!display.ref) return undefined;
+  return {
+    id: `urn:quire:${by.kind}:${by.id}`,
+    type: by.kind === 'account' ? 'Person' : 'Software',
+    name: display.name,
+  };
+}
+
+function canvasOf(page: ManifestPage, ordinal: number, names: ActorNames) {
   const canvas: Record<string, unknown> = {
     id: page.canvasUri,
     type: 'Canvas',
@@ -110,13 +135,17 @@ function canvasOf(page: ManifestPage, ordinal: number) {
       {
         id: page.annotationPage.id,
         type: 'AnnotationPage',
-        items: page.annotationPage.items.map((a) => ({
-          id: a.id,
-          type: 'Annotation',
-          motivation: 'supplementing',
-          body: a.body,
-          target: a.target,
-        })),
+        items: page.annotationPage.items.map((a) => {
+          const creator = annotationCreator(a['quire:stateBy'], names);
+          return {
+            id: a.id,
+            type: 'Annotation',
+            motivation: 'supplementing',
+            ...(creator ? { creator } : {}),
+            body: a.body,
+            target: a.target,
+          };
+        }),
       },
     ];
   }
@@ -136,6 +165,6 @@ export function buildManifest(input: ManifestInput) {
         }
       : {}),
     ...(input.partOf ? { partOf: [{ id: input.partOf, type: 'Collection' }] } : {}),
-    items: pages.map(canvasOf),
+    items: pages.map((page, i) => canvasOf(page, i, input.names ?? new Map())),
   };
 }

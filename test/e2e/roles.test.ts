@@ -208,7 +208,7 @@ describe('the console by role (R8)', () => {
     }
   }, 240_000);
 
-  it('R8 acts a role may not take, posted directly to their server actions, answer 403 and change nothing; web.log has no stack', async () => {
+  it('R8 acts a role may not take, posted directly to their server actions, answer 403 with the code forbidden and a sentence as JSON, and change nothing; web.log has no stack', async () => {
     // The owner's own requests, caught on their way out (and never sent).
     const owner = await signedIn('owner');
     owner.on('dialog', (dialog) => dialog.accept());
@@ -271,6 +271,14 @@ describe('the console by role (R8)', () => {
         const body = await refused.text();
         expect(refused.status, `${role} ${post.act}`).toBe(403);
         expect(body, `${role} ${post.act}`).not.toMatch(/\n\s+at /);
+        // Quire's refusal, not Next's error page nor a component payload: the stable code and
+        // one sentence, as JSON.
+        expect(refused.headers.get('content-type'), `${role} ${post.act}`).toMatch(
+          /^application\/json/,
+        );
+        expect(JSON.parse(body), `${role} ${post.act}`).toEqual({
+          error: { code: 'forbidden', message: `the ${role} role may not do ${post.act}` },
+        });
       }
     }
     // The console's upload route (not an action) answers the same refusal as JSON.

@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBlobStore } from '../../blobs';
-import { CLI_ACTOR } from '../../core/actor';
+import { CLI_ACTOR, lineAuthorOf } from '../../core/actor';
 import { segmentsOf } from '../../core/annotation';
 import { parseConfig } from '../../core/config';
 import type { JobRecord } from '../../core/jobStore';
+import { stampEdit } from '../../core/lineStates';
 import { KNOWN_PROVIDERS } from '../../core/providerCatalogue';
 import { createAccount, findAccountByEmail } from '../../db/accounts';
 import { getPage, savePageEdit } from '../../db/pages';
@@ -35,6 +36,8 @@ let db: TestDatabase;
 let dir: string;
 let A: { ws: number; key: string };
 let enginePage: number;
+let importedItem: string;
+let ben: { id: number };
 let importedPage: number;
 // biome-ignore lint/suspicious/noExplicitAny: route modules are called loosely, as Next does
 type Route = Record<string, (r: Request, c: any) => Promise<Response> | Response>;
@@ -47,7 +50,7 @@ const xml = new XMLParser({
   isArray: (name) => name === 'Processing' || name === 'MetadataItem',
 });
 
-async function exportOf(pageId: number, format: 'alto' | 'page'): Promise<string> {
+async function exportOf(pageId: number, format: 'alto' | 'page' | 'hocr'): Promise<string> {
   const response = await exportRoute.GET!(
     new Request(`${BASE}/api/v1/workspaces/${A.ws}/pages/${pageId}/export?format=${format}`, {
       headers: { authorization: `Bearer ${A.key}` },
@@ -58,25 +61,31 @@ async function exportOf(pageId: number, format: 'alto' | 'page'): Promise<string
   return response.text();
 }
 
-/** An edit by the person with this email, whose account is named by it. */
-async function edit(pageId: number, editor: string, text: string) {
+/**
+ * An edit by the person with this email, whose account is named by it; `stamped`: the line
+ * changed is stamped `edited` by them, as the console's save does (V1).
+ */
+async function edit(pageId: number, editor: string, text: string, stamped = false) {
   const existing = await findAccountByEmail(db.pool, editor);
   const account =
     existing ??
     (await createAccount(db.pool, CLI_ACTOR, { email: editor, name: editor, passwordHash: null }));
   const page = (await getPage(db.pool, A.ws, pageId))!;
   const segments = segmentsOf(page.annotationPage);
+  const next = [{ ...segments[0]!, text }, ...segments.slice(1)];
+  const by = lineAuthorOf({ kind: 'account', id: account.id });
   const result = await withTransaction(db.pool, (tx) =>
     savePageEdit(tx, {
       workspaceId: A.ws,
       pageId,
       expectedRevision: page.revision,
-      segments: [{ ...segments[0]!, text }, ...segments.slice(1)],
+      segments: stamped ? stampEdit(segments, next, by, new Date().toISOString()) : next,
       author: { kind: 'account', id: account.id },
       channel: 'console',
     }),
   );
   expect(result.state).toBe('committed');
+  return account;
 }
 
 beforeAll(async () => {
@@ -125,7 +134,7 @@ beforeAll(async () => {
     expect(written.state).toBe('committed');
   });
   await edit(enginePage, 'ada@archive.example', 'Erste Zeile');
-  await edit(enginePage, 'ben@archive.example', 'Erste Zeile.');
+  ben = await edit(enginePage, 'ben@archive.example', 'Erste Zeile.');
   // A page whose text came from tesseract's hOCR, then corrected once.
   const imported = await ingestBatch(
     deps,
@@ -141,6 +150,7 @@ beforeAll(async () => {
     ]),
   );
   importedPage = imported.pages[0]!.pageId;
+  importedItem = imported.pages[0]!.itemId;
   await edit(importedPage, 'ada@archive.example', 'MANIFESTO');
   exportRoute = (await import(
     '../../web/app/api/v1/workspaces/[ws]/pages/[pageId]/export/route'
@@ -212,5 +222,41 @@ describe('I8 provenance in exports', () => {
     const body = await exportOf(importedPage, 'page');
     expect(pageSchemaErrors(body)).toEqual([]);
     expect(xml.parse(body).PcGts.Metadata.MetadataItem).toHaveLength(2);
+  });
+
+  it('R7 the hOCR export names each editor with the account id beside the name, and the IIIF manifest names who last set a line as its creator', async () => {
+    const ada = (await findAccountByEmail(db.pool, 'ada@archive.example'))!;
+    const hocr = await exportOf(enginePage, 'hocr');
+    const story = /<meta name="quire-provenance" content="([^"]*)"\/>/.exec(hocr)?.[1];
+    expect(story?.split('; ')).toEqual([
+      expect.stringMatching(/^revision 1: read by tesseract 5\.3\.0, model frk/),
+      `revision 2: edited by ada@archive.example (account:${ada.id})`,
+      `revision 3: edited by ben@archive.example (account:${ben.id})`,
+    ]);
+    expect(hocr).not.toMatch(/console:account|null/);
+
+    // The imported page's first line, corrected by Ben in the console (its line stamped).
+    await edit(importedPage, 'ben@archive.example', 'MANIFESTO.', true);
+    const manifestRoute = (await import(
+      '../../web/app/iiif/[ws]/[item]/manifest/route'
+    )) as unknown as Route;
+    const response = await manifestRoute.GET!(
+      new Request(`${BASE}/iiif/${A.ws}/${importedItem}/manifest`, {
+        headers: { authorization: `Bearer ${A.key}` },
+      }),
+      { params: Promise.resolve({ ws: String(A.ws), item: importedItem }) },
+    );
+    expect(response.status).toBe(200);
+    const manifest = await response.json();
+    const lines = manifest.items[0].annotations[0].items;
+    // The first line was edited last by Ben: by name, his account id beneath; the second is
+    // the imported file's and names no person.
+    expect(lines[0].creator).toEqual({
+      id: `urn:quire:account:${ben.id}`,
+      type: 'Person',
+      name: 'ben@archive.example',
+    });
+    expect(lines[1].creator).toBeUndefined();
+    expect(JSON.stringify(manifest)).not.toMatch(/quire:stateBy|console:account|"null"/);
   });
 });

@@ -12,6 +12,7 @@ import {
   humanLineIndexes,
   mergeLines,
   revisionChanges,
+  speakersChanged,
   stampEdit,
   stampVerified,
 } from '../../core/lineStates';
@@ -216,5 +217,23 @@ describe('R10 what a revision did, as the audit log counts it', () => {
     });
     expect(revisionChanges(base, base.slice(0, 2))).toEqual({ edited: 0, verified: 0, other: 1 });
     expect(revisionChanges(base, base)).toEqual({ edited: 0, verified: 0, other: 0 });
+  });
+});
+
+describe('V11 a revision that names speakers', () => {
+  it('V11 speakersChanged counts the lines whose speaker a revision named, renamed or removed, and stampEdit keeps their state', () => {
+    const base = page();
+    const named = stampEdit(
+      base,
+      base.map((s) => (s.index < 2 ? { ...s, speaker: 'Interviewer' } : s)),
+      alice,
+      T1,
+    );
+    expect(speakersChanged(base, named)).toBe(2);
+    expect(named.map((s) => s.stamp)).toEqual(base.map((s) => s.stamp));
+    const renamed = named.map((s) => (s.speaker ? { ...s, speaker: 'Mrs Ada Byron' } : s));
+    expect(speakersChanged(named, renamed)).toBe(2);
+    expect(speakersChanged(renamed, base)).toBe(2);
+    expect(speakersChanged(base, withText(base, 0, 'ONE'))).toBe(0);
   });
 });

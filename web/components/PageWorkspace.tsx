@@ -3,6 +3,7 @@ import { type ActorDisplay, actorDisplay, actorOfLineAuthor, actorView } from '@
 import type { LineState } from '@quire/core/annotation';
 import type { MediaKind } from '@quire/core/media';
 import {
+  assignSpeakerAction,
   renameSpeakerAction,
   type SaveResult,
   savePageAction,
@@ -195,6 +196,24 @@ export function PageWorkspace({
         expectedRevision: baseRevision,
         from,
         to,
+      });
+      settle(result, [], baseRevision);
+    });
+  };
+
+  // V11: a speaker named for the lines from one to another (one line when both are the same).
+  const assignSpeaker = (form: FormData) => {
+    const from = Number(form.get('from'));
+    const to = Number(form.get('to'));
+    const speaker = String(form.get('speaker') ?? '');
+    setStatus(null);
+    startTransition(async () => {
+      const result = await assignSpeakerAction({
+        pageId,
+        expectedRevision: baseRevision,
+        from: Math.min(from, to),
+        to: Math.max(from, to),
+        speaker,
       });
       settle(result, [], baseRevision);
     });
@@ -495,25 +514,75 @@ export function PageWorkspace({
             </button>
           </div>
         ) : null}
-        {kind === 'audio' && speakers.length > 0 && !editing && !conflict && mayEdit ? (
-          <form action={renameSpeaker} className="speaker-rename" data-act="page.edit">
-            <label>
-              Speaker{' '}
-              <select name="from" defaultValue={speakers[0]}>
-                {speakers.map((name) => (
-                  <option key={name} value={name}>
-                    {name}
-                  </option>
-                ))}
-              </select>
-            </label>{' '}
-            <label>
-              is <input name="to" required maxLength={200} />
-            </label>{' '}
-            <button type="submit" className="secondary" disabled={pending}>
-              Rename on every line
-            </button>
-          </form>
+        {kind === 'audio' && segments.length > 0 && !editing && !conflict && mayEdit ? (
+          <section className="speakers card" aria-labelledby="speakers-heading">
+            <h3 id="speakers-heading">Speakers</h3>
+            <p className="muted small">
+              Naming a speaker is not an edit of the text: every line keeps its state.
+            </p>
+            <datalist id={`speakers-${pageId}`}>
+              {speakers.map((name) => (
+                <option key={name} value={name} />
+              ))}
+            </datalist>
+            <form
+              action={assignSpeaker}
+              className="speaker-assign"
+              data-act="page.edit"
+              // A line selected in the transcript is where the span starts and ends.
+              key={`assign-${selected ?? 'none'}`}
+            >
+              <label>
+                Lines{' '}
+                <select name="from" defaultValue={selected ?? segments[0]!.index}>
+                  {segments.map((s) => (
+                    <option key={s.index} value={s.index}>
+                      {s.index + 1}
+                      {s.start !== undefined ? ` (${formatSeconds(s.start)})` : ''}
+                    </option>
+                  ))}
+                </select>
+              </label>{' '}
+              <label>
+                to{' '}
+                <select name="to" defaultValue={selected ?? segments[0]!.index}>
+                  {segments.map((s) => (
+                    <option key={s.index} value={s.index}>
+                      {s.index + 1}
+                      {s.start !== undefined ? ` (${formatSeconds(s.start)})` : ''}
+                    </option>
+                  ))}
+                </select>
+              </label>{' '}
+              <label>
+                are spoken by{' '}
+                <input name="speaker" required maxLength={200} list={`speakers-${pageId}`} />
+              </label>{' '}
+              <button type="submit" className="secondary" disabled={pending}>
+                Name speaker
+              </button>
+            </form>
+            {speakers.length > 0 ? (
+              <form action={renameSpeaker} className="speaker-rename" data-act="page.edit">
+                <label>
+                  Speaker{' '}
+                  <select name="from" defaultValue={speakers[0]}>
+                    {speakers.map((name) => (
+                      <option key={name} value={name}>
+                        {name}
+                      </option>
+                    ))}
+                  </select>
+                </label>{' '}
+                <label>
+                  is <input name="to" required maxLength={200} />
+                </label>{' '}
+                <button type="submit" className="secondary" disabled={pending}>
+                  Rename on every line
+                </button>
+              </form>
+            ) : null}
+          </section>
         ) : null}
         {!conflict ? (
           <p role="status" aria-live="polite" className={status?.tone === 'error' ? 'error' : 'ok'}>

@@ -9,6 +9,7 @@ import {
 } from '@quire/web/app/pages/actions';
 import { loadReviewPageAction } from '@quire/web/app/review/actions';
 import Link from 'next/link';
+import { useRouter } from 'next/navigation';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState, useTransition } from 'react';
 import { formatSeconds } from './format';
 import { LineCrop } from './LineCrop';
@@ -38,6 +39,9 @@ type Conflict = { key: string; revision: number; theirs: string; by: string | nu
 
 const keyOf = (l: ReviewLine) => `${l.pageId}:${l.index}`;
 
+/** How long the reviewer pauses before the rest of the view (the progress) is refreshed. */
+const REFRESH_AFTER_IDLE_MS = 1500;
+
 /**
  * V2: the review view's working area. One line at a time, its crop of the scan (or its span of
  * the recording) above its text, worked from the keyboard alone: ↓/j next, ↑/k previous,
@@ -60,6 +64,20 @@ export function ReviewQueue({ workspaceId, itemId, initial, mayEdit }: Props) {
   const input = useRef<HTMLInputElement>(null);
   const audio = useRef<HTMLAudioElement>(null);
   const current = lines[position];
+  const router = useRouter();
+  const idle = useRef<ReturnType<typeof setTimeout> | null>(null);
+  // V2: saves answer without re-rendering the view; the progress above the queue follows once
+  // the reviewer pauses.
+  const refreshWhenIdle = () => {
+    if (idle.current) clearTimeout(idle.current);
+    idle.current = setTimeout(() => router.refresh(), REFRESH_AFTER_IDLE_MS);
+  };
+  useEffect(
+    () => () => {
+      if (idle.current) clearTimeout(idle.current);
+    },
+    [],
+  );
 
   const update = (key: string, change: Partial<Held>) =>
     setLines((all) => all.map((l) => (l.key === key ? { ...l, ...change } : l)));
@@ -103,6 +121,7 @@ export function ReviewQueue({ workspaceId, itemId, initial, mayEdit }: Props) {
     undoable: boolean,
   ): boolean => {
     if (result.state === 'committed') {
+      refreshWhenIdle();
       if (undoable) {
         setHistory((h) => [
           ...h,
@@ -145,6 +164,7 @@ export function ReviewQueue({ workspaceId, itemId, initial, mayEdit }: Props) {
         pageId: line.pageId,
         expectedRevision: line.revision,
         lines: [line.index],
+        refresh: false,
       });
       if (settle(line, result, { text: line.text, state: 'verified' }, true)) {
         setStatus({ tone: 'ok', text: `Line ${line.index + 1} of page ${line.pageId} verified.` });
@@ -162,6 +182,7 @@ export function ReviewQueue({ workspaceId, itemId, initial, mayEdit }: Props) {
         pageId: line.pageId,
         expectedRevision: from,
         edits: [{ index: line.index, text }],
+        refresh: false,
       });
       if (settle({ ...line, revision: from }, result, { text, state: 'edited' }, true)) {
         setConflict(null);
@@ -193,6 +214,7 @@ export function ReviewQueue({ workspaceId, itemId, initial, mayEdit }: Props) {
         expectedRevision: step.after,
         index: line.index,
         revision: step.before.revision,
+        refresh: false,
       });
       if (settle(line, result, { text: step.before.text, state: step.before.state }, false)) {
         setHistory((h) => h.slice(0, -1));

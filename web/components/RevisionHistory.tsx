@@ -50,11 +50,15 @@ export function RevisionHistory({
                     ) : null}
                   </>
                 ) : r.source === 'human' ? (
-                  r.editedByActor ? (
-                    <ActorName actor={r.editedByActor} />
-                  ) : (
-                    'an editor'
-                  )
+                  <span>
+                    {r.editedByActor ? <ActorName actor={r.editedByActor} /> : 'an editor'}
+                    {r.provenance?.change === 'speakers' ? (
+                      <span className="muted" data-change="speakers">
+                        {' '}
+                        · speakers named
+                      </span>
+                    ) : null}
+                  </span>
                 ) : r.source === 'import' ? (
                   <>
                     imported {String(r.provenance?.format ?? '').toUpperCase()}

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { clientAddressOf, parseTrustedProxies } from '@quire/core/trustedProxies';
+import { isActionPost, refuseWithJson } from './actionRefusal';
 import { DATA_POLICY } from './securityHeaders';
 
 /**
@@ -14,6 +15,9 @@ import { DATA_POLICY } from './securityHeaders';
  * - X5: a path whose percent-encoding does not decode (`/items/%E0%A4%A`) is refused with 400
  *   `invalid_path` as JSON, with the data responses' security headers, and logged by code.
  *   Next would otherwise fail to match it and answer a plain-text 500, unlogged.
+ *
+ * - R8: a server action's post runs with a record of its refusal, if any, so a forbidden act
+ *   answers Quire's JSON (web/lib/actionRefusal.ts).
  *
  * Installed once per process by instrumentation.ts, over `http.Server.prototype.emit`, the
  * only hook `next start` offers ahead of its own request handler.
@@ -79,6 +83,10 @@ export function installEdgeGuard(trustedProxies: string): void {
       if (!pathDecodes(request.url)) {
         refuseMalformedPath(request, response);
         return true;
+      }
+      // R8: a server action's refusal answered as Quire's JSON (web/lib/actionRefusal.ts).
+      if (isActionPost(request)) {
+        return refuseWithJson(response, () => emit.call(this, event, ...args));
       }
     }
     return emit.call(this, event, ...args);

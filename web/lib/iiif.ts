@@ -1,9 +1,11 @@
 import 'server-only';
 import { Readable } from 'node:stream';
+import { actorOfLineAuthor } from '@quire/core/actor';
 import { bearerKey } from '@quire/core/apiKeys';
 import { buildCollection, collectionUriFor } from '@quire/core/interchange/collection';
 import { imageServiceUriFor } from '@quire/core/interchange/imageApi';
 import { buildManifest, manifestUriFor } from '@quire/core/interchange/manifest';
+import { actorNames } from '@quire/db/actors';
 import { iiifCollection } from '@quire/db/collections';
 import {
   type IiifPageRow,
@@ -105,7 +107,17 @@ async function itemPages(wsParam: string, itemParam: string, view: IiifView) {
 
 async function manifestOf(view: IiifView, params: { ws: string; item: string }) {
   const { title, metadata, collectionId, pages } = await itemPages(params.ws, params.item, view);
+  // R7: the people and keys behind the lines' stamps, by name, looked up once for the item.
+  const names = await actorNames(
+    pool(),
+    pages.flatMap((p) =>
+      (p.annotationPage?.items ?? []).flatMap((a) =>
+        a['quire:stateBy'] ? [actorOfLineAuthor(a['quire:stateBy'])] : [],
+      ),
+    ),
+  );
   return buildManifest({
+    names,
     metadata,
     partOf:
       collectionId === null

@@ -10,9 +10,11 @@ import {
   type SessionSubject,
   touchSession,
 } from '@quire/db/sessions';
+import { refusalSentence } from '@quire/web/services/access';
 import { cookies, headers } from 'next/headers';
 import { forbidden, notFound, redirect } from 'next/navigation';
 import { cache } from 'react';
+import { recordActionRefusal } from './actionRefusal';
 import { ApiError, errorResponse } from './api';
 import { assertSameOrigin } from './origin';
 import { config, pool } from './server';
@@ -108,7 +110,11 @@ export async function requirePrincipal(): Promise<Principal> {
  */
 export async function requireAct(act: Action): Promise<Principal> {
   const principal = await requirePrincipal();
-  if (!permits(principal.grant, act)) forbidden();
+  if (!permits(principal.grant, act)) {
+    // R8: a posted action answers the refusal as JSON (web/lib/actionRefusal.ts).
+    recordActionRefusal(refusalSentence(principal, act));
+    forbidden();
+  }
   return principal;
 }
 

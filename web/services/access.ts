@@ -11,11 +11,16 @@ import { type Action, type Principal, permits } from '@quire/core/roles';
  */
 export function requireAction(principal: Principal, action: Action): void {
   if (permits(principal.grant, action)) return;
+  throw new DomainError('forbidden', refusalSentence(principal, action), { action });
+}
+
+/** R8: the sentence of a refusal: who may not do what (`the viewer role may not do …`). */
+export function refusalSentence(principal: Principal, action: Action): string {
   const who =
     principal.grant.kind === 'role'
       ? `the ${principal.grant.role} role`
       : `a ${principal.grant.scope}-scoped key`;
-  throw new DomainError('forbidden', `${who} may not do ${action}`, { action });
+  return `${who} may not do ${action}`;
 }
 
 /** R5: who a workspace principal's acts are recorded as: its account or its API key. */

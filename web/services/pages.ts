@@ -143,6 +143,10 @@ export async function editPage(
         language: language ?? pageLanguage(page.annotationPage),
         author: principal.actor,
         channel: input.channel,
+        // V11: naming speakers is its own kind of revision, never an edit of the text.
+        ...('renameSpeaker' in input.edit || 'assignSpeaker' in input.edit
+          ? { change: 'speakers' as const }
+          : {}),
       }),
     );
     if (result.state === 'conflict') {

@@ -13,6 +13,7 @@ import {
 import { refresh } from 'next/cache';
 
 const MAX_LINE_CHARS = 10_000;
+const MAX_SPAN_LINES = 10_000;
 
 export type SaveResult =
   | { state: 'committed'; revision: number; merged: boolean }
@@ -39,6 +40,8 @@ export async function savePageAction(input: {
   pageId: number;
   expectedRevision: number;
   edits: Array<{ index: number; text: string }>;
+  /** False when the caller keeps its own view of the lines (the review queue). */
+  refresh?: boolean;
 }): Promise<SaveResult> {
   if (
     !Array.isArray(input.edits) ||
@@ -59,6 +62,8 @@ export async function verifyLinesAction(input: {
   pageId: number;
   expectedRevision: number;
   lines: number[];
+  /** False when the caller keeps its own view of the lines (the review queue). */
+  refresh?: boolean;
 }): Promise<SaveResult> {
   if (!Array.isArray(input.lines) || !input.lines.every((i) => Number.isSafeInteger(i) && i >= 0)) {
     return { state: 'error', message: 'The request was malformed.' };
@@ -72,6 +77,8 @@ export async function restoreLineAction(input: {
   expectedRevision: number;
   index: number;
   revision: number;
+  /** False when the caller keeps its own view of the lines (the review queue). */
+  refresh?: boolean;
 }): Promise<SaveResult> {
   if (!Number.isSafeInteger(input.index) || !Number.isSafeInteger(input.revision)) {
     return { state: 'error', message: 'The request was malformed.' };
@@ -93,8 +100,34 @@ export async function renameSpeakerAction(input: {
   return consoleEdit(input, { renameSpeaker: { from: input.from, to } });
 }
 
+/**
+ * V11: a speaker named for one line or a span of lines (from one line to another, both
+ * included), on a recording whether or not its engine gave labels; the lines keep their state.
+ */
+export async function assignSpeakerAction(input: {
+  pageId: number;
+  expectedRevision: number;
+  from: number;
+  to: number;
+  speaker: string;
+}): Promise<SaveResult> {
+  const speaker = typeof input.speaker === 'string' ? input.speaker.trim() : '';
+  if (speaker.length === 0 || speaker.length > 200) {
+    return { state: 'error', message: 'A speaker name has 1 to 200 characters.' };
+  }
+  const { from, to } = input;
+  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || to < from) {
+    return { state: 'error', message: 'A span of lines runs from one line to a later one.' };
+  }
+  if (to - from >= MAX_SPAN_LINES) {
+    return { state: 'error', message: `A span holds at most ${MAX_SPAN_LINES} lines.` };
+  }
+  const lines = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  return consoleEdit(input, { assignSpeaker: { lines, speaker } });
+}
+
 async function consoleEdit(
-  input: { pageId: number; expectedRevision: number },
+  input: { pageId: number; expectedRevision: number; refresh?: boolean },
   edit: PageEdit,
 ): Promise<SaveResult> {
   const principal = await requireAct('page.edit');
@@ -124,7 +157,9 @@ async function consoleEdit(
       conflicts: result.conflicts,
     };
   }
-  refresh();
+  // The page view re-renders with the new revision; the review queue holds its own lines and
+  // refreshes the rest of its view when the reviewer pauses, so a save there answers at once.
+  if (input.refresh !== false) refresh();
   return { state: 'committed', revision: result.revision, merged: result.merged };
 }
 
