@@ -353,4 +353,64 @@ describe('the audit log names the person of every change (R10)', () => {
     const before = await listAudit(quire.db.pool, { workspaceId: ws, limit: 200, to: today });
     expect(before.entries).toEqual([]);
   });
+
+  it('R10 GET /audit narrows by person, action and days through the API; a bad filter value is a 400 invalid_query', async () => {
+    const audit: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/audit/route');
+    const get = (query: string) =>
+      call(audit, 'GET', `/workspaces/${ws}/audit?${query}`, { ws: String(ws) }, { key });
+    const all = await get('pageSize=200');
+    expect(all.status).toBe(200);
+    const actions = new Set(all.json.entries.map((e: { action: string }) => e.action));
+    expect(actions.size).toBeGreaterThan(1);
+
+    const byEda = await get(`pageSize=200&person=account:${editor.actor.id}`);
+    expect(byEda.status).toBe(200);
+    expect(byEda.json.entries.length).toBeGreaterThan(0);
+    expect(byEda.json.entries.length).toBeLessThan(all.json.entries.length);
+    for (const e of byEda.json.entries) {
+      expect(e.actor).toMatchObject({ type: 'account', id: editor.actor.id });
+    }
+    const { rows } = await quire.db.pool.query(
+      'SELECT id FROM api_keys WHERE workspace_id = $1 AND label = $2',
+      [ws, 'catalogue sync'],
+    );
+    const byKey = await get(`pageSize=200&person=apiKey:${rows[0].id}`);
+    expect(byKey.json.entries.length).toBeGreaterThan(0);
+    for (const e of byKey.json.entries) expect(e.actor).toMatchObject({ type: 'apiKey' });
+
+    const edits = await get('pageSize=200&action=page.edit');
+    expect(edits.json.entries.length).toBeGreaterThan(0);
+    expect(edits.json.entries.every((e: { action: string }) => e.action === 'page.edit')).toBe(
+      true,
+    );
+    const edaEdits = await get(`action=page.edit&person=account:${owner.actor.id}`);
+    expect(edaEdits.json.entries.map((e: { actor: { name: string } }) => e.actor.name)).toEqual(
+      edaEdits.json.entries.map(() => 'Olga Owner'),
+    );
+
+    const today = new Date().toISOString().slice(0, 10);
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const span = await get(`pageSize=200&from=${today}&to=${today}`);
+    expect(span.json.entries.length).toBe(all.json.entries.length);
+    const earlier = await get(`pageSize=200&to=${yesterday}`);
+    expect(earlier.status).toBe(200);
+    expect(earlier.json.entries).toEqual([]);
+
+    for (const bad of [
+      'person=account:0',
+      'person=someone',
+      'person=operatorKey:1',
+      'action=page.eat',
+      'from=2026-02-30',
+      'to=yesterday',
+      `from=${today}&to=${yesterday}`,
+    ]) {
+      const refused = await get(bad);
+      expect({ bad, status: refused.status, code: refused.json.error?.code }).toEqual({
+        bad,
+        status: 400,
+        code: 'invalid_query',
+      });
+    }
+  });
 });
