@@ -134,7 +134,7 @@ beforeAll(async () => {
     operator: true,
   });
   operatorAccount = { accountId: op.id, name: op.name };
-}, 60_000);
+}, 900_000);
 
 afterAll(async () => {
   const { pool } = await import('../../web/lib/server');
