@@ -113,7 +113,7 @@ describe('mail in the console (R9)', () => {
     expect(await ownerPage.locator('[data-dev-mail] a').getAttribute('href')).toBe(sink.httpUrl);
     await ownerPage.getByLabel('Email').fill('invited@mail.test');
     await ownerPage.getByLabel('Role', { exact: true }).selectOption('reviewer');
-    await ownerPage.getByRole('button', { name: 'Invite' }).click();
+    await ownerPage.getByRole('button', { name: 'Invite', exact: true }).click();
     const status = ownerPage.locator('form[data-act="member.invite"] [role="status"]');
     await expect.poll(() => status.textContent(), { timeout: 15_000 }).toContain('Invitation sent');
     // X2: the owner's page carries no link; no account exists until the person follows it.
@@ -160,7 +160,7 @@ describe('mail in the console (R9)', () => {
     const answerFor = async (email: string) => {
       await page.goto('/members');
       await page.getByLabel('Email').fill(email);
-      await page.getByRole('button', { name: 'Invite' }).click();
+      await page.getByRole('button', { name: 'Invite', exact: true }).click();
       const status = page.locator('form[data-act="member.invite"] [role="status"]');
       await expect.poll(() => status.textContent(), { timeout: 15_000 }).toContain(email);
       const form = page.locator('form[data-act="member.invite"]');
