@@ -173,7 +173,7 @@ describe('mail in the console (R9)', () => {
       return seen.map((line) => line.replaceAll(email, 'EMAIL'));
     };
     const known = await answerFor('known@mail.test');
-    expect(known).toBe(await answerFor('unknown@mail.test'));
+    expect(known).toEqual(await answerFor('unknown@mail.test'));
     expect(known.join(' ')).not.toContain('alert');
     expect(known.join(' ')).toContain('Invitation sent to EMAIL');
   }, 120_000);
