@@ -84,6 +84,8 @@ async function stopAll(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
     log('stopping...');
+    // The sink runs in a process group of its own, so no signal to ours reaches it: first.
+    const sinkStopped = mailSink?.stop();
     for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
     await Promise.all(
       children.map(
@@ -102,7 +104,7 @@ async function stopAll(code: number): Promise<never> {
       ),
     );
     await temporal?.stop();
-    await mailSink?.stop();
+    await sinkStopped;
   }
   process.exit(code);
 }
