@@ -169,6 +169,18 @@ export const ERROR_CODES = {
     sentence: 'This password reset link is not valid: used or expired. Ask for a new one.',
   },
   invitation_accepted: { kind: 'conflict', sentence: 'This invitation was accepted already.' },
+  /** R9, X2: an invitation goes only by email to its address; no server is configured. */
+  mail_not_configured: {
+    kind: 'conflict',
+    sentence:
+      'This installation sends no mail (QUIRE_SMTP_URL is unset), and invitations go by email.',
+  },
+  mail_failed: {
+    kind: 'unavailable',
+    sentence: 'The mail server did not take the message; nothing was sent. Try again later.',
+  },
+  /** R9: changing one's own password proves the current one first. */
+  wrong_password: { kind: 'invalid', sentence: 'The current password is wrong.' },
   invitation_revoked: {
     kind: 'conflict',
     sentence: 'This invitation was revoked by an owner of the workspace; ask them for a new one.',

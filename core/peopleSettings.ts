@@ -66,6 +66,12 @@ export const PEOPLE_SETTINGS = {
       .refine((url) => /^smtps?:\/\//.test(url), 'QUIRE_SMTP_URL is smtp:// or smtps://')
       .optional(),
   ),
+  /**
+   * R9: the web address of the development mail sink (Mailpit) that `npm start` runs and sets
+   * this to; the console links to it so a developer reads the mail Quire sent. Unset in an
+   * installation, where mail goes to real mailboxes.
+   */
+  QUIRE_DEV_MAIL_URL: trimmedOptional.pipe(z.string().url().optional()),
   /** R9: the address Quire's mail comes from. */
   QUIRE_MAIL_FROM: z.string().trim().email().default('quire@localhost.localdomain'),
   /** R9: how long a password reset link stays valid (seconds; default one hour). */

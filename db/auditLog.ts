@@ -95,6 +95,8 @@ export const AUDIT_ACTIONS = [
   'account.operator_revoke',
   /** R9: a password set through a reset link sent to the account's email. */
   'account.password_reset',
+  /** R9: a signed-in person changed their own password (their other sessions ended). */
+  'account.password_change',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { recordAudit } from './auditLog';
-import { ClosedLinkError } from './errors';
+import { ClosedLinkError, NotFoundError } from './errors';
 import { type Pool, type Queryable, withTransaction } from './pool';
-import { endSessionsOf } from './sessions';
+import { endSessionsOf, hashSessionId } from './sessions';
 
 /**
  * R9: password resets by a one-time link sent to the account's email. The token is returned
@@ -64,5 +64,46 @@ export async function redeemPasswordReset(
       },
     );
     return { accountId, email: updated.rows[0].email as string, endedSessions };
+  });
+}
+
+/**
+ * R9: a signed-in person changes their own password (the caller checked the current one).
+ * Every other session of the account ends and every open reset link closes (a link mailed
+ * before the change would undo it); the session they act from stays. One transaction with
+ * its audit row.
+ */
+export async function changeOwnPassword(
+  pool: Pool,
+  input: { accountId: number; keepSessionId: string; passwordHash: string },
+): Promise<{ email: string; endedSessions: number }> {
+  return withTransaction(pool, async (client) => {
+    const updated = await client.query(
+      `UPDATE accounts SET password_hash = $2 WHERE id = $1 AND disabled_at IS NULL
+       RETURNING email, name`,
+      [input.accountId, input.passwordHash],
+    );
+    if (!updated.rows[0]) throw new NotFoundError('account_not_found');
+    await client.query(
+      'UPDATE password_resets SET used_at = now() WHERE account_id = $1 AND used_at IS NULL',
+      [input.accountId],
+    );
+    const ended = await client.query(
+      'DELETE FROM sessions WHERE account_id = $1 AND id_hash <> $2',
+      [input.accountId, hashSessionId(input.keepSessionId)],
+    );
+    const endedSessions = ended.rowCount ?? 0;
+    await recordAudit(
+      client,
+      { kind: 'account', id: input.accountId, name: updated.rows[0].name as string },
+      {
+        action: 'account.password_change',
+        target: `accounts/${input.accountId}`,
+        workspaceId: null,
+        before: null,
+        after: { endedSessions },
+      },
+    );
+    return { email: updated.rows[0].email as string, endedSessions };
   });
 }

@@ -11,6 +11,7 @@ import {
 } from '../core/config';
 import { ensureDatabase, migrate } from '../db/migrate';
 import { ensureDevWorkspace } from './lib/devWorkspace';
+import { type MailSink, startMailSink } from './lib/mailSink';
 import { ensurePostgres } from './lib/postgres';
 import {
   type DevServer,
@@ -60,6 +61,8 @@ function localSecretKeys(): Record<string, string> {
 }
 
 const webPort = Number(settings.PORT ?? 3000);
+
+let mailSink: MailSink | undefined;
 const env: NodeJS.ProcessEnv = {
   ...process.env,
   ...settings,
@@ -81,6 +84,8 @@ async function stopAll(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
     log('stopping...');
+    // The sink runs in a process group of its own, so no signal to ours reaches it: first.
+    const sinkStopped = mailSink?.stop();
     for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
     await Promise.all(
       children.map(
@@ -99,6 +104,7 @@ async function stopAll(code: number): Promise<never> {
       ),
     );
     await temporal?.stop();
+    await sinkStopped;
   }
   process.exit(code);
 }
@@ -152,6 +158,25 @@ try {
   });
 }
 
+/**
+ * R9: with no mail server configured, the stack runs its own SMTP sink (Mailpit, on the ports
+ * it is known by: SMTP :1025, mailbox :8025; QUIRE_DEV_SMTP_PORT and QUIRE_DEV_MAIL_PORT move
+ * them) and the console sends there; its mailbox shows every message (invitations, reset
+ * links, notices), and the console links to it (QUIRE_DEV_MAIL_URL).
+ */
+if (!config.QUIRE_SMTP_URL) {
+  const httpPort = Number(settings.QUIRE_DEV_MAIL_PORT ?? 8025);
+  log(`starting the mail sink (Mailpit, mailbox on :${httpPort})...`);
+  mailSink = await startMailSink({
+    smtpPort: Number(settings.QUIRE_DEV_SMTP_PORT ?? 1025),
+    httpPort,
+    dir: DATA,
+    log,
+  });
+  env.QUIRE_SMTP_URL = mailSink.smtpUrl;
+  env.QUIRE_DEV_MAIL_URL = mailSink.httpUrl.replace('127.0.0.1', 'localhost');
+}
+
 const workspace = await ensureDevWorkspace(config.DATABASE_URL, join(DATA, 'dev-workspace.json'));
 
 if (!hot) {
@@ -178,12 +203,13 @@ process.stdout.write(
     `  Quire is running (ready in ${Math.round((Date.now() - began) / 1000)} s)`,
     `  console       http://localhost:${webPort}`,
     `  Temporal UI   ${config.QUIRE_TEMPORAL_UI_URL}`,
+    `  mail          ${env.QUIRE_DEV_MAIL_URL ?? 'through QUIRE_SMTP_URL'}`,
     `  workspace     ${workspace.workspaceId}`,
     `  sign in       ${workspace.owner.email} / ${workspace.owner.password} (owner)`,
     `  operator      ${workspace.operator.email} / ${workspace.operator.password}`,
     `  API key       ${workspace.apiKey}`,
     `  try           curl -H "Authorization: Bearer ${workspace.apiKey}" http://localhost:${webPort}/api/v1/workspaces/${workspace.workspaceId}`,
-    '  logs          .data/worker.log, .data/web.log, .data/temporal.log',
+    '  logs          .data/worker.log, .data/web.log, .data/temporal.log, .data/mailpit.log',
     '  Ctrl-C stops everything.',
     '',
   ].join('\n'),

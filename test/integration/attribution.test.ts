@@ -353,4 +353,74 @@ describe('the audit log names the person of every change (R10)', () => {
     const before = await listAudit(quire.db.pool, { workspaceId: ws, limit: 200, to: today });
     expect(before.entries).toEqual([]);
   });
+
+  it('R10 GET /audit narrows by person, action and days through the API; a bad filter value is a 400 invalid_query', async () => {
+    // Rows of this test's own: the key's upload, and a key the owner makes.
+    const people = await import('../../web/services/people');
+    expect((await uploadWithKey(ws, key, 'filtered.png')).status).toBe(201);
+    await people.createWorkspaceKey(owner, { name: 'filter check', scope: 'read' });
+    const audit: RouteModule = await import('../../web/app/api/v1/workspaces/[ws]/audit/route');
+    const get = (query: string) =>
+      call(audit, 'GET', `/workspaces/${ws}/audit?${query}`, { ws: String(ws) }, { key });
+    const all = await get('pageSize=200');
+    expect(all.status).toBe(200);
+    const actions = new Set(all.json.entries.map((e: { action: string }) => e.action));
+    expect(actions.size).toBeGreaterThan(1);
+
+    const byOwner = await get(`pageSize=200&person=account:${owner.actor.id}`);
+    expect(byOwner.status).toBe(200);
+    expect(byOwner.json.entries.length).toBeGreaterThan(0);
+    expect(byOwner.json.entries.length).toBeLessThan(all.json.entries.length);
+    for (const e of byOwner.json.entries) {
+      expect(e.actor).toMatchObject({ type: 'account', id: owner.actor.id });
+    }
+    const { rows } = await quire.db.pool.query(
+      'SELECT id FROM api_keys WHERE workspace_id = $1 AND label = $2',
+      [ws, 'catalogue sync'],
+    );
+    const byKey = await get(`pageSize=200&person=apiKey:${rows[0].id}`);
+    expect(byKey.json.entries.length).toBeGreaterThan(0);
+    for (const e of byKey.json.entries) {
+      expect(e.actor).toMatchObject({ type: 'apiKey', name: 'catalogue sync' });
+    }
+
+    const uploads = await get('pageSize=200&action=batch.create');
+    expect(uploads.json.entries.length).toBeGreaterThan(0);
+    expect(uploads.json.entries.every((e: { action: string }) => e.action === 'batch.create')).toBe(
+      true,
+    );
+    const ownerKeys = await get(`action=api_key.create&person=account:${owner.actor.id}`);
+    expect(ownerKeys.json.entries.length).toBeGreaterThan(0);
+    expect(
+      ownerKeys.json.entries.every(
+        (e: { action: string; actor: { id: number } }) =>
+          e.action === 'api_key.create' && e.actor.id === owner.actor.id,
+      ),
+    ).toBe(true);
+
+    const today = new Date().toISOString().slice(0, 10);
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const span = await get(`pageSize=200&from=${today}&to=${today}`);
+    expect(span.json.entries.length).toBe(all.json.entries.length);
+    const earlier = await get(`pageSize=200&to=${yesterday}`);
+    expect(earlier.status).toBe(200);
+    expect(earlier.json.entries).toEqual([]);
+
+    for (const bad of [
+      'person=account:0',
+      'person=someone',
+      'person=operatorKey:1',
+      'action=page.eat',
+      'from=2026-02-30',
+      'to=yesterday',
+      `from=${today}&to=${yesterday}`,
+    ]) {
+      const refused = await get(bad);
+      expect({ bad, status: refused.status, code: refused.json.error?.code }).toEqual({
+        bad,
+        status: 400,
+        code: 'invalid_query',
+      });
+    }
+  });
 });

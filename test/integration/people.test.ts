@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { parseConfig } from '../../core/config';
@@ -9,6 +12,8 @@ import { listInvitations } from '../../db/invitations';
 import { createOperatorKey } from '../../db/operatorKeys';
 import { createSession, touchSession } from '../../db/sessions';
 import { createWorkspace } from '../../db/workspaces';
+import { type MailSink, startMailSink } from '../../scripts/lib/mailSink';
+import { freePort } from '../../scripts/lib/temporal';
 import { configureWeb } from '../../web/lib/server';
 import { call, type RouteModule } from '../support/api';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -21,6 +26,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
  * `invitation_revoked` and changes nothing, and only owners may.
  */
 let db: TestDatabase;
+let sink: MailSink;
 let wsA: number;
 let wsB: number;
 let keyA: string;
@@ -90,13 +96,28 @@ async function footprint(): Promise<string> {
   return JSON.stringify(rows[0]);
 }
 
+/** R9: an owner's invitation, and its link's token as the invited address received it. */
+async function invite(owner: Principal, email: string, role: Role) {
+  const made = await (await people()).inviteMember(owner, { email, role });
+  const message = await sink.waitForMessage(email, /invited/);
+  const token = /http:\/\/quire\.test\/invite\/(qi_[A-Za-z0-9_-]{43})/.exec(message.text)?.[1];
+  if (!token) throw new Error(`no invitation link in the message to ${email}`);
+  return { ...made, token };
+}
+
 beforeAll(async () => {
   db = await createTestDatabase();
+  sink = await startMailSink({
+    smtpPort: await freePort(),
+    httpPort: await freePort(),
+    dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
+  });
   configureWeb(
     parseConfig({
       DATABASE_URL: db.url,
       QUIRE_SECRET_KEY: 'people-test-secret-key-0123456789abcdefgh',
       QUIRE_PUBLIC_URL: 'http://quire.test',
+      QUIRE_SMTP_URL: sink.smtpUrl,
     }),
   );
   const a = await createWorkspace(db.pool, 'People A');
@@ -113,11 +134,12 @@ beforeAll(async () => {
     operator: true,
   });
   operatorAccount = { accountId: op.id, name: op.name };
-}, 60_000);
+}, 900_000);
 
 afterAll(async () => {
   const { pool } = await import('../../web/lib/server');
   await pool().end();
+  await sink?.stop();
   await db?.drop();
 });
 
@@ -268,11 +290,8 @@ describe('operators disable accounts (R3)', () => {
 describe('owners revoke invitations (R1)', () => {
   it('R1 an owner revokes a pending invitation: its link then fails with invitation_revoked and changes nothing; the audit row names the owner', async () => {
     const owner = await memberPrincipal(wsA, 'owner');
-    const { inviteMember, revokeWorkspaceInvitation, acceptInvitationLink } = await people();
-    const { token, invitationId } = await inviteMember(owner, {
-      email: 'revoked@people.test',
-      role: 'editor',
-    });
+    const { revokeWorkspaceInvitation, acceptInvitationLink } = await people();
+    const { token, invitationId } = await invite(owner, 'revoked@people.test', 'editor');
     const pending = (await listInvitations(db.pool, wsA)).find((i) => i.id === invitationId);
     expect(pending).toMatchObject({
       email: 'revoked@people.test',
@@ -344,7 +363,7 @@ describe('owners revoke invitations (R1)', () => {
   it('R1 an accepted or revoked invitation cannot be revoked (invitation_accepted, invitation_revoked), and an accepted link stays a generic refusal', async () => {
     const owner = await memberPrincipal(wsA, 'owner');
     const { inviteMember, revokeWorkspaceInvitation, acceptInvitationLink } = await people();
-    const accepted = await inviteMember(owner, { email: 'joined@people.test', role: 'viewer' });
+    const accepted = await invite(owner, 'joined@people.test', 'viewer');
     await acceptInvitationLink({
       token: accepted.token,
       name: 'Joined',
@@ -378,7 +397,7 @@ describe('no one learns whether an email has an account (X6)', () => {
   it('X6 an invitation to an address with an account and to one without refuse a short password or a missing name alike, and a wrong password at sign-in alike', async () => {
     const owner = await memberPrincipal(wsA, 'owner');
     await person('has-account@people.test');
-    const { inviteMember, acceptInvitationLink, signInWithPassword } = await people();
+    const { acceptInvitationLink, signInWithPassword } = await people();
     const refusal = async (work: Promise<unknown>) => {
       try {
         await work;
@@ -389,7 +408,7 @@ describe('no one learns whether an email has an account (X6)', () => {
       }
     };
     const answers = async (email: string) => {
-      const { token } = await inviteMember(owner, { email, role: 'viewer' });
+      const { token } = await invite(owner, email, 'viewer');
       const accept = (name: string, password: string) =>
         refusal(acceptInvitationLink({ token, name, password, address: '203.0.113.12' }));
       return [

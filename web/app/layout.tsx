@@ -50,6 +50,11 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
                     ? 'Operator'
                     : 'No workspace'}
               </span>
+              {session.kind === 'account' ? (
+                <a href="/account/password" className="small">
+                  Password
+                </a>
+              ) : null}
               <button type="submit" className="link">
                 Sign out
               </button>

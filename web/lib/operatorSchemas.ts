@@ -1,5 +1,6 @@
 import { KNOWN_PROVIDERS } from '@quire/core/providerCatalogue';
 import { z } from 'zod';
+import { auditFilterFields, auditSpanInOrder } from './auditFilter';
 
 /**
  * M1/M4: the request schemas of `/api/v1/operator/...`, shared by the route handlers and the
@@ -42,13 +43,21 @@ export const installationControlsBody = z
   .strict()
   .refine((body) => Object.keys(body).length > 0, { message: 'name at least one control' });
 
-export const auditQuery = z.object({
+const auditFields = {
   workspaceId: z.coerce.number().int().positive().optional(),
   before: z.coerce.number().int().positive().optional().describe('Entries with ids below this.'),
   pageSize: z.coerce.number().int().min(1).max(200).default(50),
-});
+  // R10: narrowed to a person, an action and a span of days, as the console's audit page is.
+  ...auditFilterFields,
+};
+const spanMessage = { message: 'from is a day on or before to', path: ['from'] };
 
-export const workspaceAuditQuery = auditQuery.omit({ workspaceId: true });
+export const auditQuery = z.object(auditFields).refine(auditSpanInOrder, spanMessage);
+
+const { workspaceId: _, ...workspaceAuditFields } = auditFields;
+export const workspaceAuditQuery = z
+  .object(workspaceAuditFields)
+  .refine(auditSpanInOrder, spanMessage);
 
 /** R3: the installation's accounts, searched by email or name, paged by id. */
 export const accountsQuery = z.object({

@@ -38,6 +38,7 @@ import type { OperatorPrincipal } from '@quire/db/operatorKeys';
 import { createApiKey, getWorkspace, revokeApiKey } from '@quire/db/workspaces';
 import { config, pool } from '@quire/web/lib/server';
 import { requireAction } from './access';
+import { mailServer, sendLetter } from './mail';
 import { operatorActor } from './operator';
 
 /**
@@ -107,22 +108,54 @@ const ownerActor = (principal: Principal) => {
   return principal.actor;
 };
 
-/** R1: an owner invites someone by email with a role; the one-time link's token is returned once. */
+/**
+ * R1, R9, X2: an owner invites someone by email with a role. The one-time link goes only to the
+ * invited address, by email: the owner never sees it, so no one sets a password on an address
+ * they do not hold. X6: the answer is the same whether or not the address has an account (the
+ * accounts are not even read here; the message is the same too, and the link says which to do).
+ * A message the server refuses leaves no open invitation behind.
+ */
 export async function inviteMember(
   principal: Principal,
   input: { email: string; role: string },
-): Promise<{ token: string; invitationId: number; expiresAt: Date }> {
+): Promise<{ invitationId: number; email: string; expiresAt: Date }> {
   requireAction(principal, 'member.invite');
   const email = normalizeEmail(input.email);
   if (!email) throw new DomainError('invalid_email', 'that is not an email address');
   if (!isRole(input.role)) throw new DomainError('invalid_role', 'unknown role');
-  const { invitation, token } = await createInvitation(pool(), ownerActor(principal), {
+  mailServer();
+  const settings = config();
+  const actor = ownerActor(principal);
+  const workspace = await getWorkspace(pool(), principal.workspaceId);
+  const { invitation, token } = await createInvitation(pool(), actor, {
     workspaceId: principal.workspaceId,
     email,
     role: input.role,
-    ttlSeconds: config().QUIRE_INVITATION_SECONDS,
+    ttlSeconds: settings.QUIRE_INVITATION_SECONDS,
   });
-  return { token, invitationId: invitation.id, expiresAt: invitation.expiresAt };
+  const link = `${settings.QUIRE_PUBLIC_URL.replace(/\/$/, '')}/invite/${token}`;
+  try {
+    await sendLetter({
+      to: email,
+      subject: `You are invited to ${workspace?.name ?? 'a workspace'} on Quire`,
+      text: [
+        `${actor.name ?? 'An owner'} invites you to the workspace "${workspace?.name ?? principal.workspaceId}" on Quire, as ${input.role}.`,
+        `Join here (the link works once, for ${Math.round(settings.QUIRE_INVITATION_SECONDS / 86_400) || 1} days):`,
+        '',
+        link,
+        '',
+        'If you have a Quire account with this address, give its password there; otherwise choose one.',
+        'If you did not expect this, ignore this message: nothing is made until the link is followed.',
+      ].join('\n'),
+    });
+  } catch (error) {
+    await revokeInvitation(pool(), actor, {
+      workspaceId: principal.workspaceId,
+      invitationId: invitation.id,
+    });
+    throw error;
+  }
+  return { invitationId: invitation.id, email, expiresAt: invitation.expiresAt };
 }
 
 /**

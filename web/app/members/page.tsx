@@ -2,6 +2,7 @@ import { permits } from '@quire/core/roles';
 import { listMembers } from '@quire/db/accounts';
 import { listInvitations } from '@quire/db/invitations';
 import { listApiKeys } from '@quire/db/workspaces';
+import { DevMailLink } from '@quire/web/components/DevMailLink';
 import {
   CreateKeyForm,
   InviteForm,
@@ -82,7 +83,12 @@ export default async function MembersPage() {
         </section>
         <section aria-labelledby="invite-heading">
           <h2 id="invite-heading">Invite someone</h2>
+          <p className="muted small">
+            The link goes by email to the address you give, and only there: the person chooses their
+            password through it.
+          </p>
           <InviteForm />
+          <DevMailLink />
           <h2 id="pending-heading">Pending invitations</h2>
           {pending.length === 0 ? (
             <p className="muted small">None: every invitation was accepted, revoked or expired.</p>

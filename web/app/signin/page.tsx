@@ -1,4 +1,5 @@
 import { ERROR_CODES, isErrorCode } from '@quire/core/errorCodes';
+import { DevMailLink } from '@quire/web/components/DevMailLink';
 import { config } from '@quire/web/lib/server';
 import { PasswordSignInForm, SignInForm } from './SignInForm';
 
@@ -8,9 +9,9 @@ export const dynamic = 'force-dynamic';
 export default async function SignInPage({
   searchParams,
 }: {
-  searchParams: Promise<{ error?: string }>;
+  searchParams: Promise<{ error?: string; changed?: string }>;
 }) {
-  const { error } = await searchParams;
+  const { error, changed } = await searchParams;
   const settings = config();
   return (
     <main className="narrow">
@@ -32,7 +33,17 @@ export default async function SignInPage({
           </a>
         </p>
       ) : null}
+      {changed === '1' ? (
+        <p role="status" className="card" data-changed>
+          Your password was changed and every session of your account was signed out. Sign in with
+          the new one.
+        </p>
+      ) : null}
       <PasswordSignInForm />
+      <p>
+        <a href="/signin/forgot">Forgot your password?</a>
+      </p>
+      <DevMailLink />
       <section className="stack" aria-labelledby="key-signin">
         <h2 id="key-signin">Or with a key</h2>
         <p className="muted">

@@ -1,5 +1,6 @@
 import { listAudit } from '@quire/db/auditLog';
 import { json, readQuery } from '@quire/web/lib/api';
+import { auditFilterOf } from '@quire/web/lib/auditFilter';
 import { withOperator } from '@quire/web/lib/operatorApi';
 import { auditQuery } from '@quire/web/lib/operatorSchemas';
 import { pool } from '@quire/web/lib/server';
@@ -7,7 +8,10 @@ import { pool } from '@quire/web/lib/server';
 export const runtime = 'nodejs';
 export const dynamic = 'force-dynamic';
 
-/** GET /api/v1/operator/audit (M4): every audit row, newest first; `workspaceId` narrows. */
+/**
+ * GET /api/v1/operator/audit (M4): every audit row, newest first; `workspaceId` narrows, and so
+ * do a person, an action and a span of days (R10).
+ */
 export async function GET(request: Request) {
   return withOperator(request, undefined, async () => {
     const query = readQuery(request, auditQuery);
@@ -15,6 +19,7 @@ export async function GET(request: Request) {
       workspaceId: query.workspaceId ?? null,
       beforeId: query.before,
       limit: query.pageSize,
+      ...auditFilterOf(query),
     });
     return json(page);
   });
