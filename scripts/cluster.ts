@@ -9,8 +9,10 @@ import { ensureDevWorkspace } from './lib/devWorkspace';
  * `npm run start:cluster` (D2): the production topology on this machine. Builds what is
  * missing (Temporal server and sql tool, Temporal UI server, object server, the console),
  * then starts PostgreSQL of its own, the Temporal server on it, the Temporal UI, the object
- * server, three workers and two web replicas on the production build, all with one secret
- * key. Ctrl-C stops everything it started.
+ * server, three workers and two replicas of the console on the production build (one public
+ * origin, the first one's), all with one secret key. Ctrl-C stops everything it started.
+ * X7: Temporal speaks mTLS (certificates in <dir>/tls/), Hydra's admin API is a Unix socket,
+ * PostgreSQL asks every role for its password (<dir>/postgres-passwords.json).
  *
  * Entry-file settings: QUIRE_CLUSTER_DIR (default .data/cluster), QUIRE_CLUSTER_PORT_BASE
  * (default: Temporal 7233-7242, PostgreSQL 5433, UI 8233, object store 7070, web 3000/3001;
@@ -57,6 +59,11 @@ const CLUSTER_OWNED = new Set([
   'NODE_ENV',
   'DATABASE_URL',
   'TEMPORAL_ADDRESS',
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
   'QUIRE_TEMPORAL_UI_URL',
   'QUIRE_PUBLIC_URL',
   'QUIRE_SECRET_KEY',
@@ -145,22 +152,28 @@ const pids = Object.fromEntries(
 );
 writeFileSync(join(dir, 'pids.json'), JSON.stringify({ postgres: running.postgres.port, ...pids }));
 const logs = join(dir, 'logs');
+const databaseUrl = new URL(running.databaseUrl);
+databaseUrl.password = '';
+const tls = running.temporalTls;
 process.stdout.write(
   [
     '',
     `  Quire cluster is running (ready in ${Math.round((Date.now() - began) / 1000)} s)`,
-    ...running.webs.map(
-      (web, i) => `  console ${i + 1}     ${web.url.replace('127.0.0.1', 'localhost')}`,
-    ),
+    // One console, its replicas behind one public origin (QUIRE_PUBLIC_URL, the first one's):
+    // sign-in and forms belong to that origin.
+    `  console       ${running.quireEnv.QUIRE_PUBLIC_URL} (public origin; ${running.webs.length} replicas of the one console)`,
+    ...running.webs.map((web) => `  ${web.name.padEnd(13)} ${web.url} (console replica)`),
     `  Temporal UI   ${running.uiUrl ?? '(off)'}${running.identity ? ' (operators sign in at the identity provider)' : ''}`,
     ...(running.identity
       ? [
           `  identity      ${running.identity.issuer} (Ory Hydra; the console's single sign-on too)`,
+          `  Hydra admin   ${running.identity.adminSocket} (Unix socket, this user only)`,
           `  UI operator   ${running.identity.operator.email} / ${running.identity.operator.password}`,
         ]
       : []),
-    `  Temporal      ${running.temporalAddress} (PostgreSQL persistence and visibility)`,
-    `  PostgreSQL    ${running.postgres.url('quire')}`,
+    `  Temporal      ${running.temporalAddress} (PostgreSQL persistence and visibility; mTLS)`,
+    `  Temporal TLS  client certificate ${tls.clientCert}, key ${tls.clientKey}, server CA ${tls.serverCa}`,
+    `  PostgreSQL    ${databaseUrl.toString()} (each role's password in ${running.passwordsFile})`,
     `  object store  ${running.objectStore.endpoint} (bucket ${running.objectStore.bucket})`,
     `  workers       ${running.workers.length}`,
     `  workspace     ${workspace.workspaceId}`,

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { EventSource } from 'eventsource';
 import { QuireClient } from '../../client';
 import { parseConfig } from '../../core/config';
@@ -13,6 +13,7 @@ import { createJobStore } from '../../db/jobStore';
 import { createPool, type Pool, withTransaction } from '../../db/pool';
 import { createWorkspace } from '../../db/workspaces';
 import { startCluster } from '../../scripts/lib/cluster';
+import { temporalTlsConfig } from '../../scripts/lib/clusterTls';
 import { median, percentile, round, startBenchStack } from '../lib/stack';
 
 /**
@@ -51,8 +52,9 @@ async function target(
   databaseUrl: string,
   address: string,
   pool: Pool,
+  tls?: TLSConfig,
 ): Promise<Target> {
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect({ address, tls });
   const temporal = new Client({ connection });
   const config = parseConfig({
     QUIRE_SECRET_KEY: SECRET,
@@ -202,7 +204,13 @@ const dev = await startBenchStack(20);
 const devChildren = devWorkers(dev.databaseUrl, dev.temporalAddress, dev.workflowBundle);
 const clusterPool = createPool(cluster.databaseUrl, 20);
 const targets = [
-  await target('cluster', cluster.databaseUrl, cluster.temporalAddress, clusterPool),
+  await target(
+    'cluster',
+    cluster.databaseUrl,
+    cluster.temporalAddress,
+    clusterPool,
+    temporalTlsConfig(cluster.temporalTls, 'client'),
+  ),
   await target('dev', dev.databaseUrl, dev.temporalAddress, dev.pool),
 ];
 try {

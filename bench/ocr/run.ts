@@ -129,7 +129,10 @@ const MODE = process.env.BENCH_MODE === 'cluster' ? 'cluster' : 'dev';
 const topology = MODE === 'cluster' ? await startClusterTopology() : await startDevTopology(dir);
 
 // P6: the derivative schedule is held during the runs and triggered after each one.
-const temporalConnection = await Connection.connect({ address: topology.temporalAddress });
+const temporalConnection = await Connection.connect({
+  address: topology.temporalAddress,
+  tls: topology.temporalTls,
+});
 const derivativeSchedule = new Client({
   connection: temporalConnection,
   namespace: topology.namespace,

@@ -2,9 +2,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { TLSConfig } from '@temporalio/client';
 import { createPool, type Pool } from '../../db/pool';
 import { createWorkspace } from '../../db/workspaces';
 import { startCluster } from '../../scripts/lib/cluster';
+import { temporalTlsConfig } from '../../scripts/lib/clusterTls';
 import { workerArgs } from '../../scripts/lib/workerBuild';
 import { makeTempDir, REPO_ROOT, removeDir } from '../../test/support/fixtures';
 import {
@@ -33,6 +35,8 @@ export interface Topology {
   pool: Pool;
   workspaceId: number;
   temporalAddress: string;
+  /** X7: cluster mode's Temporal asks its clients for a certificate. */
+  temporalTls?: TLSConfig;
   /** The Temporal server's Prometheus endpoint: its request counts per page. */
   temporalMetricsUrl: string;
   namespace: string;
@@ -304,6 +308,7 @@ export async function startClusterTopology(): Promise<Topology> {
       pool,
       workspaceId: workspace.id,
       temporalAddress: cluster.temporalAddress,
+      temporalTls: temporalTlsConfig(cluster.temporalTls, 'client'),
       // deploy/temporal/server.yaml: Prometheus listens on the frontend's port + 9.
       temporalMetricsUrl: `http://${metricsHost(cluster.temporalAddress)}/metrics`,
       namespace: cluster.quireEnv.TEMPORAL_NAMESPACE || 'default',

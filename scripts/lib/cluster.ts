@@ -1,11 +1,12 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import pg from 'pg';
 import { parseSettingsText, QUIRE_SETTING_NAMES } from '../../core/config';
 import { migrate } from '../../db/migrate';
 import { startTemporalToken } from '../../net/temporalToken';
 import { WORKFLOWS_PATH } from '../../worker/createWorker';
+import { clusterPasswords, ensureRoleDatabases, roleUrl } from './clusterDatabases';
+import { type ClusterTls, ensureClusterTls, temporalTlsEnv } from './clusterTls';
 import { findOrBuild } from './goBuilds';
 import {
   type IdentityPerson,
@@ -21,6 +22,7 @@ import { type PgInstance, pgInstance } from './pgInstance';
 import { freePortRange, httpOk, type ManagedProcess, managedProcess, pollReady } from './processes';
 import { freePort } from './temporal';
 import {
+  internalFrontendAddress,
   prepareTemporalSchema,
   type TemporalAuthorization,
   type TemporalDatabase,
@@ -35,6 +37,9 @@ import { workerArgs } from './workerBuild';
  * visibility, the Temporal UI, an S3-compatible object server, N workers and M web replicas
  * on the console's production build. Every Quire process gets the same settings, the same
  * secret key, and reaches blobs only through the object server.
+ * X7: the installation's own channels are its own: Temporal's services speak mTLS (the
+ * internal frontend answers only the server's own certificate), Hydra's admin API is a Unix
+ * socket of mode 0600, and every PostgreSQL role signs in with its password.
  */
 export const CLUSTER_SETTINGS_FILE = 'deploy/quire.env';
 
@@ -70,14 +75,25 @@ export interface ClusterOptions {
 export interface Cluster {
   readonly postgres: PgInstance;
   readonly databaseUrl: string;
+  /** X7: the roles' passwords (0600), the superuser's among them. */
+  readonly passwordsFile: string;
   readonly temporalAddress: string;
+  /** The internal frontend: the server's own services and the cluster's set-up (X7). */
+  readonly temporalInternalAddress: string;
+  /** X7: the certificates of the Temporal server and of its clients. */
+  readonly temporalTls: ClusterTls;
   readonly uiUrl?: string;
   readonly objectStore: ObjectServerSettings & { endpoint: string };
   readonly temporal: ManagedProcess;
   readonly objectServer: ManagedProcess;
   readonly ui?: ManagedProcess;
   /** R4: the identity provider the Temporal UI and the console sign operators in with. */
-  readonly identity?: { issuer: string; operator: { email: string; password: string } };
+  readonly identity?: {
+    issuer: string;
+    /** X7: Hydra's admin API, a Unix socket only the installation's user opens. */
+    adminSocket: string;
+    operator: { email: string; password: string };
+  };
   readonly workers: ManagedProcess[];
   readonly webs: Array<ManagedProcess & { url: string }>;
   /** The settings every Quire process of the cluster gets (without per-process ones). */
@@ -195,21 +211,6 @@ async function signingKeysReady(
   return identity.jwksUrl;
 }
 
-async function createDatabases(url: string, names: string[]): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    for (const name of names) {
-      const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [
-        name,
-      ]);
-      if (!rowCount) await client.query(`CREATE DATABASE ${name}`);
-    }
-  } finally {
-    await client.end();
-  }
-}
-
 async function choosePorts(): Promise<NonNullable<ClusterOptions['ports']>> {
   const base = await freePortRange(20);
   return {
@@ -236,12 +237,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   findOrBuild('objectServer', log);
   if (options.ui !== false) findOrBuild('temporalUi', log);
 
+  const { file: passwordsFile, passwords } = clusterPasswords(dir);
+  const temporalTls = ensureClusterTls(dir);
   const postgres = pgInstance({
     baseDir: dir,
     dataDir: join(dir, 'postgres', 'data'),
     port: ports.postgres,
     logFile: join(dir, 'postgres', 'log', 'postgres.log'),
     fast: options.fastPostgres,
+    superuserPassword: passwords.postgres,
   });
   let identity: IdentityProvider | undefined;
   let identityOperator: { email: string; password: string } | undefined;
@@ -253,8 +257,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   try {
     log(`starting PostgreSQL on :${ports.postgres} (data in ${join(dir, 'postgres')})...`);
     postgres.start();
-    await createDatabases(postgres.url('postgres'), ['quire', 'temporal', 'temporal_visibility']);
-    const databaseUrl = postgres.url('quire');
+    const superuser = postgres.url('postgres');
+    await ensureRoleDatabases(superuser, 'quire', passwords.quire, ['quire']);
+    await ensureRoleDatabases(superuser, 'temporal', passwords.temporal, [
+      'temporal',
+      'temporal_visibility',
+    ]);
+    const databaseUrl = roleUrl(postgres.port, 'quire', passwords.quire, 'quire');
     await migrate(databaseUrl);
 
     const objectStore: ObjectServerSettings & { endpoint: string } = (() => {
@@ -299,7 +308,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       // installation's provider; here a development Hydra with one operator (its password kept
       // in the cluster directory), which the console's single sign-on uses too (R2). It starts
       // before Temporal, whose frontend reads the provider's keys at start to check tokens.
-      await createDatabases(postgres.url('postgres'), ['hydra']);
+      await ensureRoleDatabases(superuser, 'hydra', passwords.hydra, ['hydra']);
       const operatorFile = join(dir, 'identity-operator.json');
       if (!existsSync(operatorFile)) {
         writeFileSync(
@@ -312,13 +321,16 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         );
       }
       const operator = JSON.parse(readFileSync(operatorFile, 'utf8'));
-      const dsn = new URL(postgres.url('hydra'));
+      const dsn = new URL(roleUrl(postgres.port, 'hydra', passwords.hydra, 'hydra'));
       dsn.searchParams.set('sslmode', 'disable');
       log('starting the identity provider (Ory Hydra) for the operators...');
+      // X7: its admin API on a socket of mode 0600 in a directory others may pass, not list.
+      const runDir = join(dir, 'run');
+      mkdirSync(runDir, { recursive: true, mode: 0o711 });
       identity = await startIdentityProvider({
         dsn: dsn.toString(),
         publicPort: await freePort(),
-        adminPort: await freePort(),
+        adminSocket: join(runDir, 'hydra-admin.sock'),
         people: [
           { ...operator, name: 'Cluster operator', groups: [OPERATOR_GROUP] },
           ...(options.identityPeople ?? []),
@@ -373,7 +385,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const temporalDb: TemporalDatabase = {
       host: '127.0.0.1',
       port: ports.postgres,
-      user: 'postgres',
+      user: 'temporal',
+      password: passwords.temporal,
       database: 'temporal',
       visibilityDatabase: 'temporal_visibility',
     };
@@ -392,6 +405,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       namespace,
       log,
       authorization,
+      tls: temporalTls,
     });
     started.push(temporal);
     await temporal.start();
@@ -407,6 +421,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
           TEMPORAL_ADDRESS: temporalAddress,
           TEMPORAL_UI_PORT: String(ports.ui),
           TEMPORAL_CORS_ORIGINS: `http://localhost:${ports.web[0]}`,
+          // X7: the frontend asks the UI for its certificate.
+          TEMPORAL_TLS_CA: temporalTls.serverCa,
+          TEMPORAL_TLS_CERT: temporalTls.uiCert,
+          TEMPORAL_TLS_KEY: temporalTls.uiKey,
+          TEMPORAL_TLS_SERVER_NAME: temporalTls.serverName,
           ...uiAuthEnv,
         },
         cwd: root,
@@ -440,6 +459,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         workflowBundle: bundlePath,
       }),
       ...identityEnv,
+      // X7: Quire's processes (and the admin CLI with these settings) present its certificate.
+      ...temporalTlsEnv(temporalTls),
       ...options.env,
     };
     // D9: each process gets every setting in its environment (scripts/cluster.ts read the
@@ -533,11 +554,18 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     return {
       postgres,
       databaseUrl,
+      passwordsFile,
       temporalAddress,
+      temporalInternalAddress: internalFrontendAddress(ports.temporalBase),
+      temporalTls,
       uiUrl: ui ? uiUrl : undefined,
       identity:
         identity && identityOperator
-          ? { issuer: identity.issuer, operator: identityOperator }
+          ? {
+              issuer: identity.issuer,
+              adminSocket: identity.adminSocket,
+              operator: identityOperator,
+            }
           : undefined,
       objectStore,
       temporal,

@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import { findOrBuild } from './goBuilds';
-import { httpOk, managedProcess, pollReady } from './processes';
+import { managedProcess, pollReady } from './processes';
 
 /**
  * R2, R4: a real OpenID Connect provider for development and the tests: Ory Hydra (built from
@@ -36,7 +36,8 @@ function emailVerifiedClaim(person: IdentityPerson): { email_verified?: boolean 
 export interface IdentityProvider {
   /** The issuer URL (Hydra's public endpoint). */
   issuer: string;
-  adminUrl: string;
+  /** X7: Hydra's admin API, on this Unix socket only (0600: the installation's user alone). */
+  adminSocket: string;
   loginAppUrl: string;
   /** Where Temporal's frontend reads the keys that sign the access tokens (R4). */
   jwksUrl: string;
@@ -94,13 +95,55 @@ export interface LoginAppGrants {
   servicePermissions: Map<string, string[]>;
 }
 
+/** The socket's mode: read and write for the installation's user, nobody else. */
+export const ADMIN_SOCKET_MODE = 0o600;
+
+/** One call to Hydra's admin API over its Unix socket; the body parsed as JSON when any. */
+export function adminRequest(
+  socketPath: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(
+      {
+        socketPath,
+        method,
+        path,
+        headers: payload ? { 'content-type': 'application/json' } : {},
+        timeout: 10_000,
+      },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk) => {
+          text += chunk;
+        });
+        response.on('end', () => {
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {}
+          resolve({ status: response.statusCode ?? 0, body: parsed });
+        });
+        response.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`hydra admin ${method} ${path}: timed out`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
 /**
  * The login-and-consent app: GET/POST /login, GET /consent, against Hydra's admin API, and
  * POST /token-hook, which Hydra calls at every token request: it gives a service client's
  * token its permissions and leaves every other grant's claims as the consent set them.
  */
 export function startLoginApp(
-  adminUrl: string,
+  adminSocket: string,
   people: IdentityPerson[],
   grants: LoginAppGrants = {
     temporalClients: new Set(),
@@ -109,13 +152,11 @@ export function startLoginApp(
   },
 ): Promise<Server> {
   const admin = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${adminUrl}${path}`, {
-      method,
-      headers: body ? { 'content-type': 'application/json' } : undefined,
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    if (!response.ok) throw new Error(`hydra admin ${method} ${path}: ${response.status}`);
-    return (await response.json()) as Record<string, unknown>;
+    const response = await adminRequest(adminSocket, method, path, body);
+    if (response.status < 200 || response.status > 299) {
+      throw new Error(`hydra admin ${method} ${path}: ${response.status}`);
+    }
+    return response.body as Record<string, unknown>;
   };
   const server = createServer(async (request, response) => {
     const url = new URL(request.url ?? '/', 'http://login.invalid');
@@ -235,13 +276,16 @@ export function startLoginApp(
 }
 
 /**
- * Starts Hydra on `publicPort` (issuer) and `adminPort` with its state in `dsn` (a PostgreSQL
- * database, created beforehand and migrated here), and the login app beside it.
+ * Starts Hydra on `publicPort` (issuer) with its state in `dsn` (a PostgreSQL database,
+ * created beforehand and migrated here), and the login app beside it. X7: its admin API
+ * listens on a Unix socket of mode 0600 (`adminSocket`, default beside the log), on no port:
+ * no other local user can accept a login, register a client or read a session.
  */
 export async function startIdentityProvider(options: {
   dsn: string;
   publicPort: number;
-  adminPort: number;
+  /** Where the admin API listens (a path of at most ~100 bytes). */
+  adminSocket?: string;
   people: IdentityPerson[];
   logFile: string;
   log?: (line: string) => void;
@@ -251,14 +295,17 @@ export async function startIdentityProvider(options: {
   accessTokenLifespan?: string;
 }): Promise<IdentityProvider> {
   const hydra = findOrBuild('hydra', options.log).hydra!;
-  const adminUrl = `http://127.0.0.1:${options.adminPort}`;
+  const adminSocket = options.adminSocket ?? join(dirname(options.logFile), 'hydra-admin.sock');
+  mkdirSync(dirname(adminSocket), { recursive: true });
+  // A socket left by an earlier run that did not stop would keep Hydra from listening.
+  rmSync(adminSocket, { force: true });
   const issuer = `http://127.0.0.1:${options.publicPort}`;
   const grants: LoginAppGrants = {
     temporalClients: new Set(),
     temporalPermissionsByGroup: options.temporalPermissionsByGroup ?? {},
     servicePermissions: new Map(),
   };
-  const loginApp = await startLoginApp(adminUrl, options.people, grants);
+  const loginApp = await startLoginApp(adminSocket, options.people, grants);
   const address = loginApp.address();
   const loginAppUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   // R4: the permissions claim at the top level of a JWT access token, where Temporal's claim
@@ -274,6 +321,10 @@ export async function startIdentityProvider(options: {
       `    - ${TEMPORAL_PERMISSIONS_CLAIM}`,
       '  mirror_top_level_claims: false',
       `  token_hook: ${loginAppUrl}/token-hook`,
+      'serve:',
+      '  admin:',
+      '    socket:',
+      `      mode: ${ADMIN_SOCKET_MODE}`,
       ...(options.accessTokenLifespan
         ? ['ttl:', `  access_token: ${options.accessTokenLifespan}`]
         : []),
@@ -289,8 +340,7 @@ export async function startIdentityProvider(options: {
     SECRETS_SYSTEM: randomBytes(24).toString('hex'),
     SERVE_PUBLIC_PORT: String(options.publicPort),
     SERVE_PUBLIC_HOST: '127.0.0.1',
-    SERVE_ADMIN_PORT: String(options.adminPort),
-    SERVE_ADMIN_HOST: '127.0.0.1',
+    SERVE_ADMIN_HOST: `unix:${adminSocket}`,
     LOG_LEVEL: 'warn',
     SQA_OPT_OUT: 'true',
   };
@@ -313,27 +363,31 @@ export async function startIdentityProvider(options: {
     args: ['serve', 'all', '--dev', '--sqa-opt-out', '--config', configFile],
     env,
     logFile: options.logFile,
-    ready: (exited) => pollReady('hydra', () => httpOk(`${adminUrl}/health/ready`), exited, 60_000),
+    ready: (exited) =>
+      pollReady(
+        'hydra',
+        async () => (await adminRequest(adminSocket, 'GET', '/health/ready')).status === 200,
+        exited,
+        60_000,
+      ),
   });
   await server.start();
   const createClient = async (fields: Record<string, unknown>) => {
     const clientSecret = randomBytes(24).toString('hex');
-    const response = await fetch(`${adminUrl}/admin/clients`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        ...fields,
-        client_secret: clientSecret,
-        token_endpoint_auth_method: 'client_secret_basic',
-      }),
+    const response = await adminRequest(adminSocket, 'POST', '/admin/clients', {
+      ...fields,
+      client_secret: clientSecret,
+      token_endpoint_auth_method: 'client_secret_basic',
     });
-    if (!response.ok) throw new Error(`hydra client registration: ${response.status}`);
-    const client = (await response.json()) as { client_id: string };
+    if (response.status !== 201 && response.status !== 200) {
+      throw new Error(`hydra client registration: ${response.status}`);
+    }
+    const client = response.body as { client_id: string };
     return { clientId: client.client_id, clientSecret };
   };
   return {
     issuer,
-    adminUrl,
+    adminSocket,
     loginAppUrl,
     jwksUrl: `${issuer}/.well-known/jwks.json`,
     tokenUrl: `${issuer}/oauth2/token`,

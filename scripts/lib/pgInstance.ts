@@ -6,7 +6,9 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
+  writeFileSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -15,6 +17,8 @@ import { dirname, join } from 'node:path';
  * cluster mode (D2) and its drills (D3): restarting it disturbs no other database on the
  * machine. Debian keeps the binaries under /usr/lib/postgresql/<major>/bin; PostgreSQL
  * refuses to run as root, so as root every command runs as the `postgres` user.
+ * X7: every role signs in with its password (scram-sha-256 for TCP and the Unix socket alike;
+ * no `trust` line): the superuser's is set at initdb, the others by their creator.
  */
 export interface PgInstanceOptions {
   /** Directory that holds the data directory, sockets and log (made traversable for the server). */
@@ -24,11 +28,16 @@ export interface PgInstanceOptions {
   logFile: string;
   /** Tests: no fsync (a clean or immediate stop of the server still loses nothing). */
   fast?: boolean;
+  /** The `postgres` superuser's password (X7). */
+  superuserPassword: string;
 }
 
 export interface PgInstance {
+  /** The superuser's URL, with its password. */
   url(database: string): string;
   readonly port: number;
+  /** The directory of the server's Unix socket. */
+  readonly socketDir: string;
   start(): void;
   /** `fast`: clean shutdown; `immediate`: as after a crash, recovery at next start. */
   stop(mode?: 'fast' | 'immediate'): void;
@@ -79,13 +88,24 @@ function traversable(baseDir: string, path: string): void {
   }
 }
 
+function chownToPostgres(path: string): void {
+  if (!asRoot) return;
+  const pgUser = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+  const pgGroup = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+  chownSync(path, Number(pgUser), Number(pgGroup));
+}
+
 function own(path: string): void {
   mkdirSync(path, { recursive: true, mode: 0o700 });
-  if (asRoot) {
-    const pgUser = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim();
-    const pgGroup = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim();
-    chownSync(path, Number(pgUser), Number(pgGroup));
-  }
+  chownToPostgres(path);
+}
+
+/** X7: a data directory whose client authentication trusts anyone (made before passwords). */
+function trustsAnyone(dataDir: string): boolean {
+  const hba = readFileSync(join(dataDir, 'pg_hba.conf'), 'utf8');
+  return hba
+    .split('\n')
+    .some((line) => !line.trim().startsWith('#') && /\s(trust|password)\s*$/.test(line));
 }
 
 export function pgInstance(options: PgInstanceOptions): PgInstance {
@@ -103,21 +123,37 @@ export function pgInstance(options: PgInstanceOptions): PgInstance {
   ].join(' ');
   return {
     port,
-    url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
+    socketDir,
+    url: (database) =>
+      `postgres://postgres:${encodeURIComponent(options.superuserPassword)}@127.0.0.1:${port}/${database}`,
     start() {
       if (!existsSync(join(dataDir, 'PG_VERSION'))) {
         own(dataDir);
         traversable(options.baseDir, dataDir);
-        run(join(bin, 'initdb'), [
-          '-D',
-          dataDir,
-          '-U',
-          'postgres',
-          '--auth=trust',
-          '-E',
-          'UTF8',
-          '--no-sync',
-        ]);
+        // The password reaches initdb in a file only the server's user reads, removed after.
+        const pwFile = join(dataDir, '..', 'initdb-password');
+        writeFileSync(pwFile, `${options.superuserPassword}\n`, { mode: 0o600 });
+        chownToPostgres(pwFile);
+        try {
+          run(join(bin, 'initdb'), [
+            '-D',
+            dataDir,
+            '-U',
+            'postgres',
+            '--auth=scram-sha-256',
+            `--pwfile=${pwFile}`,
+            '-E',
+            'UTF8',
+            '--no-sync',
+          ]);
+        } finally {
+          rmSync(pwFile, { force: true });
+        }
+      } else if (trustsAnyone(dataDir)) {
+        throw new Error(
+          `${dataDir} was made before its roles had passwords (X7): it lets any local user in. ` +
+            `Stop the cluster, remove ${join(dataDir, '..')} and start again for a fresh database.`,
+        );
       }
       own(socketDir);
       own(join(logFile, '..'));

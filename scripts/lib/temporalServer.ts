@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
+import { type ClusterTls, temporalTlsConfig } from './clusterTls';
 import { findOrBuild, temporalSchemaDirs } from './goBuilds';
 import { type ManagedProcess, managedProcess, pollReady } from './processes';
 import { oneHostGoRuntime, SEARCH_ATTRIBUTES } from './temporal';
@@ -27,17 +28,10 @@ export interface TemporalDatabase {
 export function prepareTemporalSchema(db: TemporalDatabase, log: (line: string) => void): void {
   const { sql } = findOrBuild('temporalServer', log);
   const dirs = temporalSchemaDirs();
-  const common = [
-    '--plugin',
-    'postgres12',
-    '--ep',
-    db.host,
-    '-p',
-    String(db.port),
-    '-u',
-    db.user,
-    ...(db.password ? ['--pw', db.password] : []),
-  ];
+  const common = ['--plugin', 'postgres12', '--ep', db.host, '-p', String(db.port), '-u', db.user];
+  // X7: the password in the tool's environment (SQL_PASSWORD), which other local users cannot
+  // read, not on its command line, which they can.
+  const env = { ...process.env, SQL_PASSWORD: db.password ?? '' };
   for (const [database, dir] of [
     [db.database, dirs.temporal],
     [db.visibilityDatabase, dirs.visibility],
@@ -46,7 +40,7 @@ export function prepareTemporalSchema(db: TemporalDatabase, log: (line: string) 
       ['--db', database, 'setup-schema', '-v', '0.0'],
       ['--db', database, 'update-schema', '-d', dir],
     ]) {
-      const result = spawnSync(sql as string, [...common, ...args], { encoding: 'utf8' });
+      const result = spawnSync(sql as string, [...common, ...args], { encoding: 'utf8', env });
       if (result.status !== 0) {
         throw new Error(
           `temporal sql ${args.slice(2).join(' ')} on ${database} failed: ${result.stderr}`,
@@ -83,6 +77,7 @@ export function temporalServerEnv(
   portBase: number,
   root: string,
   authorization?: TemporalAuthorization,
+  tls?: ClusterTls,
 ): Record<string, string | undefined> {
   return {
     PATH: process.env.PATH,
@@ -105,6 +100,12 @@ export function temporalServerEnv(
     TEMPORAL_AUTH_KEY_SOURCE_URI: authorization?.keySourceUri ?? '',
     TEMPORAL_AUTH_PERMISSIONS_CLAIM: '',
     TEMPORAL_AUTH_AUDIENCE: authorization?.audience ?? '',
+    // X7: TLS with client certificates on every service (deploy/temporal/server.yaml).
+    TEMPORAL_SERVER_TLS_CERT: tls?.serverCert ?? '',
+    TEMPORAL_SERVER_TLS_KEY: tls?.serverKey ?? '',
+    TEMPORAL_SERVER_TLS_INTERNODE_CA: tls?.serverCa ?? '',
+    TEMPORAL_SERVER_TLS_CLIENT_CA: tls?.clientCa ?? '',
+    TEMPORAL_SERVER_TLS_NAME: tls?.serverName ?? '',
   };
 }
 
@@ -116,6 +117,8 @@ export function temporalServerProcess(options: {
   namespace: string;
   log: (line: string) => void;
   authorization?: TemporalAuthorization;
+  /** X7: the server's certificates; its own opens the internal frontend for the set-up. */
+  tls?: ClusterTls;
 }): ManagedProcess {
   const { server } = findOrBuild('temporalServer', options.log);
   // The namespace and search attributes are the installation's own set-up: registered through
@@ -134,10 +137,16 @@ export function temporalServerProcess(options: {
       'start',
       ...TEMPORAL_SERVICES.flatMap((service) => ['--service', service]),
     ],
-    env: temporalServerEnv(options.db, options.portBase, options.root, options.authorization),
+    env: temporalServerEnv(
+      options.db,
+      options.portBase,
+      options.root,
+      options.authorization,
+      options.tls,
+    ),
     cwd: options.root,
     logFile: options.logFile,
-    ready: (exited) => registerNamespace(address, options.namespace, exited),
+    ready: (exited) => registerNamespace(address, options.namespace, exited, options.tls),
   });
 }
 
@@ -149,12 +158,18 @@ async function registerNamespace(
   address: string,
   namespace: string,
   exited: () => boolean,
+  tls?: ClusterTls,
 ): Promise<void> {
   let connection: Connection | undefined;
   await pollReady(
     'the Temporal frontend',
     async () => {
-      connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      await connection?.close().catch(() => {});
+      connection = await Connection.connect({
+        address,
+        connectTimeout: 2_000,
+        ...(tls ? { tls: temporalTlsConfig(tls, 'internode') } : {}),
+      });
       await connection.workflowService.getSystemInfo({});
       return true;
     },

@@ -6,6 +6,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { clusterTlsFiles, temporalTlsConfig } from '../../scripts/lib/clusterTls';
 import { s3ClientFor } from '../../scripts/lib/objectServer';
 import { freePortRange, portFree } from '../../scripts/lib/processes';
 import { ONE_HOST_GO_RUNTIME } from '../../scripts/lib/temporal';
@@ -86,10 +87,13 @@ describe('cluster mode (D2)', () => {
     const field = (name: string) => new RegExp(`${name}\\s+(\\S+)`).exec(output)?.[1] ?? '';
     const apiKey = field('API key');
     const workspaceId = field('workspace');
-    const consoles = [...output.matchAll(/console \d\s+(\S+)/g)].map((m) =>
-      m[1]!.replace('localhost', '127.0.0.1'),
+    // One console behind one public origin, its replicas named as such (X7).
+    expect(/^ {2}console\s+(\S+) \(public origin/m.exec(output)?.[1]).toBe(
+      `http://localhost:${base + 13}`,
     );
-    expect(consoles).toHaveLength(2);
+    const consoles = [...output.matchAll(/web-\d\s+(\S+) \(console replica\)/g)].map((m) => m[1]!);
+    expect(consoles).toEqual([`http://127.0.0.1:${base + 13}`, `http://127.0.0.1:${base + 14}`]);
+    expect(output).not.toMatch(/console \d/);
     expect(field('Temporal UI')).toBe(`http://localhost:${base + 11}`);
     expect(output).toContain(`${dir}/logs/`);
 
@@ -114,12 +118,20 @@ describe('cluster mode (D2)', () => {
     expect(output).toMatch(/UI operator\s+operator@quire\.localhost \/ \S+/);
     // R4: the frontend itself refuses callers without a token of the provider's, so the UI's
     // login is not the only gate; the bootstrap went through the internal frontend.
-    const anonymous = await Connection.connect({ address: `127.0.0.1:${base}` });
+    // X7: with the installation's client certificate, so that the missing token is refused.
+    const tls = clusterTlsFiles(dir);
+    const anonymous = await Connection.connect({
+      address: `127.0.0.1:${base}`,
+      tls: temporalTlsConfig(tls, 'client'),
+    });
     await expect(
       anonymous.workflowService.listWorkflowExecutions({ namespace: 'default' }),
     ).rejects.toMatchObject({ code: 7 }); // PERMISSION_DENIED
     await anonymous.close();
-    const connection = await Connection.connect({ address: `127.0.0.1:${base + 17}` });
+    const connection = await Connection.connect({
+      address: `127.0.0.1:${base + 17}`,
+      tls: temporalTlsConfig(tls, 'internode'),
+    });
     const attributes = await connection.operatorService.listSearchAttributes({
       namespace: 'default',
     });
@@ -129,8 +141,15 @@ describe('cluster mode (D2)', () => {
     await connection.close();
 
     // Temporal's history and visibility live in the cluster's PostgreSQL.
+    // X7: as Temporal's role, with its password kept in the cluster's directory.
+    const passwords = JSON.parse(readFileSync(join(dir, 'postgres-passwords.json'), 'utf8'));
+    expect(output).not.toContain(passwords.quire);
     const temporalDb = new pg.Client({
-      connectionString: `postgres://postgres@127.0.0.1:${base + 10}/temporal`,
+      host: '127.0.0.1',
+      port: base + 10,
+      user: 'temporal',
+      password: passwords.temporal,
+      database: 'temporal',
     });
     await temporalDb.connect();
     expect(

@@ -143,6 +143,15 @@ describe('rolling deploy (D5)', () => {
           `transcription-job-${jobId}`,
           '--address',
           t.cluster.temporalAddress,
+          // X7: the frontend asks for the installation's client certificate.
+          '--tls-cert-path',
+          t.cluster.temporalTls.clientCert,
+          '--tls-key-path',
+          t.cluster.temporalTls.clientKey,
+          '--tls-ca-path',
+          t.cluster.temporalTls.serverCa,
+          '--tls-server-name',
+          t.cluster.temporalTls.serverName,
           '--output',
           'json',
         ]);

@@ -1,6 +1,7 @@
 import { Connection } from '@temporalio/client';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { temporalTlsConfig } from '../../scripts/lib/clusterTls';
 import { launchBrowser } from '../support/browser';
 import { startTestCluster, type TestCluster } from '../support/cluster';
 import { eventually } from '../support/wait';
@@ -80,9 +81,11 @@ async function uiAs(person: { email: string; password: string }) {
 describe('the Temporal UI is the operators’ (R4)', () => {
   it('R4 a workspace session cannot reach the Temporal UI in cluster mode, an operator session can', async () => {
     // The worker reached the authorizing frontend with its own client's token: the
-    // maintenance schedules exist.
+    // maintenance schedules exist (read through the internal frontend, with the server's own
+    // certificate, X7).
     const internal = await Connection.connect({
-      address: cluster.cluster.temporalAddress.replace(/:(\d+)$/, (_, p) => `:${Number(p) + 17}`),
+      address: cluster.cluster.temporalInternalAddress,
+      tls: temporalTlsConfig(cluster.cluster.temporalTls, 'internode'),
     });
     await eventually(
       async () => {
@@ -114,7 +117,9 @@ describe('the Temporal UI is the operators’ (R4)', () => {
 
   it('R4 the frontend refuses a call without a token and one with a forged token', async () => {
     const address = cluster.cluster.temporalAddress;
-    const anonymous = await Connection.connect({ address });
+    // With a certificate of the installation's (X7), so that the token is what is refused.
+    const tls = temporalTlsConfig(cluster.cluster.temporalTls, 'client');
+    const anonymous = await Connection.connect({ address, tls });
     await expect(
       anonymous.workflowService.listSchedules({ namespace: 'default' }),
     ).rejects.toMatchObject({ code: 7 }); // PERMISSION_DENIED
@@ -127,7 +132,7 @@ describe('the Temporal UI is the operators’ (R4)', () => {
     // refuses the forged one: the connection cannot be made.
     const forged = Connection.connect({
       address,
-      tls: false,
+      tls,
       apiKey: `${Buffer.from('{"alg":"RS256","kid":"forged"}').toString('base64url')}.${forgedClaims}.c2ln`,
     });
     await expect(forged).rejects.toMatchObject({ cause: { code: 7 } }); // PERMISSION_DENIED

@@ -66,13 +66,12 @@ beforeAll(async () => {
   ws = (await createWorkspace(db.pool, 'Single sign-on')).workspace.id;
   hydraDb = `${db.name}_hydra`;
   await adminQuery(`CREATE DATABASE ${hydraDb}`);
-  const [webPort, publicPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+  const [webPort, publicPort] = [await freePort(), await freePort()];
   const dsn = new URL(databaseUrl(hydraDb));
   dsn.searchParams.set('sslmode', 'disable');
   idp = await startIdentityProvider({
     dsn: dsn.toString(),
     publicPort,
-    adminPort,
     people: PEOPLE,
     logFile: join(mkdtempSync(join(tmpdir(), 'quire-hydra-')), 'hydra.log'),
   });

@@ -32,7 +32,6 @@ beforeAll(async () => {
   idp = await startIdentityProvider({
     dsn: dsn.toString(),
     publicPort: await freePort(),
-    adminPort: await freePort(),
     people: [],
     logFile: join(mkdtempSync(join(tmpdir(), 'quire-hydra-')), 'hydra.log'),
     // Short-lived tokens, so a refresh happens within the test.

@@ -140,6 +140,52 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('X7 compose keeps PostgreSQL, the Temporal server and the object store on an internal network with no port published, every database role with its own password', () => {
+    const config = composeConfig();
+    expect(config).toMatch(/^networks:\n(?: {2}.*\n)*? {2}internal:\n {4}internal: true$/m);
+    const networksOf = (service: string) => {
+      const block = new RegExp(`^ {2}${service}:\n((?: {4}.*\n| {6}.*\n)*)`, 'm').exec(config);
+      const body = block?.[1] ?? '';
+      return {
+        networks: [
+          ...(/^ {4}networks:\n((?: {6}.*\n)*)/m.exec(body)?.[1] ?? '').matchAll(
+            /^ {6}([a-z-]+):/gm,
+          ),
+        ].map((m) => m[1]),
+        published: /^ {4}ports:/m.test(body),
+      };
+    };
+    for (const service of [
+      'postgres',
+      'temporal',
+      'temporal-schema',
+      'temporal-setup',
+      'object-store',
+    ]) {
+      expect({ service, ...networksOf(service) }).toEqual({
+        service,
+        networks: ['internal'],
+        published: false,
+      });
+    }
+    // The console is published from the edge network and reaches the internal services.
+    expect(networksOf('web-1')).toEqual({ networks: ['edge', 'internal'], published: true });
+    // Passwords from .env, none written in the file; no trust; each role its own.
+    const postgres = serviceEnvironment(config, 'postgres');
+    expect(postgres.POSTGRES_INITDB_ARGS).toBe(
+      '--auth-local=scram-sha-256 --auth-host=scram-sha-256',
+    );
+    const compose = readFileSync('docker-compose.yml', 'utf8');
+    expect(compose).toContain(`POSTGRES_PASSWORD: \${POSTGRES_PASSWORD:-}`);
+    expect(compose).toContain(`postgres://quire:\${QUIRE_DB_PASSWORD:-}@postgres:5432/quire`);
+    expect(compose).toContain(`TEMPORAL_DB_PASSWORD: \${TEMPORAL_DB_PASSWORD:-}`);
+    expect(compose).not.toMatch(/PASSWORD: quire|quire:quire@|--pw /);
+    const roles = readFileSync('deploy/postgres/init-roles.sh', 'utf8');
+    expect(roles).toMatch(/CREATE ROLE quire LOGIN PASSWORD :'quire_password'/);
+    expect(roles).toMatch(/CREATE ROLE temporal LOGIN PASSWORD :'temporal_password'/);
+    expect(serviceEnvironment(config, 'temporal').TEMPORAL_DB_USER).toBe('temporal');
+  }, 30_000);
+
   it('registers every search attribute the workflows upsert', () => {
     const compose = readFileSync('docker-compose.yml', 'utf8');
     for (const name of [
