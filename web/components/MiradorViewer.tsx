@@ -1,38 +1,25 @@
 'use client';
+import type { MiradorInstance } from 'mirador';
 import { useEffect, useId, useState } from 'react';
 
 /**
- * F7: Mirador, served from the project's own `node_modules` (web/lib/mirador.ts), in a frame
- * of the page. It fetches the manifest and the Image API's tiles itself, same-origin, with the
- * console's session cookie.
+ * F7: Mirador in a frame of the page. It is the project's own `mirador` package (its ES build,
+ * bundled by Next with the console's React in production mode, and loaded as a chunk of the
+ * console only when this page mounts), never a CDN. It fetches the manifest and the Image
+ * API's tiles itself, same-origin, with the console's session cookie.
  *
  * Content-Security-Policy (R6): the page keeps the console's policy unchanged. Scripts: the
- * bundle's <script> is added by this (nonced, trusted) script, which `'strict-dynamic'`
- * allows. Styles: Mirador's MUI styles come from emotion, which writes <style> elements made
- * with `document.createElement` and would give them a nonce only if Mirador passed one (it
- * builds its emotion cache without). While the viewer is mounted, a <style> element made by a
- * script gets the document's nonce as it is created. That hands scripts nothing they lack
- * (any script on the page can read the nonce from the page's own scripts), and markup injected
- * into the page still cannot style it: parsed <style> and `style` attributes are not made by
+ * chunk is loaded by Next's own (nonced) scripts, which `'strict-dynamic'` trusts. Styles:
+ * Mirador's MUI styles come from emotion, which writes <style> elements made with
+ * `document.createElement` and would give them a nonce only if Mirador passed one (it builds
+ * its emotion cache without). While the viewer is mounted, a <style> element made by a script
+ * gets the document's nonce as it is created. That hands scripts nothing they lack (any script
+ * on the page can read the nonce from the page's own scripts), and markup injected into the
+ * page still cannot style it: parsed <style> and `style` attributes are not made by
  * `createElement` and stay refused. React and OpenSeadragon set element styles through the
  * CSSOM, which the policy does not govern. The nonce is the document's own (read from the
  * scripts Next rendered with it), so an in-app navigation here uses the one the browser holds.
  */
-
-const BUNDLE = '/console-api/viewer/mirador.js';
-
-interface MiradorInstance {
-  unmount(): void;
-}
-interface MiradorGlobal {
-  viewer(config: unknown): MiradorInstance;
-}
-
-declare global {
-  interface Window {
-    Mirador?: MiradorGlobal;
-  }
-}
 
 /** The nonce this document's policy allows (Next puts it on every script it renders). */
 function documentNonce(): string | undefined {
@@ -58,27 +45,6 @@ function nonceScriptStyles(nonce: string): () => void {
   };
 }
 
-let loading: Promise<MiradorGlobal> | undefined;
-
-/** Loads the bundle once per document. */
-function loadMirador(nonce: string): Promise<MiradorGlobal> {
-  if (window.Mirador) return Promise.resolve(window.Mirador);
-  loading ??= new Promise<MiradorGlobal>((resolve, reject) => {
-    const script = document.createElement('script');
-    script.src = BUNDLE;
-    script.nonce = nonce;
-    script.async = true;
-    script.onload = () =>
-      window.Mirador ? resolve(window.Mirador) : reject(new Error('Mirador did not load'));
-    script.onerror = () => reject(new Error('Mirador did not load'));
-    document.head.appendChild(script);
-  });
-  loading.catch(() => {
-    loading = undefined;
-  });
-  return loading;
-}
-
 export function MiradorViewer({ manifestId, label }: { manifestId: string; label: string }) {
   const id = `mirador-${useId().replace(/[^A-Za-z0-9_-]/g, '')}`;
   const [failed, setFailed] = useState(false);
@@ -92,7 +58,7 @@ export function MiradorViewer({ manifestId, label }: { manifestId: string; label
     let stopped = false;
     let instance: MiradorInstance | undefined;
     const restore = nonceScriptStyles(nonce);
-    loadMirador(nonce)
+    import('mirador')
       .then((Mirador) => {
         if (stopped) return;
         instance = Mirador.viewer({
