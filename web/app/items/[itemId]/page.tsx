@@ -1,9 +1,8 @@
 import { THUMBNAIL_EDGE, thumbnailOf } from '@quire/core/interchange/imageApi';
 import { permits } from '@quire/core/roles';
-import { textFault } from '@quire/core/text';
 import { collectionPath, getCollection, listCollectionChoices } from '@quire/db/collections';
 import { listMoveTargets } from '@quire/db/itemPages';
-import { getItem, listItemPages } from '@quire/db/items';
+import { listItemPages } from '@quire/db/items';
 import { lineProgressByItem } from '@quire/db/review';
 import {
   CollectionSelect,
@@ -17,30 +16,14 @@ import { PageOrder } from '@quire/web/components/PageOrder';
 import { pageImageService, pageThumbnail } from '@quire/web/components/pageImage';
 import { queryValue } from '@quire/web/lib/archiveForms';
 import { pool } from '@quire/web/lib/server';
-import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
-import { notFound } from 'next/navigation';
 import { arrangePagesAction, movePageAction, updateItemAction } from '../actions';
+import { loadItem } from './item';
 
 export const dynamic = 'force-dynamic';
 
-async function load(raw: string) {
-  const principal = await requirePrincipal();
-  let itemId: string;
-  try {
-    itemId = decodeURIComponent(raw);
-  } catch {
-    notFound();
-  }
-  // R6: a NUL or lone surrogate names no item (and PostgreSQL would refuse it).
-  if (itemId.length < 1 || itemId.length > 200 || textFault(itemId)) notFound();
-  const item = await getItem(pool(), principal.workspaceId, itemId);
-  if (!item) notFound();
-  return { principal, item };
-}
-
 export async function generateMetadata({ params }: { params: Promise<{ itemId: string }> }) {
-  const { item } = await load((await params).itemId);
+  const { item } = await loadItem((await params).itemId);
   return { title: `${item.title ?? 'Untitled item'} · Quire` };
 }
 
@@ -60,7 +43,7 @@ export default async function ItemPage({
   params: Promise<{ itemId: string }>;
   searchParams: Promise<Record<string, string | string[] | undefined>>;
 }) {
-  const { principal, item } = await load((await params).itemId);
+  const { principal, item } = await loadItem((await params).itemId);
   const query = await searchParams;
   const moveSearch = queryValue(query.moveTo)?.slice(0, 200);
   // R8: arranging and describing are offered only to a role that may.
@@ -115,6 +98,15 @@ export default async function ItemPage({
           <MetadataList entries={item.metadata} />
         </div>
         <div className="page-head-actions">
+          {pages.some((p) => p.hasMedia) ? (
+            <Link
+              className="button"
+              href={`/items/${encodeURIComponent(item.id)}/viewer`}
+              prefetch={false}
+            >
+              Open in viewer
+            </Link>
+          ) : null}
           <a
             className="button secondary"
             href={`/iiif/${principal.workspaceId}/${encodeURIComponent(item.id)}/manifest`}
