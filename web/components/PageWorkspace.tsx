@@ -186,6 +186,13 @@ export function PageWorkspace({
   };
 
   const speakers = [...new Set(segments.flatMap((s) => (s.speaker ? [s.speaker] : [])))];
+  // V11: a line offered for a speaker's span by its number, and its time where it has one.
+  const lineChoices = segments.map((s) => (
+    <option key={s.index} value={s.index}>
+      {s.index + 1}
+      {s.start !== undefined ? ` (${formatSeconds(s.start)})` : ''}
+    </option>
+  ));
   const renameSpeaker = (form: FormData) => {
     const from = String(form.get('from') ?? '');
     const to = String(form.get('to') ?? '');
@@ -535,23 +542,13 @@ export function PageWorkspace({
               <label>
                 Lines{' '}
                 <select name="from" defaultValue={selected ?? segments[0]!.index}>
-                  {segments.map((s) => (
-                    <option key={s.index} value={s.index}>
-                      {s.index + 1}
-                      {s.start !== undefined ? ` (${formatSeconds(s.start)})` : ''}
-                    </option>
-                  ))}
+                  {lineChoices}
                 </select>
               </label>{' '}
               <label>
                 to{' '}
                 <select name="to" defaultValue={selected ?? segments[0]!.index}>
-                  {segments.map((s) => (
-                    <option key={s.index} value={s.index}>
-                      {s.index + 1}
-                      {s.start !== undefined ? ` (${formatSeconds(s.start)})` : ''}
-                    </option>
-                  ))}
+                  {lineChoices}
                 </select>
               </label>{' '}
               <label>

@@ -1,4 +1,5 @@
 'use client';
+import { FormError, NewPasswordFields } from '@quire/web/components/PasswordFields';
 import { useActionState } from 'react';
 import { type ChangePasswordState, changePasswordAction } from './actions';
 
@@ -11,15 +12,8 @@ export function ChangePasswordForm() {
     <form action={action} className="card stack">
       <label htmlFor="current">Current password</label>
       <input id="current" name="current" type="password" required autoComplete="current-password" />
-      <label htmlFor="password">New password (12 characters or more)</label>
-      <input id="password" name="password" type="password" required autoComplete="new-password" />
-      <label htmlFor="confirm">The new password again</label>
-      <input id="confirm" name="confirm" type="password" required autoComplete="new-password" />
-      {state.error ? (
-        <p role="alert" className="error">
-          {state.error}
-        </p>
-      ) : null}
+      <NewPasswordFields />
+      <FormError error={state.error} />
       {state.done ? (
         <p role="status" data-done>
           {state.done}

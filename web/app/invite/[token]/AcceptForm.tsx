@@ -1,4 +1,5 @@
 'use client';
+import { FormError } from '@quire/web/components/PasswordFields';
 import { useActionState } from 'react';
 import { type AcceptState, acceptInvitationAction } from './actions';
 
@@ -15,11 +16,7 @@ export function AcceptForm({ token }: { token: string }) {
         Choose a password (12 characters or more), or give yours if this email has an account
       </label>
       <input id="password" name="password" type="password" required autoComplete="new-password" />
-      {state.error ? (
-        <p role="alert" className="error">
-          {state.error}
-        </p>
-      ) : null}
+      <FormError error={state.error} />
       <button type="submit" disabled={pending}>
         Join
       </button>

@@ -1,4 +1,5 @@
 'use client';
+import { FormError } from '@quire/web/components/PasswordFields';
 import { useActionState } from 'react';
 import { type ForgotState, requestResetAction } from './actions';
 
@@ -11,11 +12,7 @@ export function ForgotForm() {
     <form action={action} className="card stack">
       <label htmlFor="email">Email</label>
       <input id="email" name="email" type="email" autoComplete="username" required />
-      {state.error ? (
-        <p role="alert" className="error">
-          {state.error}
-        </p>
-      ) : null}
+      <FormError error={state.error} />
       {state.sent ? (
         <p role="status" data-sent>
           If an account has this address, a link to set a new password is on its way to it. The link
