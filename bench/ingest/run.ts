@@ -1,12 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { ensureDatabase, migrate } from '../../db/migrate';
 import { jpeg, wav } from '../../test/support/uploadFixtures';
+import { postParts, serverStats, startIngestServer, stopIngestServer } from '../lib/uploadClient';
 
 /**
  * Ingest benchmark (issue 6): MB/s and files/s for 200 images and 20 audio files through the
@@ -16,65 +16,11 @@ import { jpeg, wav } from '../../test/support/uploadFixtures';
 const ADMIN_URL =
   process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const MB = 1024 * 1024;
-const BOUNDARY = '----quire-bench-boundary';
 
 function databaseUrl(name: string) {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   return url.toString();
-}
-
-function partHead(filename: string): Buffer {
-  return Buffer.from(
-    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="files[]"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
-  );
-}
-
-/** Streams a multipart body built from generators, so the client never holds a file. */
-function post(
-  port: number,
-  path: string,
-  files: Array<{ name: string; size: number; chunks: () => Iterable<Buffer> }>,
-) {
-  let length = 0;
-  for (const f of files) length += partHead(f.name).length + f.size + 2;
-  const tail = Buffer.from(`--${BOUNDARY}--\r\n`);
-  length += tail.length;
-  return new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: 'POST',
-        headers: {
-          'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
-          'content-length': length,
-        },
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (c) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    (async () => {
-      const write = (chunk: Buffer) =>
-        new Promise<void>((ok) => {
-          if (req.write(chunk)) ok();
-          else req.once('drain', ok);
-        });
-      for (const f of files) {
-        await write(partHead(f.name));
-        for (const chunk of f.chunks()) await write(chunk);
-        await write(Buffer.from('\r\n'));
-      }
-      req.end(tail);
-    })().catch(reject);
-  });
 }
 
 function* padded(head: Buffer, size: number): Iterable<Buffer> {
@@ -99,20 +45,6 @@ const audioFile = (i: number, size: number) => {
   return { name: `session-${i}.wav`, size, chunks: () => padded(head, size) };
 };
 
-async function stats(port: number, path = '/stats', method = 'GET') {
-  return new Promise<{ rss: number; peakRss: number; vmHwm: number | null }>((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method }, (res) => {
-      let body = '';
-      res.on('data', (c) => {
-        body += c;
-      });
-      res.on('end', () => resolve(JSON.parse(body)));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 async function main() {
   const name = `quire_bench_${randomBytes(4).toString('hex')}`;
   const url = databaseUrl(name);
@@ -125,25 +57,12 @@ async function main() {
     .rows[0].id;
   let server: ChildProcess | undefined;
   try {
-    server = spawn('npx', ['tsx', 'bench/ingest/server.ts'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: url,
-        QUIRE_BLOB_DIR: blobDir,
-        NODE_OPTIONS: '--expose-gc',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-      detached: true,
-    });
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = '';
-      server!.stdout!.on('data', (c) => {
-        out += c;
-        const m = /LISTENING (\d+)/.exec(out);
-        if (m) resolve(Number(m[1]));
-      });
-      server!.on('exit', (code) => reject(new Error(`server exited ${code}`)));
-    });
+    let port: number;
+    ({ server, port } = await startIngestServer({
+      DATABASE_URL: url,
+      QUIRE_BLOB_DIR: blobDir,
+      NODE_OPTIONS: '--expose-gc',
+    }));
     const path = `/ws/${ws}/batches`;
 
     // 200 images of 1 MiB, 20 per request, two requests in flight.
@@ -154,7 +73,7 @@ async function main() {
     );
     for (let r = 0; r < requests.length; r += 2) {
       const results = await Promise.all(
-        requests.slice(r, r + 2).map((files) => post(port, path, files)),
+        requests.slice(r, r + 2).map((files) => postParts(port, path, files)),
       );
       for (const res of results)
         if (res.status !== 201) throw new Error(`image ingest failed: ${res.body}`);
@@ -166,7 +85,7 @@ async function main() {
     start = performance.now();
     for (let i = 0; i < 20; i += 2) {
       const results = await Promise.all(
-        [i, i + 1].map((n) => post(port, path, [audioFile(n, audioSize)])),
+        [i, i + 1].map((n) => postParts(port, path, [audioFile(n, audioSize)])),
       );
       for (const res of results)
         if (res.status !== 201) throw new Error(`audio ingest failed: ${res.body}`);
@@ -174,12 +93,12 @@ async function main() {
     const audioSeconds = (performance.now() - start) / 1000;
 
     // One 500 MB upload: the server's RSS is sampled every 20 ms.
-    const before = await stats(port, '/reset', 'POST');
+    const before = await serverStats(port, '/reset', 'POST');
     start = performance.now();
-    const big = await post(port, path, [audioFile(999, 500 * MB)]);
+    const big = await postParts(port, path, [audioFile(999, 500 * MB)]);
     if (big.status !== 201) throw new Error(`large ingest failed: ${big.body}`);
     const bigSeconds = (performance.now() - start) / 1000;
-    const after = await stats(port);
+    const after = await serverStats(port);
 
     const round = (n: number) => Math.round(n * 100) / 100;
     console.log(
@@ -211,7 +130,7 @@ async function main() {
       }),
     );
   } finally {
-    if (server?.pid) process.kill(-server.pid, 'SIGKILL');
+    stopIngestServer(server);
     await client.end();
     await rm(blobDir, { recursive: true, force: true });
     const admin = new pg.Client({ connectionString: ADMIN_URL });

@@ -25,11 +25,23 @@ function* fileChunks(path: string): Iterable<Buffer> {
   }
 }
 
-/** POSTs `files` (paths on disk) as `files[]` parts of one multipart body. */
-export function postFiles(
+/** One `files[]` part: its name, its size and its bytes as they are read or made. */
+export interface UploadPart {
+  name: string;
+  size: number;
+  chunks: () => Iterable<Buffer>;
+}
+
+/** A file on disk as a part, read a megabyte at a time. */
+export function filePart(name: string, path: string): UploadPart {
+  return { name, size: statSync(path).size, chunks: () => fileChunks(path) };
+}
+
+/** POSTs `parts` as `files[]` parts of one multipart body, streamed as the server takes it. */
+export function postParts(
   port: number,
   path: string,
-  files: Array<{ name: string; path: string }>,
+  parts: UploadPart[],
 ): Promise<{ status: number; body: string }> {
   const head = (name: string) =>
     Buffer.from(
@@ -37,7 +49,7 @@ export function postFiles(
     );
   const tail = Buffer.from(`--${BOUNDARY}--\r\n`);
   let length = tail.length;
-  for (const f of files) length += head(f.name).length + statSync(f.path).size + 2;
+  for (const part of parts) length += head(part.name).length + part.size + 2;
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
@@ -60,16 +72,32 @@ export function postFiles(
     );
     req.on('error', reject);
     (async () => {
-      for (const f of files) {
-        if (!req.write(head(f.name))) await new Promise((r) => req.once('drain', r));
-        for (const chunk of fileChunks(f.path)) {
-          if (!req.write(chunk)) await new Promise((r) => req.once('drain', r));
-        }
-        req.write('\r\n');
+      const write = (chunk: Buffer | string) =>
+        new Promise<void>((ok) => {
+          if (req.write(chunk)) ok();
+          else req.once('drain', ok);
+        });
+      for (const part of parts) {
+        await write(head(part.name));
+        for (const chunk of part.chunks()) await write(chunk);
+        await write('\r\n');
       }
       req.end(tail);
     })().catch(reject);
   });
+}
+
+/** POSTs `files` (paths on disk) as `files[]` parts of one multipart body. */
+export function postFiles(
+  port: number,
+  path: string,
+  files: Array<{ name: string; path: string }>,
+): Promise<{ status: number; body: string }> {
+  return postParts(
+    port,
+    path,
+    files.map((f) => filePart(f.name, f.path)),
+  );
 }
 
 /** bench/ingest/server.ts's memory (`GET /stats`), or its reset of the sampled peak. */
