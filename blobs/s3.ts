@@ -122,7 +122,7 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
           Prefix: prefix,
           ContinuationToken: token,
           // S3 lists keys in UTF-8 byte order, the order a sweep resumes in.
-          StartAfter: token || !after ? undefined : full(after),
+          StartAfter: token || !after ? undefined : `${prefix}${after}`,
         }),
       );
       for (const object of page.Contents ?? []) {
