@@ -4,6 +4,7 @@ import pg from 'pg';
 import { appendEvent, readAllEventsAfter, sequenceEvents } from '../../db/events';
 import { migrate } from '../../db/migrate';
 import { createPool, type Pool, type PoolClient, withTransaction } from '../../db/pool';
+import { ADMIN_URL, databaseUrl } from '../lib/benchDatabase';
 
 /**
  * D10 commit benchmark: commits per second at several concurrencies against real PostgreSQL,
@@ -20,8 +21,6 @@ import { createPool, type Pool, type PoolClient, withTransaction } from '../../d
  * and writes bench/commit/last-run.json. Env: QUIRE_BENCH_ADMIN_URL, BENCH_SECONDS,
  * BENCH_RUNS, BENCH_CONCURRENCY (comma-separated).
  */
-const ADMIN_URL =
-  process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '8,32,64').split(',').map(Number);
@@ -30,12 +29,6 @@ const PREVIOUS_OUTBOX_LOCK = 7_401_119_002;
 
 type Mode = 'postgres' | 'globalLock' | 'positions';
 const MODES: Mode[] = ['postgres', 'globalLock', 'positions'];
-
-function databaseUrl(name: string) {
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 const round = (n: number) => Math.round(n * 10) / 10;
 const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;

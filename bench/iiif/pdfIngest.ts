@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { ensureDatabase, migrate } from '../../db/migrate';
+import { arg, databaseUrl } from '../lib/benchDatabase';
 import { postFiles, serverStats, startIngestServer, stopIngestServer } from '../lib/uploadClient';
 
 /**
@@ -26,8 +27,6 @@ import { postFiles, serverStats, startIngestServer, stopIngestServer } from '../
  */
 
 const exec = promisify(execFile);
-const ADMIN_URL =
-  process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const MB = 1024 * 1024;
 const SCAN = join(
   import.meta.dirname,
@@ -38,20 +37,6 @@ const SCAN = join(
   'real',
   'manifesto-page-0015.png',
 );
-
-function arg(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
-  if (!Number.isInteger(value) || value < 1)
-    throw new Error(`--${name} must be a positive integer`);
-  return value;
-}
-
-function databaseUrl(name: string) {
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 async function main() {
   const pages = arg('pages', 200);

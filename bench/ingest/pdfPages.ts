@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { ensureDatabase, migrate } from '../../db/migrate';
 import { vectorPdf } from '../../test/support/vectorPdf';
+import { arg, databaseUrl } from '../lib/benchDatabase';
 import { postFiles, startIngestServer, stopIngestServer } from '../lib/uploadClient';
 
 /**
@@ -24,28 +25,12 @@ import { postFiles, startIngestServer, stopIngestServer } from '../lib/uploadCli
  */
 
 const exec = promisify(execFile);
-const ADMIN_URL =
-  process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ROOT = join(import.meta.dirname, '..', '..');
 const SCAN_PDF = join(ROOT, 'test', 'fixtures', 'real', 'manifesto-page-0015-ocr-96ppi.pdf');
 const BORN_DIGITAL_PAGES = 36;
 const SCANNED_PAGES = 20;
 /** The ingest's default resolution (QUIRE_PDF_DPI) for a page that is not one scanned image. */
 const DPI = 300;
-
-function arg(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
-  if (!Number.isInteger(value) || value < 1)
-    throw new Error(`--${name} must be a positive integer`);
-  return value;
-}
-
-function databaseUrl(name: string) {
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { ensureDatabase, migrate } from '../../db/migrate';
 import { jpeg, wav } from '../../test/support/uploadFixtures';
+import { ADMIN_URL, databaseUrl } from '../lib/benchDatabase';
 import { postParts, serverStats, startIngestServer, stopIngestServer } from '../lib/uploadClient';
 
 /**
@@ -13,15 +14,7 @@ import { postParts, serverStats, startIngestServer, stopIngestServer } from '../
  * HTTP API, and the server's peak RSS during one 500 MB upload (memory should stay flat).
  * Prints one JSON object. Env: QUIRE_BENCH_ADMIN_URL (default local Postgres, trust).
  */
-const ADMIN_URL =
-  process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const MB = 1024 * 1024;
-
-function databaseUrl(name: string) {
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 function* padded(head: Buffer, size: number): Iterable<Buffer> {
   yield head;

@@ -7,6 +7,7 @@ import { createPool, withTransaction } from '../../db/pool';
 import { createSubscription } from '../../db/webhooks';
 import { startHttpsReceiver } from '../../test/support/httpsReceiver';
 import { createWebhookRelay } from '../../worker/webhookRelay';
+import { ADMIN_URL, databaseUrl } from '../lib/benchDatabase';
 
 /**
  * Webhook benchmark (issue 4): commit-to-first-POST latency (p50/p95, target p95 < 1 s) with
@@ -16,19 +17,11 @@ import { createWebhookRelay } from '../../worker/webhookRelay';
  * bench/webhooks/last-run.json. Env: QUIRE_BENCH_ADMIN_URL, BENCH_LATENCY_EVENTS,
  * BENCH_THROUGHPUT_EVENTS, BENCH_CONCURRENCY.
  */
-const ADMIN_URL =
-  process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 300);
 const THROUGHPUT_EVENTS = Number(process.env.BENCH_THROUGHPUT_EVENTS ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SECRET_KEY = 'quire-bench-secret-key-0123456789-abcdefghijkl';
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
-
-function databaseUrl(name: string) {
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 function percentile(sorted: number[], p: number): number {
   const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
