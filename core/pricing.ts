@@ -4,7 +4,7 @@ import type { EngineChoice } from './engineModels';
  * job's immutable context snapshot made from them when a job is created.
  */
 import type { MediaKind } from './media';
-import type { CallCost, CostUnit, JobSnapshot, PriceTable } from './provider';
+import type { CallCost, JobSnapshot, PriceTable } from './provider';
 import { PROVIDER_CATALOGUE } from './providerCatalogue';
 
 /** Each catalogued provider's default prices (core/providerCatalogue.ts). */

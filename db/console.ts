@@ -151,15 +151,22 @@ export async function getBatchCreatedAt(
 
 /**
  * A digest that changes whenever any job of the workspace changes (status, stage, counts all
- * bump `updated_at`); the live stream compares it instead of shipping rows.
+ * bump `updated_at`); the live stream compares it instead of shipping rows. `updated_at` is
+ * `now()`, the start of the writing transaction: the newest of them need not move when a job
+ * changes (a transaction that began earlier commits later), and two changes may share a
+ * millisecond, so the digest sums every job's `updated_at` to the microsecond and counts the
+ * active jobs.
  */
 export async function jobsDigest(db: Queryable, workspaceId: number): Promise<string> {
-  const { rows } = await db.query<{ n: string; latest: Date | null }>(
-    'SELECT count(*)::text AS n, max(updated_at) AS latest FROM transcription_jobs WHERE workspace_id = $1',
+  const { rows } = await db.query<{ n: string; active: string; stamps: string | null }>(
+    `SELECT count(*)::text AS n,
+            count(*) FILTER (WHERE status IN ${ACTIVE_STATUS_LIST})::text AS active,
+            sum(extract(epoch FROM updated_at))::text AS stamps
+       FROM transcription_jobs WHERE workspace_id = $1`,
     [workspaceId],
   );
   const r = rows[0];
-  return `${r?.n ?? 0}:${r?.latest ? r.latest.getTime() : 0}`;
+  return `${r?.n ?? 0}:${r?.active ?? 0}:${r?.stamps ?? 0}`;
 }
 
 /**

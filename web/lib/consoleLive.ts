@@ -12,6 +12,15 @@ export type LiveTopic = 'jobs' | 'providers';
 const TICK_MS = 1_000;
 const MAX_STREAM_MS = 10 * 60_000;
 
+/**
+ * The jobs digest a live page was rendered at, read before anything the page shows: a change
+ * in between then moves the stream's digest away from it and refreshes the page, where a
+ * baseline read after the page's rows would already hold the change and hide it.
+ */
+export function liveJobsBaseline(workspaceId: number): Promise<string> {
+  return jobsDigest(pool(), workspaceId);
+}
+
 /** `jobs,providers` as asked for; 400 `invalid_query` when none is known. */
 export function liveTopics(requested: string | null): LiveTopic[] {
   const topics = (requested ?? '')

@@ -1,6 +1,6 @@
 import 'server-only';
 import { actorOfLineAuthor } from '@quire/core/actor';
-import { type AnnotationPage, pageLanguage, segmentsOf } from '@quire/core/annotation';
+import { pageLanguage, segmentsOf } from '@quire/core/annotation';
 import { type ExportFormat, exportPage } from '@quire/core/exports';
 import { type ExportProvenance, provenanceOf } from '@quire/core/interchange/provenance';
 import { actorNames } from '@quire/db/actors';

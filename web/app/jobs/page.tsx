@@ -1,9 +1,9 @@
 import { decodePageToken, encodePageToken, PageTokenError } from '@quire/core/pageToken';
 import { JOB_STATUSES, type JobStatus } from '@quire/core/temporal';
-import { jobsDigest } from '@quire/db/console';
 import { listJobSummaries } from '@quire/db/jobList';
 import { JobsTable } from '@quire/web/components/JobsTable';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
+import { liveJobsBaseline } from '@quire/web/lib/consoleLive';
 import { config, pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
@@ -55,15 +55,13 @@ export default async function JobsPage({
       tokenError = true;
     }
   }
-  const [rows, digest] = await Promise.all([
-    listJobSummaries(pool(), principal.workspaceId, {
-      status,
-      batchId,
-      beforeId,
-      limit: PAGE_SIZE + 1,
-    }),
-    jobsDigest(pool(), principal.workspaceId),
-  ]);
+  const digest = await liveJobsBaseline(principal.workspaceId);
+  const rows = await listJobSummaries(pool(), principal.workspaceId, {
+    status,
+    batchId,
+    beforeId,
+    limit: PAGE_SIZE + 1,
+  });
   const jobs = rows.slice(0, PAGE_SIZE);
   const last = jobs[jobs.length - 1];
   const next = rows.length > PAGE_SIZE && last ? encodePageToken(secret, binding, last.id) : null;

@@ -1,9 +1,10 @@
 import { blobUsage } from '@quire/db/blobs';
-import { jobsDigest, operationsFigures } from '@quire/db/console';
+import { operationsFigures } from '@quire/db/console';
 import { getProviderStates } from '@quire/db/providerState';
 import { formatBytes, formatDuration, shortId } from '@quire/web/components/format';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { Time } from '@quire/web/components/Time';
+import { liveJobsBaseline } from '@quire/web/lib/consoleLive';
 import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
@@ -40,11 +41,11 @@ function Tile({
 export default async function OperationsPage() {
   const principal = await requirePrincipal();
   const now = new Date();
-  const [ops, providers, blobs, digest] = await Promise.all([
+  const digest = await liveJobsBaseline(principal.workspaceId);
+  const [ops, providers, blobs] = await Promise.all([
     operationsFigures(pool(), principal.workspaceId),
     getProviderStates(pool(), principal.workspaceId),
     blobUsage(pool(), now),
-    jobsDigest(pool(), principal.workspaceId),
   ]);
   const paused = providers.filter((p) => p.status === 'paused');
   const queueAgeMs = ops.oldestPending ? now.getTime() - ops.oldestPending.createdAt.getTime() : 0;

@@ -1,6 +1,6 @@
 import { permits } from '@quire/core/roles';
 import { isActiveStatus, type JobStatus } from '@quire/core/temporal';
-import { getBatchCreatedAt, jobsDigest } from '@quire/db/console';
+import { getBatchCreatedAt } from '@quire/db/console';
 import { loadBatchResult } from '@quire/db/ingest';
 import { getItem } from '@quire/db/items';
 import { listJobSummaries } from '@quire/db/jobList';
@@ -10,6 +10,7 @@ import { shortId } from '@quire/web/components/format';
 import { JobsTable } from '@quire/web/components/JobsTable';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { Time } from '@quire/web/components/Time';
+import { liveJobsBaseline } from '@quire/web/lib/consoleLive';
 import { pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
@@ -28,9 +29,9 @@ export default async function BatchPage({ params }: { params: Promise<{ batchId:
   if (batchId.length > 100) notFound();
   const createdAt = await getBatchCreatedAt(pool(), principal.workspaceId, batchId);
   if (!createdAt) notFound();
-  const [jobs, digest, { files, pages }] = await Promise.all([
+  const digest = await liveJobsBaseline(principal.workspaceId);
+  const [jobs, { files, pages }] = await Promise.all([
     listJobSummaries(pool(), principal.workspaceId, { batchId, limit: 100 }),
-    jobsDigest(pool(), principal.workspaceId),
     loadBatchResult(pool(), principal.workspaceId, batchId),
   ]);
   const count = (status: JobStatus) => jobs.filter((j) => j.status === status).length;

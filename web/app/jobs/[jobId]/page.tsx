@@ -1,7 +1,6 @@
 import type { MediaKind } from '@quire/core/media';
 import { permits } from '@quire/core/roles';
 import { isActiveStatus, type JobStatus, STAGES_BY_KIND } from '@quire/core/temporal';
-import { jobsDigest } from '@quire/db/console';
 import { getJob, listAttempts } from '@quire/db/jobs';
 import { getPage } from '@quire/db/pages';
 import { formatDuration, shortId } from '@quire/web/components/format';
@@ -11,6 +10,7 @@ import { KeptLines } from '@quire/web/components/KeptLines';
 import { LiveRefresh } from '@quire/web/components/LiveRefresh';
 import { Status } from '@quire/web/components/Status';
 import { Time } from '@quire/web/components/Time';
+import { liveJobsBaseline } from '@quire/web/lib/consoleLive';
 import { engineModels, pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
@@ -46,12 +46,12 @@ export default async function JobPage({ params }: { params: Promise<{ jobId: str
   const principal = await requirePrincipal();
   const { jobId } = await params;
   if (jobId.length > 64) notFound();
+  const digest = await liveJobsBaseline(principal.workspaceId);
   const job = await getJob(pool(), principal.workspaceId, jobId);
   if (!job) notFound();
-  const [attempts, page, digest] = await Promise.all([
+  const [attempts, page] = await Promise.all([
     listAttempts(pool(), job.id),
     getPage(pool(), principal.workspaceId, job.pageId),
-    jobsDigest(pool(), principal.workspaceId),
   ]);
   const kind = page?.kind ?? 'image';
   const active = isActiveStatus(job.status);

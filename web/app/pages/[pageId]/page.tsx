@@ -4,7 +4,6 @@ import { countLineStates } from '@quire/core/lineStates';
 import { permits } from '@quire/core/roles';
 import { isActiveStatus } from '@quire/core/temporal';
 import { actorNames } from '@quire/db/actors';
-import { jobsDigest } from '@quire/db/console';
 import { getItem, pageNumber } from '@quire/db/items';
 import { listJobSummaries } from '@quire/db/jobList';
 import { getJob } from '@quire/db/jobs';
@@ -21,6 +20,7 @@ import { PublishButton } from '@quire/web/components/PublishButton';
 import { pageImageService, ZOOMS, type Zoom } from '@quire/web/components/pageImage';
 import { RevisionHistory } from '@quire/web/components/RevisionHistory';
 import { Status } from '@quire/web/components/Status';
+import { liveJobsBaseline } from '@quire/web/lib/consoleLive';
 import { engineModels, pool } from '@quire/web/lib/server';
 import { requirePrincipal } from '@quire/web/lib/session';
 import Link from 'next/link';
@@ -71,13 +71,13 @@ export default async function PageView({
   const { pageId: raw } = await params;
   if (!/^\d{1,15}$/.test(raw)) notFound();
   const pageId = Number(raw);
+  const digest = await liveJobsBaseline(principal.workspaceId);
   const page = await getPage(pool(), principal.workspaceId, pageId);
   if (!page) notFound();
   const query = await searchParams;
-  const [revisions, jobs, digest, itemProgress, workspace, item, place] = await Promise.all([
+  const [revisions, jobs, itemProgress, workspace, item, place] = await Promise.all([
     listRevisions(pool(), principal.workspaceId, pageId, { limit: 50 }),
     listJobSummaries(pool(), principal.workspaceId, { pageId, limit: 5 }),
-    jobsDigest(pool(), principal.workspaceId),
     lineProgress(pool(), principal.workspaceId, page.itemId),
     getWorkspace(pool(), principal.workspaceId),
     getItem(pool(), principal.workspaceId, page.itemId),
