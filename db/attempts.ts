@@ -6,7 +6,6 @@ import type { JobSnapshot } from '../core/provider';
 import { pauseKey } from '../core/providerCatalogue';
 import { isActiveStatus } from '../core/temporal';
 import { workspaceBudgetPause } from './budget';
-import { removeCheckpoints } from './checkpoints';
 import { appendEvent } from './events';
 import {
   type AttemptFence,
@@ -14,6 +13,7 @@ import {
   type RunningAttempt,
   updateRunningAttempt,
 } from './fence';
+import { jobsEnded } from './jobEnds';
 import { failJob, jobEventData } from './jobs';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { currentPause, nextUtcMidnight, pauseQueue } from './providerState';
@@ -270,7 +270,7 @@ export async function closeAttempt(
         WHERE id = $1 AND status IN ${ACTIVE_STATUS_LIST}`,
       [fence.jobId],
     );
-    if (canceled.rowCount === 1) await removeCheckpoints(client, [fence.jobId]);
+    if (canceled.rowCount === 1) await jobsEnded(client, [fence.jobId]);
   }
   const { rows } = await client.query('SELECT status FROM transcription_jobs WHERE id = $1', [
     fence.jobId,

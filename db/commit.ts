@@ -2,7 +2,6 @@ import type { Segment } from '../core/annotation';
 import { EVENT_TYPES } from '../core/cloudevents';
 import type { EngineIdentity } from '../core/provider';
 import { closeAttempt } from './attempts';
-import { removeCheckpoints } from './checkpoints';
 import { appendEvent } from './events';
 import {
   type AttemptFence,
@@ -10,6 +9,7 @@ import {
   type RunningAttempt,
   updateRunningAttempt,
 } from './fence';
+import { jobsEnded } from './jobEnds';
 import { jobEventData } from './jobs';
 import type { PoolClient, Queryable } from './pool';
 import { resetOutageBackoff } from './providerState';
@@ -96,7 +96,7 @@ export async function commitPageRevision(
     [fence.jobId, revision, input.completed, input.failed, input.total, input.kept ?? 0],
   );
   // D11: the transcript is in the revision now; what the attempts saved on the way goes.
-  await removeCheckpoints(client, [fence.jobId]);
+  await jobsEnded(client, [fence.jobId]);
   await resetOutageBackoff(client, attempt.snapshot.provider, attempt.workspace_id);
   const { workspaceId, data } = await jobEventData(client, fence.jobId, {
     attemptNumber: fence.attemptNumber,

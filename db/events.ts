@@ -1,4 +1,4 @@
-import { afterCommit, type Pool, type PoolClient, type Queryable } from './pool';
+import { afterCommit, type Pool, type PoolClient, type Queryable, wakeListeners } from './pool';
 
 /**
  * E1/D10: the transactional outbox. Events are appended inside the transaction of the state
@@ -81,41 +81,12 @@ export async function appendEvent(client: PoolClient, event: NewEvent): Promise<
   return rows[0]!.id;
 }
 
-interface WakeState {
-  sending: boolean;
-  again: boolean;
-}
-const wakes = new WeakMap<Pool, WakeState>();
-
 /**
- * Tells the outbox's readers that something was committed: one NOTIFY in flight per pool at
- * a time, the commits that come meanwhile folded into the next one. Each is a transaction of
- * its own, after the writers' commits and holding nothing of theirs. A failed NOTIFY is
- * dropped: readers also poll.
+ * Tells the outbox's readers that something was committed (`wakeListeners`: after the
+ * writers' commits, one NOTIFY in flight per process).
  */
 export function wakeOutboxReaders(pool: Pool): void {
-  let state = wakes.get(pool);
-  if (!state) {
-    state = { sending: false, again: false };
-    wakes.set(pool, state);
-  }
-  if (state.sending) {
-    state.again = true;
-    return;
-  }
-  state.sending = true;
-  const current = state;
-  const send = (): void => {
-    current.again = false;
-    pool
-      .query(`SELECT pg_notify('${EVENTS_CHANNEL}', '')`)
-      .catch(() => {})
-      .finally(() => {
-        if (current.again) send();
-        else current.sending = false;
-      });
-  };
-  send();
+  wakeListeners(pool, `SELECT pg_notify('${EVENTS_CHANNEL}', '')`);
 }
 
 /**

@@ -14,8 +14,6 @@ import { ACTIVE_STATUS_LIST } from './sql';
  */
 /** How many waiting jobs one admission pass may admit when there is no cap (a lifted cap). */
 const ADMIT_BATCH = 500;
-/** The channel a freed slot or a raised cap is announced on (migration 0006). */
-export const JOB_SLOTS_CHANNEL = 'quire_job_slots';
 
 /**
  * Admits the oldest waiting jobs of a workspace into the slots free under its cap (all of

@@ -11,10 +11,10 @@ import {
   type JobPriority,
   type JobStatus,
 } from '../core/temporal';
-import { removeCheckpoints } from './checkpoints';
 import { ConflictError, isUniqueViolation, NotFoundError } from './errors';
 import { appendEvent } from './events';
 import { inheritedEngineChoice } from './items';
+import { jobsEnded } from './jobEnds';
 import { getPageForUpdate } from './pages';
 import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
@@ -175,7 +175,7 @@ export async function createJob(client: PoolClient, input: NewJob): Promise<Crea
         WHERE id = $1`,
       [superseded.id, id],
     );
-    await removeCheckpoints(client, [superseded.id]);
+    await jobsEnded(client, [superseded.id]);
   }
   // Created when written, not when the transaction began: with the slot lock held, the order
   // of creation times is the order of commits within a capped workspace.
@@ -327,7 +327,7 @@ export async function failJob(
     [jobId, category, detail],
   );
   if (updated.rowCount === 1) {
-    await removeCheckpoints(client, [jobId]);
+    await jobsEnded(client, [jobId]);
     await appendJobEvent(client, jobId, EVENT_TYPES.failed, {
       attemptNumber,
       errorCategory: category,
@@ -353,7 +353,7 @@ async function cancelJobRows(client: PoolClient, jobIds: string[]): Promise<Canc
       WHERE id = ANY($1) AND status IN ${ACTIVE_STATUS_LIST} RETURNING id, workflow_id`,
     [jobIds],
   );
-  await removeCheckpoints(
+  await jobsEnded(
     client,
     rows.map((r) => r.id),
   );

@@ -4,8 +4,9 @@ import { type AuditActor, type AuditEntryInput, recordAudit } from './auditLog';
 import { blobUsage } from './blobs';
 import { setGlobalBudget, setWorkspaceBudget, utcDayBounds } from './budget';
 import { NotFoundError } from './errors';
-import { JOB_SLOTS_CHANNEL, slotFigures } from './jobSlots';
-import { type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
+import { wakeSlotDispatchers } from './jobEnds';
+import { slotFigures } from './jobSlots';
+import { afterCommit, type Pool, type PoolClient, type Queryable, withTransaction } from './pool';
 import { getProviderStates } from './providerState';
 import { readCountSetting, SETTINGS, writeCountSetting } from './settings';
 
@@ -153,8 +154,8 @@ export async function setWorkspaceControls(
         { activeJobCap: before.activeJobCap },
         { activeJobCap: after.activeJobCap },
       );
-      // Delivered at commit: the dispatcher admits whatever the new cap leaves room for.
-      await client.query('SELECT pg_notify($1, $2)', [JOB_SLOTS_CHANNEL, String(workspaceId)]);
+      // Once committed, the dispatcher admits whatever the new cap leaves room for.
+      afterCommit(client, wakeSlotDispatchers);
     }
     if (providers !== undefined) {
       await client.query('UPDATE workspaces SET enabled_providers = $2 WHERE id = $1', [

@@ -75,6 +75,48 @@ export function afterCommit(client: PoolClient, hook: (pool: Pool) => void): voi
   } else afterCommitHooks.set(client, [hook]);
 }
 
+interface WakeState {
+  sending: boolean;
+  again: boolean;
+}
+const wakes = new WeakMap<Pool, Map<string, WakeState>>();
+
+/**
+ * Runs `notify` (a statement that NOTIFYs) on the pool as a transaction of its own, one in
+ * flight per pool and statement at a time: wakes asked for meanwhile fold into the next one.
+ * For hooks of `afterCommit`: the wake comes after the writers' commits, holding nothing of
+ * theirs. A failed wake is dropped: every listener also polls.
+ */
+export function wakeListeners(pool: Pool, notify: string): void {
+  let byStatement = wakes.get(pool);
+  if (!byStatement) {
+    byStatement = new Map();
+    wakes.set(pool, byStatement);
+  }
+  let state = byStatement.get(notify);
+  if (!state) {
+    state = { sending: false, again: false };
+    byStatement.set(notify, state);
+  }
+  if (state.sending) {
+    state.again = true;
+    return;
+  }
+  state.sending = true;
+  const current = state;
+  const send = (): void => {
+    current.again = false;
+    pool
+      .query(notify)
+      .catch(() => {})
+      .finally(() => {
+        if (current.again) send();
+        else current.sending = false;
+      });
+  };
+  send();
+}
+
 /**
  * Runs `work` in one transaction: committed when it returns, rolled back when it throws.
  * Every business fact of Quire is written through this.

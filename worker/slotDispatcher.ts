@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { QuireClient } from '../client';
 import type { Logger } from '../core/logger';
 import { redactError } from '../core/redact';
-import { JOB_SLOTS_CHANNEL } from '../db/jobSlots';
+import { JOB_SLOTS_CHANNEL } from '../db/jobEnds';
 import { createNotificationListener } from '../db/listener';
 import type { Pool } from '../db/pool';
 

@@ -35,27 +35,27 @@ async function job(status: string, updatedAt: Date): Promise<string> {
 }
 
 describe('C1 the jobs digest of the live console pages', () => {
-  it('C1 moves when a job completes in the same millisecond as its last change', async () => {
+  it('C1 moves when a job ends in the same millisecond as its last change', async () => {
     const at = new Date('2026-12-08T01:00:00.123Z');
     const id = await job('running', at);
     const before = await jobsDigest(db.pool, workspaceId);
     // The same millisecond, 400 microseconds later.
     await db.pool.query(
-      `UPDATE transcription_jobs SET status = 'completed', updated_at = $2::timestamptz + interval '400 microseconds' WHERE id = $1`,
+      `UPDATE transcription_jobs SET status = 'failed', ended_at = now(), updated_at = $2::timestamptz + interval '400 microseconds' WHERE id = $1`,
       [id, at],
     );
     expect(await jobsDigest(db.pool, workspaceId)).not.toBe(before);
   });
 
-  it('C1 moves when a job completes in a transaction that started before another job last changed', async () => {
+  it('C1 moves when a job ends in a transaction that started before another job last changed', async () => {
     const early = new Date('2026-12-08T02:00:00Z');
     const late = new Date('2026-12-08T02:00:05Z');
     const slow = await job('running', early);
     await job('running', late);
     const before = await jobsDigest(db.pool, workspaceId);
-    // The completion's now() is older than the newest updated_at: max(updated_at) stays put.
+    // The ending's now() is older than the newest updated_at: max(updated_at) stays put.
     await db.pool.query(
-      `UPDATE transcription_jobs SET status = 'completed', updated_at = $2 WHERE id = $1`,
+      `UPDATE transcription_jobs SET status = 'failed', ended_at = now(), updated_at = $2 WHERE id = $1`,
       [slow, new Date(early.getTime() + 1_000)],
     );
     expect(await jobsDigest(db.pool, workspaceId)).not.toBe(before);
