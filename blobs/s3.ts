@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -52,6 +51,14 @@ export interface S3BlobStoreOptions {
   queueSize?: number;
 }
 
+/**
+ * D7: the bounds of a store's calls when its client is not configured with its own
+ * (QUIRE_S3_CONNECT_TIMEOUT_MS and QUIRE_S3_SOCKET_TIMEOUT_MS set them for a process): opening
+ * a connection, and a socket silent this long, whether the request waits for its answer or a
+ * body is being streamed. A transfer that keeps moving is never cut.
+ */
+export const DEFAULT_CALL_BOUNDS = { connectionTimeout: 10_000, socketTimeout: 30_000 };
+
 /** Network failures and server errors: the store is down or overloaded, not refusing. */
 function isUnavailable(error: unknown): boolean {
   const e = error as {
@@ -83,7 +90,14 @@ function classified(error: unknown): unknown {
 }
 
 export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
-  const sdk = options.client ?? new S3Client({ maxAttempts: 3, ...options.clientConfig });
+  const sdk =
+    options.client ??
+    new S3Client({
+      maxAttempts: 3,
+      ...options.clientConfig,
+      // D7: a store that stops answering fails every call within a bound, as an outage.
+      requestHandler: options.clientConfig?.requestHandler ?? DEFAULT_CALL_BOUNDS,
+    });
   const client = {
     // biome-ignore lint/suspicious/noExplicitAny: forwards any command with its own output type
     send: async (command: any): Promise<any> => {
@@ -203,7 +217,8 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
         ) {
           return new Uint8Array();
         }
-        throw error;
+        // D7: a body cut off or gone silent is an outage too, not the object's fault.
+        throw classified(error);
       }
     },
 
@@ -217,7 +232,15 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
             Range: range ? `bytes=${range.start}-${range.end}` : undefined,
           }),
         )
-        .then((out) => pipeline(out.Body as Readable, stream))
+        .then((out) => {
+          // D7: a body that breaks or goes silent past its bound mid-stream fails the reader
+          // as an outage (classified), so that it waits and tries again instead of charging
+          // the job; a reader that stops early lets the body go.
+          const body = out.Body as Readable;
+          body.once('error', (error) => stream.destroy(classified(error) as Error));
+          stream.once('close', () => body.destroy());
+          body.pipe(stream);
+        })
         .catch((error) => stream.destroy(classified(error) as Error));
       return stream;
     },

@@ -161,6 +161,7 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
     worker?.shutdown();
   };
   const pagesInHand = new PagesInHand();
+  const heartbeatEveryMs = Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3));
   const transcription = createTranscriptionActivities({
     pagesInHand,
     pool: deps.pool,
@@ -168,14 +169,18 @@ export async function createQuireWorker(deps: QuireWorkerDeps): Promise<QuireWor
     secretKey: deps.config.QUIRE_SECRET_KEY,
     openingKeys: deps.config.QUIRE_SECRET_KEYS,
     owner: identity,
-    // D3: an object store outage makes the job wait (heartbeating), not spend attempts.
-    resolveMedia: (key) =>
-      localPathWhenAvailable(deps.blobStore, key, {
-        onWait: () => Context.current().heartbeat({ waiting: 'blob_store', at: Date.now() }),
-        signal: Context.current().cancellationSignal,
-      }),
+    // D3, D7: an object store outage makes the job wait, heartbeating even while a call is
+    // held by a store that stopped answering, not spend attempts.
+    resolveMedia: (key) => {
+      const context = Context.current();
+      return localPathWhenAvailable(deps.blobStore, key, {
+        onWait: () => context.heartbeat({ waiting: 'blob_store', at: Date.now() }),
+        signal: context.cancellationSignal,
+        beatEveryMs: heartbeatEveryMs,
+      });
+    },
     logger: deps.logger,
-    heartbeatEveryMs: Math.max(200, Math.floor(deps.config.QUIRE_HEARTBEAT_TIMEOUT_MS / 3)),
+    heartbeatEveryMs,
     infraWaitMs: deps.config.QUIRE_INFRA_WAIT_MS,
     audioPollMs: deps.audioPollMs,
     onProviderPaused: deps.onProviderPaused,

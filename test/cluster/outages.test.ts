@@ -12,7 +12,8 @@ import { eventually } from '../support/wait';
  * D7 outage drills on the production topology (D2): three workers, two web replicas, the
  * Temporal server on the cluster's PostgreSQL, the object server, real OCR (tesseract on the
  * 20 real Fraktur line scans). PostgreSQL (Quire's and the Temporal server's own) is stopped for
- * a managed database's failover, 120 s, and the object store for 60 s, mid-batch; the verdict
+ * a managed database's failover, 120 s, and the object store for 60 s (killed, and frozen by
+ * SIGSTOP: a store that accepts connections and answers nothing), mid-batch; the verdict
  * is D3's (each job committed once, the auditor clean, deliveries done) and D7's: no attempt
  * charged, each page's read paid for once. The heartbeat timeout is the default a deployment
  * runs with (15 s), not the drills' 3 s: with 3 s, the seconds a Temporal server takes to come
@@ -110,6 +111,12 @@ async function nothingChargedReadOnce(t: TestCluster, jobIds: string[]): Promise
   expect(reads.rows).toEqual([]);
 }
 
+/** A signal to a program's whole process group, not waiting for it to exit (SIGSTOP, SIGCONT). */
+function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) throw new Error('the program is not running');
+  process.kill(-pid, signal);
+}
+
 function report(drill: string, figures: Record<string, number>): void {
   process.stdout.write(`${JSON.stringify({ drill, ...figures })}\n`);
 }
@@ -174,6 +181,16 @@ describe('outages of Quire infrastructure on the production topology (D7)', () =
       stop: () => t.cluster.objectServer.kill('SIGKILL'),
       start: () => t.cluster.objectServer.start(),
       workersStay: false,
+    });
+  }, 600_000);
+
+  it('D7 the object store frozen (SIGSTOP: connections accepted, nothing answered) for 60 s during a real-OCR batch: no attempt charged, no page read twice, every job completes once', async () => {
+    await outageDrill({
+      name: 'object-store-frozen-real-ocr',
+      when: 'committed',
+      outageMs: D7_STORE_OUTAGE_MS,
+      stop: () => signalGroup(t.cluster.objectServer.pid(), 'SIGSTOP'),
+      start: () => signalGroup(t.cluster.objectServer.pid(), 'SIGCONT'),
     });
   }, 600_000);
 

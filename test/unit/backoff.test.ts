@@ -70,6 +70,34 @@ describe('waits built on the one backoff', () => {
     expect(waits).toEqual([0, 250, 750, 1_750]);
   });
 
+  it('D7 a wait for the object store keeps beating while a call is held by a store that stopped answering', async () => {
+    vi.useFakeTimers();
+    let calls = 0;
+    const store = {
+      // The first call is held 5 s (a silent socket, until its bound), then fails as an outage.
+      localPath: async () => {
+        calls += 1;
+        if (calls === 1) {
+          await new Promise((resolve) => setTimeout(resolve, 5_000));
+          throw new BlobStoreUnavailableError();
+        }
+        return '/blobs/k';
+      },
+    } as unknown as BlobStore;
+    const beats: number[] = [];
+    const start = Date.now();
+    const found = localPathWhenAvailable(store, 'k', {
+      onWait: () => beats.push(Date.now() - start),
+      beatEveryMs: 1_000,
+    });
+    await vi.advanceTimersByTimeAsync(5_250);
+    await expect(found).resolves.toBe('/blobs/k');
+    // Every second while the call was held, once before the try again, none after the path.
+    expect(beats).toEqual([1_000, 2_000, 3_000, 4_000, 5_000, 5_000]);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(beats).toHaveLength(6);
+  });
+
   it('W2 a listener that cannot connect retries after its base delay, doubling each time', async () => {
     const delays: number[] = [];
     let sixth: () => void = () => {};

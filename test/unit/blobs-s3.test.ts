@@ -1,6 +1,16 @@
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { canonicalKeyFor, newUploadId, temporaryKeyFor } from '../../blobs';
+import {
+  BlobStoreUnavailableError,
+  canonicalKeyFor,
+  newUploadId,
+  temporaryKeyFor,
+} from '../../blobs';
 import { createS3BlobStore } from '../../blobs/s3';
 
 /**
@@ -102,5 +112,75 @@ describe('U1 S3-compatible blob store (against an in-memory stand-in)', () => {
     expect([...objects.keys()].sort()).toEqual(
       [`ws/1/${'a'.repeat(64)}-id`, 'ws/1/.quire-upload-new'].sort(),
     );
+  });
+});
+
+/**
+ * D7: a real S3 client against a server on the loopback that stops answering: it accepts
+ * connections, and answers nothing (`silent`), or the headers and a first part of the body,
+ * then nothing (`stalled`). Every call must fail within its bound, as the store's outage.
+ */
+async function stoppedServer(): Promise<{ endpoint: string; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((request, response) => {
+    if (request.url?.includes('stalled')) {
+      response.writeHead(200, { 'content-length': '1000', 'content-type': 'image/png' });
+      response.write(Buffer.alloc(100));
+    }
+    // Otherwise nothing: neither an answer nor a close.
+  });
+  server.on('connection', (socket) => sockets.add(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('D7 an object store that stops answering', () => {
+  it('D7 every call to a store that stops answering fails within its bound as blob_store_unavailable, a body gone silent mid-stream too', async () => {
+    const server = await stoppedServer();
+    const cacheDir = mkdtempSync(join(tmpdir(), 'quire-s3-bounds-'));
+    const store = createS3BlobStore({
+      bucket: 'quire',
+      cacheDir,
+      clientConfig: {
+        endpoint: server.endpoint,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+        maxAttempts: 1,
+        requestHandler: { connectionTimeout: 500, socketTimeout: 500 },
+      },
+    });
+    const bounded = async (call: () => Promise<unknown>) => {
+      const started = Date.now();
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(BlobStoreUnavailableError);
+      expect((error as BlobStoreUnavailableError).code).toBe('blob_store_unavailable');
+      // The bound and a margin for a loaded machine, far from the heartbeat timeout.
+      expect(Date.now() - started).toBeLessThan(2_500);
+      return error;
+    };
+    try {
+      await bounded(() => store.exists('ws/1/silent'));
+      await bounded(() => store.readRange('ws/1/silent', 0, 10));
+      await bounded(() => store.readRange('ws/1/stalled', 0, 1000));
+      await bounded(() => store.localPath('ws/1/silent'));
+      await bounded(() => store.localPath('ws/1/stalled'));
+      await bounded(() => store.delete('ws/1/silent'));
+      await bounded(() => store.writeTemporary('ws/1/.quire-upload-x', chunks('bytes')));
+      // Nothing half-fetched is left in the cache for an engine to read.
+      expect(readdirSync(cacheDir)).toEqual([]);
+    } finally {
+      await server.close();
+    }
   });
 });
