@@ -1,22 +1,16 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
-import { auditInvariants } from '../../db/audit';
 import { getItem, listItemPages } from '../../db/items';
 import { getPage } from '../../db/pages';
 import { createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
 import { createProviderRegistry } from '../../providers/registry';
 import { TesseractProvider } from '../../providers/tesseract';
-import type { QuireWorker } from '../../worker/createWorker';
-import {
-  isolatedContexts,
-  launchBrowser,
-  screenshots,
-  seriousViolations,
-} from '../support/browser';
+import { screenshots, seriousViolations } from '../support/browser';
+import { consoleStack } from '../support/consoleStack';
 import {
   MANIFESTO_PAGE,
   makeTempDir,
@@ -25,9 +19,7 @@ import {
   renderPage,
 } from '../support/fixtures';
 import { ingestWithJobs } from '../support/ingest';
-import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * F1-F4 in Debian's Chromium against the real stack: `next start`, PostgreSQL, a Temporal dev
@@ -37,51 +29,26 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * and lands on the page with that line highlighted; every archive page passes axe.
  */
 const tesseract = new TesseractProvider();
-let quire: TestQuire;
-let worker: QuireWorker;
-let running: Promise<void>;
-let web: WebProcess;
-let distDir: string;
-let browser: Browser;
 let dir: string;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
 
+// Registered before the stack: made before it, removed after it.
 beforeAll(async () => {
   dir = await makeTempDir('quire-archive-e2e-');
-  quire = await createTestQuire(
-    { QUIRE_DEFAULT_PROVIDER: 'tesseract', QUIRE_HEARTBEAT_TIMEOUT_MS: '30000' },
-    createProviderRegistry([tesseract]),
-  );
-  worker = await quire.newWorker('archive-e2e-worker');
-  running = worker.run();
-  const blobRoot = (quire.blobStore as unknown as { root: string }).root;
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: quire.db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
-    QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
-    QUIRE_BLOB_DIR: blobRoot,
-    QUIRE_DEFAULT_PROVIDER: 'tesseract',
-    LOG_LEVEL: 'silent',
-  });
-  browser = await launchBrowser();
-}, 300_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-  expect(await auditInvariants(quire.db.pool)).toEqual([]);
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  worker?.shutdown();
-  await running;
-  await tesseract.close();
-  await quire?.close();
   if (dir) await removeDir(dir);
+});
+
+const stack = consoleStack({
+  quire: {
+    config: { QUIRE_DEFAULT_PROVIDER: 'tesseract', QUIRE_HEARTBEAT_TIMEOUT_MS: '30000' },
+    providers: createProviderRegistry([tesseract]),
+  },
+  worker: 'archive-e2e-worker',
+  web: () => ({ QUIRE_DEFAULT_PROVIDER: 'tesseract', LOG_LEVEL: 'silent' }),
+  auditAfterEach: true,
+  beforeClose: () => tesseract.close(),
 });
 
 /** Uploads files as one item through the ingest and waits for every page's job to finish. */
@@ -91,11 +58,11 @@ async function uploadItem(workspaceId: number, itemId: string, files: string[]) 
   for (const path of files) {
     form.append('files[]', new Blob([await readFile(path)], { type: 'image/png' }), 'page.png');
   }
-  const { result, records } = await ingestWithJobs(quire, workspaceId, form, {
+  const { result, records } = await ingestWithJobs(stack.quire, workspaceId, form, {
     provider: 'tesseract',
   });
   for (const record of records) {
-    const outcome = await quire.temporal.workflow.getHandle(record.workflowId).result();
+    const outcome = await stack.quire.temporal.workflow.getHandle(record.workflowId).result();
     expect(outcome.status).toBe('completed');
   }
   return result.pages.map((p) => p.pageId);
@@ -110,14 +77,17 @@ async function axeClean(page: Page, name: string, failures: string[]) {
 
 describe('the archive in the console (F1-F4)', () => {
   it('F1 F2 F3 F4 an editor lands on the archive, files two uploaded items in a new collection, titles one, reorders its pages, and a searched word from the real scan opens its page with the line highlighted', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Marx and Engels papers');
+    const { workspace, apiKey } = await createWorkspace(
+      stack.quire.db.pool,
+      'Marx and Engels papers',
+    );
     const ws = workspace.id;
     const rendered = await renderPage(dir, 'cover.png', RENDERED_LINES.slice(0, 3));
     const manifestoPages = await uploadItem(ws, 'manifesto', [MANIFESTO_PAGE, rendered]);
     const [letterPage] = await uploadItem(ws, 'letter', [rendered]);
     // The word to look for is one the engine really read from the scan.
     const scanned = segmentsOf(
-      (await getPage(quire.db.pool, ws, manifestoPages[0]!))!.annotationPage,
+      (await getPage(stack.quire.db.pool, ws, manifestoPages[0]!))!.annotationPage,
     );
     const target = scanned
       .flatMap((s) => s.text.split(/[^A-Za-z]+/).map((word) => ({ word, index: s.index })))
@@ -125,13 +95,8 @@ describe('the archive in the console (F1-F4)', () => {
     expect(target, scanned.map((s) => s.text).join('\n')).toBeDefined();
     const failures: string[] = [];
 
-    const context = await contexts.fresh();
-    const page = await context.newPage();
-    await page.goto('/signin');
-    await page.getByLabel('Workspace API key').fill(apiKey);
-    await page.getByRole('button', { name: 'Sign in with a key' }).click();
     // F4: home is the archive: the items with their pages and progress.
-    await page.waitForURL((url) => url.pathname === '/');
+    const page = await stack.signedInWithKey(apiKey);
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Archive');
     expect(await page.locator('tr[data-item="manifesto"]').textContent()).toContain(
       '2 of 2 transcribed',
@@ -165,19 +130,19 @@ describe('the archive in the console (F1-F4)', () => {
     await page.getByLabel('Collection').selectOption(String(collectionId));
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForURL('**/items/letter?done=saved');
-    const manifesto = await getItem(quire.db.pool, ws, 'manifesto');
+    const manifesto = await getItem(stack.quire.db.pool, ws, 'manifesto');
     expect(manifesto).toMatchObject({
       title: 'Manifesto, page 15',
       collectionId,
       metadata: [{ label: 'Creator', value: 'Karl Marx and Friedrich Engels' }],
     });
-    expect((await getItem(quire.db.pool, ws, 'letter'))?.collectionId).toBe(collectionId);
+    expect((await getItem(stack.quire.db.pool, ws, 'letter'))?.collectionId).toBe(collectionId);
 
     // F2: the scan moves after the cover page.
     await page.goto('/items/manifesto');
     await page.getByRole('button', { name: 'Move page 1 later' }).click();
     await page.waitForURL('**/items/manifesto?done=reordered');
-    const order = (await listItemPages(quire.db.pool, ws, 'manifesto')).map((p) => p.pageId);
+    const order = (await listItemPages(stack.quire.db.pool, ws, 'manifesto')).map((p) => p.pageId);
     expect(order).toEqual([manifestoPages[1], manifestoPages[0]]);
     await expect
       .poll(() => page.locator('.page-strip li').first().getAttribute('data-page'))
@@ -225,16 +190,11 @@ describe('the archive in the console (F1-F4)', () => {
 
 describe('a batch with one bad file in the console (I9)', () => {
   it('I9 a batch with one bad file stores the others, and its page lists each file with its outcome', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Mixed batch');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Mixed batch');
     // A PNG that declares 50,000 x 50,000 pixels: its bytes look right, the server refuses it.
     const bomb = join(dir, 'bomb.png');
     await writeFile(bomb, png(1, 1, { width: 50_000, height: 50_000 }));
-    const context = await contexts.fresh();
-    const page = await context.newPage();
-    await page.goto('/signin');
-    await page.getByLabel('Workspace API key').fill(apiKey);
-    await page.getByRole('button', { name: 'Sign in with a key' }).click();
-    await page.waitForURL((url) => url.pathname === '/');
+    const page = await stack.signedInWithKey(apiKey);
     await page.goto('/upload');
     await page.locator('input[type="file"]').setInputFiles([MANIFESTO_PAGE, bomb]);
     await page.getByRole('button', { name: 'Upload 2 files', exact: true }).click();
@@ -247,7 +207,7 @@ describe('a batch with one bad file in the console (I9)', () => {
     expect(await rows.nth(1).textContent()).toContain('bomb.png');
     expect(await rows.nth(1).textContent()).toContain('image_too_large');
     await screenshots(page, 'batch-one-bad-file');
-    const { rows: pages } = await quire.db.pool.query(
+    const { rows: pages } = await stack.quire.db.pool.query(
       'SELECT count(*)::int AS n FROM pages WHERE workspace_id = $1',
       [workspace.id],
     );
@@ -257,10 +217,10 @@ describe('a batch with one bad file in the console (I9)', () => {
 
 describe('moving a page by choosing its item (F6)', () => {
   it('F6 a page is moved by finding its target item by title and choosing it; both items show it where it now is', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Letters');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Letters');
     const ingest = (itemId: string, files: number) =>
       ingestBatch(
-        { pool: quire.db.pool, blobStore: quire.blobStore },
+        { pool: stack.quire.db.pool, blobStore: stack.quire.blobStore },
         workspace.id,
         uploadRequest([
           { name: 'itemId', value: itemId },
@@ -270,16 +230,11 @@ describe('moving a page by choosing its item (F6)', () => {
     const from = await ingest('bundle-1', 2);
     await ingest('letter-to-engels', 1);
     await ingest('letter-to-ruge', 1);
-    await quire.db.pool.query(
+    await stack.quire.db.pool.query(
       "UPDATE items SET title = CASE id WHEN 'letter-to-engels' THEN 'Letter to Engels, 1844' ELSE 'Letter to Ruge' END WHERE workspace_id = $1 AND id LIKE 'letter-%'",
       [workspace.id],
     );
-    const context = await contexts.fresh();
-    const page = await context.newPage();
-    await page.goto('/signin');
-    await page.getByLabel('Workspace API key').fill(apiKey);
-    await page.getByRole('button', { name: 'Sign in with a key' }).click();
-    await page.waitForURL((url) => url.pathname === '/');
+    const page = await stack.signedInWithKey(apiKey);
     await page.goto('/items/bundle-1');
     await page.getByLabel('Move pages to an item titled').fill('engels');
     await page.getByRole('button', { name: 'Find items' }).click();

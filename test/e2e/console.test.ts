@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { segmentsOf } from '../../core/annotation';
 import { getJob, listAttempts } from '../../db/jobs';
@@ -12,25 +12,13 @@ import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { NativeTesseractProvider } from '../../providers/tesseractNative';
-import type { QuireWorker } from '../../worker/createWorker';
 import { createWebhookRelay, type WebhookRelay } from '../../worker/webhookRelay';
-import {
-  isolatedContexts,
-  launchBrowser,
-  screenshots,
-  seriousViolations,
-} from '../support/browser';
+import { screenshots, seriousViolations } from '../support/browser';
+import { consoleStack, signInWithKey } from '../support/consoleStack';
 import { type HttpsReceiver, startHttpsReceiver } from '../support/httpsReceiver';
 import { ingestWithJobs } from '../support/ingest';
 import { KANT } from '../support/interchange';
-import {
-  createTestQuire,
-  eventually,
-  type TestQuire,
-  temporalAddress,
-  untilStatus,
-} from '../support/quire';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
+import { eventually, untilStatus } from '../support/quire';
 
 /**
  * C (SPEC §9): the console in Debian's Chromium against the real stack: a fresh database, a
@@ -42,17 +30,64 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
 const TEMPORAL_UI = 'http://temporal-ui.test';
 const quietRelayLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
-let quire: TestQuire;
-let worker: QuireWorker;
-let running: Promise<void>;
-let web: WebProcess;
-let distDir: string;
+const tesseract = new NativeTesseractProvider();
 let receiver: HttpsReceiver;
 let relay: WebhookRelay | undefined;
-let browser: Browser;
 let files: string;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
-const freshContext = contexts.fresh;
+
+// Registered before the stack: made before it, gone after it.
+beforeAll(async () => {
+  files = mkdtempSync(join(tmpdir(), 'quire-e2e-'));
+  renderPageImage(join(files, 'register-p1.png'), [
+    'Baptisms in the parish of Saint Mary, 1791',
+    'John, son of William Hart and Anne his wife',
+    'Mary, daughter of Thomas Reed, labourer',
+    'Elizabeth, daughter of James Cole, weaver',
+    'Samuel, son of Richard Moss and Jane his wife',
+    'Hannah, daughter of George Hill, carpenter',
+    'Thomas, son of Edward Lamb, shoemaker',
+    'Witnessed by the curate, Henry Ashby',
+  ]);
+  renderPageImage(join(files, 'register-p2.png'), [
+    'Burials, 1792',
+    'Ann Webb, aged 70',
+    'Joseph Crane, infant',
+  ]);
+  writeFileSync(join(files, 'notes.txt'), 'not a page');
+  writeFileSync(join(files, 'fake.png'), 'this is text pretending to be a PNG image');
+
+  receiver = await startHttpsReceiver();
+});
+
+afterEach(async () => {
+  await relay?.stop({ graceMs: 1000 });
+  relay = undefined;
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  if (files) rmSync(files, { recursive: true, force: true });
+});
+
+const stack = consoleStack({
+  quire: {
+    config: () => ({ QUIRE_WEBHOOK_ALLOW_HOSTS: receiver.allowHost }),
+    // V9: tesseract beside the simulated engine, for the Fraktur upload.
+    providers: createProviderRegistry([new SimulatedProvider({ latencyMs: 1000 }), tesseract]),
+  },
+  worker: 'e2e-worker',
+  web: () => ({
+    QUIRE_DEFAULT_PROVIDER: 'simulated',
+    QUIRE_ENABLE_SIMULATED: '1',
+    QUIRE_RETRY_INITIAL_MS: '50',
+    QUIRE_RETRY_MAX_MS: '200',
+    QUIRE_HEARTBEAT_TIMEOUT_MS: '3000',
+    QUIRE_TEMPORAL_UI_URL: TEMPORAL_UI,
+    QUIRE_WEBHOOK_ALLOW_HOSTS: receiver.allowHost,
+    LOG_LEVEL: 'silent',
+  }),
+  beforeClose: () => tesseract.close(),
+});
 
 interface Session {
   workspaceId: number;
@@ -63,14 +98,11 @@ interface Session {
 
 /** A workspace of the test's own, signed in through the sign-in page in a fresh context. */
 async function signedIn(name: string): Promise<Session> {
-  const { workspace, apiKey } = await createWorkspace(quire.db.pool, name);
-  const context = await freshContext();
+  const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, name);
+  const context = await stack.newContext();
   const page = await context.newPage();
   page.on('dialog', (dialog) => void dialog.accept());
-  await page.goto('/signin');
-  await page.getByLabel('Workspace API key').fill(apiKey);
-  await page.getByRole('button', { name: 'Sign in with a key' }).click();
-  await page.waitForURL((url) => url.pathname === '/');
+  await signInWithKey(page, apiKey);
   return { workspaceId: workspace.id, apiKey, context, page };
 }
 
@@ -91,12 +123,12 @@ async function transcribedPage(
     }),
     'register-p1.png',
   );
-  const { result, records } = await ingestWithJobs(quire, workspaceId, form, {
+  const { result, records } = await ingestWithJobs(stack.quire, workspaceId, form, {
     provider: 'simulated',
     options: { simulated: { latencyMs: 0 } },
   });
   const [record] = records;
-  await untilStatus(quire, workspaceId, record!.id, 'completed');
+  await untilStatus(stack.quire, workspaceId, record!.id, 'completed');
   return { batchId: result.batchId, pageId: record!.pageId, jobId: record!.id };
 }
 
@@ -107,19 +139,22 @@ async function saveLineThroughApi(
   index: number,
   text: string,
 ): Promise<void> {
-  const current = (await getPage(quire.db.pool, session.workspaceId, pageId))!;
+  const current = (await getPage(stack.quire.db.pool, session.workspaceId, pageId))!;
   const segments = segmentsOf(current.annotationPage).map((s) =>
     s.index === index ? { ...s, text } : s,
   );
-  const put = await fetch(`${web.url}/api/v1/workspaces/${session.workspaceId}/pages/${pageId}`, {
-    method: 'PUT',
-    headers: {
-      authorization: `Bearer ${session.apiKey}`,
-      'content-type': 'application/json',
-      'if-match': `"${current.revision}"`,
+  const put = await fetch(
+    `${stack.web.url}/api/v1/workspaces/${session.workspaceId}/pages/${pageId}`,
+    {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${session.apiKey}`,
+        'content-type': 'application/json',
+        'if-match': `"${current.revision}"`,
+      },
+      body: JSON.stringify({ segments }),
     },
-    body: JSON.stringify({ segments }),
-  });
+  );
   expect(put.status).toBe(200);
 }
 
@@ -146,79 +181,11 @@ async function waitForLive(p: Page) {
   await p.waitForSelector('[data-live="live"]', { timeout: 15_000 });
 }
 
-const tesseract = new NativeTesseractProvider();
-
-beforeAll(async () => {
-  files = mkdtempSync(join(tmpdir(), 'quire-e2e-'));
-  renderPageImage(join(files, 'register-p1.png'), [
-    'Baptisms in the parish of Saint Mary, 1791',
-    'John, son of William Hart and Anne his wife',
-    'Mary, daughter of Thomas Reed, labourer',
-    'Elizabeth, daughter of James Cole, weaver',
-    'Samuel, son of Richard Moss and Jane his wife',
-    'Hannah, daughter of George Hill, carpenter',
-    'Thomas, son of Edward Lamb, shoemaker',
-    'Witnessed by the curate, Henry Ashby',
-  ]);
-  renderPageImage(join(files, 'register-p2.png'), [
-    'Burials, 1792',
-    'Ann Webb, aged 70',
-    'Joseph Crane, infant',
-  ]);
-  writeFileSync(join(files, 'notes.txt'), 'not a page');
-  writeFileSync(join(files, 'fake.png'), 'this is text pretending to be a PNG image');
-
-  receiver = await startHttpsReceiver();
-  quire = await createTestQuire(
-    { QUIRE_WEBHOOK_ALLOW_HOSTS: receiver.allowHost },
-    // V9: tesseract beside the simulated engine, for the Fraktur upload.
-    createProviderRegistry([new SimulatedProvider({ latencyMs: 1000 }), tesseract]),
-  );
-  worker = await quire.newWorker('e2e-worker');
-  running = worker.run();
-  const blobRoot = (quire.blobStore as unknown as { root: string }).root;
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: quire.db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
-    QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
-    QUIRE_BLOB_DIR: blobRoot,
-    QUIRE_DEFAULT_PROVIDER: 'simulated',
-    QUIRE_ENABLE_SIMULATED: '1',
-    QUIRE_RETRY_INITIAL_MS: '50',
-    QUIRE_RETRY_MAX_MS: '200',
-    QUIRE_HEARTBEAT_TIMEOUT_MS: '3000',
-    QUIRE_TEMPORAL_UI_URL: TEMPORAL_UI,
-    QUIRE_WEBHOOK_ALLOW_HOSTS: receiver.allowHost,
-    LOG_LEVEL: 'silent',
-  });
-  browser = await launchBrowser();
-}, 300_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-  await relay?.stop({ graceMs: 1000 });
-  relay = undefined;
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  worker?.shutdown();
-  await running;
-  await tesseract.close();
-  await quire?.close();
-  await receiver?.close();
-  if (files) rmSync(files, { recursive: true, force: true });
-});
-
 describe('console (C)', () => {
   it('C sign-in: pages redirect to sign-in without a session, a wrong key is refused, the workspace key signs in', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Parish registers');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Parish registers');
     const workspaceId = workspace.id;
-    const context = await freshContext();
+    const context = await stack.newContext();
     const page = await context.newPage();
     await page.goto('/jobs');
     expect(new URL(page.url()).pathname).toBe('/signin');
@@ -273,7 +240,7 @@ describe('console (C)', () => {
     expect(await page.locator('li[data-file="register-p1.png"]').textContent()).toContain('Ready');
     await page.getByRole('button', { name: 'Remove fake.png' }).click();
     expect(
-      await quire.db.pool
+      await stack.quire.db.pool
         .query('SELECT count(*)::int AS n FROM pages WHERE workspace_id = $1', [workspaceId])
         .then((r) => r.rows[0].n),
     ).toBe(0);
@@ -296,7 +263,7 @@ describe('console (C)', () => {
     ).toBe(true);
     expect(await row.textContent()).toContain('8 / 0 / 8');
 
-    const job = await getJob(quire.db.pool, workspaceId, jobId);
+    const job = await getJob(stack.quire.db.pool, workspaceId, jobId);
     expect(job?.status).toBe('completed');
 
     // The jobs list, filtered by this batch, shows the same job completed.
@@ -339,7 +306,7 @@ describe('console (C)', () => {
     await page.locator('rect[data-line="5"]').hover({ force: true });
     expect(await page.locator('li[data-line="5"]').getAttribute('class')).toContain('line-active');
 
-    const before = (await getPage(quire.db.pool, workspaceId, pageId))!;
+    const before = (await getPage(stack.quire.db.pool, workspaceId, pageId))!;
     const base = before.revision;
     await page.getByRole('button', { name: 'Edit', exact: true }).click();
     await page
@@ -350,7 +317,7 @@ describe('console (C)', () => {
     const segments = segmentsOf(before.annotationPage).map((s) =>
       s.index === 0 ? { ...s, text: 'Baptisms in the parish of Saint Mary, 1791 (api)' } : s,
     );
-    const put = await fetch(`${web.url}/api/v1/workspaces/${workspaceId}/pages/${pageId}`, {
+    const put = await fetch(`${stack.web.url}/api/v1/workspaces/${workspaceId}/pages/${pageId}`, {
       method: 'PUT',
       headers: {
         authorization: `Bearer ${apiKey}`,
@@ -370,19 +337,19 @@ describe('console (C)', () => {
     expect(await page.getByTestId('theirs-0').textContent()).toBe(
       'Baptisms in the parish of Saint Mary, 1791 (api)',
     );
-    expect((await getPage(quire.db.pool, workspaceId, pageId))!.revision).toBe(base + 1);
+    expect((await getPage(stack.quire.db.pool, workspaceId, pageId))!.revision).toBe(base + 1);
     await screenshots(page, 'page-conflict');
 
     await page.getByRole('button', { name: `Save on top of revision ${base + 1}` }).click();
     await expect
       .poll(() => page.getByRole('status').filter({ hasText: 'Saved as revision' }).textContent())
       .toContain(`${base + 2}`);
-    const after = (await getPage(quire.db.pool, workspaceId, pageId))!;
+    const after = (await getPage(stack.quire.db.pool, workspaceId, pageId))!;
     expect(after.revision).toBe(base + 2);
     expect(segmentsOf(after.annotationPage)[0]!.text).toBe(
       'Baptisms in the parish of St Mary, 1791 (console)',
     );
-    const theirs = await getRevision(quire.db.pool, workspaceId, pageId, base + 1);
+    const theirs = await getRevision(stack.quire.db.pool, workspaceId, pageId, base + 1);
     expect(segmentsOf(theirs!.annotationPage)[0]!.text).toBe(
       'Baptisms in the parish of Saint Mary, 1791 (api)',
     );
@@ -407,13 +374,15 @@ describe('console (C)', () => {
 
     await page.getByRole('button', { name: `Publish revision ${base + 2}` }).click();
     await expect.poll(() => page.getByText(`Revision ${base + 2} published.`).count()).toBe(1);
-    expect((await getPage(quire.db.pool, workspaceId, pageId))!.publishedRevision).toBe(base + 2);
+    expect((await getPage(stack.quire.db.pool, workspaceId, pageId))!.publishedRevision).toBe(
+      base + 2,
+    );
   });
 
   it('C providers: a credit fault pauses the provider, the banner shows on every page, Resume lets the job finish', async () => {
     const { workspaceId, page } = await signedIn('Parish registers');
     const { pageId } = await transcribedPage(workspaceId);
-    const started = await quire.client.startJob({
+    const started = await stack.quire.client.startJob({
       workspaceId,
       pageId,
       options: { simulated: { faults: [{ op: 'recognize', category: 'credit', attempts: [1] }] } },
@@ -432,14 +401,14 @@ describe('console (C)', () => {
     );
     await screenshots(page, 'providers-paused');
     await page.goto(`/jobs/${started.jobId}`);
-    expect((await getJob(quire.db.pool, workspaceId, started.jobId))!.status).toBe('pending');
+    expect((await getJob(stack.quire.db.pool, workspaceId, started.jobId))!.status).toBe('pending');
     await page
       .getByTestId('paused-banner')
       .getByRole('button', { name: 'Resume simulated' })
       .click();
     await page.getByTestId('paused-banner').waitFor({ state: 'detached', timeout: 15_000 });
     await page.waitForSelector('[data-status="completed"]', { timeout: 60_000 });
-    const attempts = await listAttempts(quire.db.pool, started.jobId);
+    const attempts = await listAttempts(stack.quire.db.pool, started.jobId);
     expect(attempts.map((a) => [a.outcome, a.errorCategory, a.refunded])).toEqual([
       ['retryable_failed', 'credit', true],
       ['completed', null, false],
@@ -469,7 +438,7 @@ describe('console (C)', () => {
     await expect
       .poll(() => page.locator('tr[data-status="canceled"]').count(), { timeout: 15_000 })
       .toBe(2);
-    const { rows } = await quire.db.pool.query(
+    const { rows } = await stack.quire.db.pool.query(
       'SELECT status FROM transcription_jobs WHERE batch_id = $1',
       [batchId],
     );
@@ -492,7 +461,7 @@ describe('console (C)', () => {
     const once = page.getByTestId('secret-once');
     await once.waitFor();
     expect(await once.textContent()).toContain(secret);
-    const subscription = await quire.db.pool.query(
+    const subscription = await stack.quire.db.pool.query(
       'SELECT id, secret_ciphertext FROM webhook_subscriptions WHERE workspace_id = $1',
       [workspaceId],
     );
@@ -503,8 +472,8 @@ describe('console (C)', () => {
     expect(await page.content()).not.toContain(secret);
 
     relay = createWebhookRelay({
-      pool: quire.db.pool,
-      secretKey: quire.config.QUIRE_SECRET_KEY,
+      pool: stack.quire.db.pool,
+      secretKey: stack.quire.config.QUIRE_SECRET_KEY,
       logger: quietRelayLogger,
       ca: receiver.ca,
       allowHosts: receiver.allowHost,
@@ -549,7 +518,7 @@ describe('console (C)', () => {
       .toContain('Transcript: kant_aufklaerung_1784_0017.page.xml');
     await page.getByRole('button', { name: 'Upload', exact: true }).click();
     await page.waitForURL('**/batches/**');
-    const { rows } = await quire.db.pool.query(
+    const { rows } = await stack.quire.db.pool.query(
       'SELECT id, revision FROM pages WHERE workspace_id = $1 ORDER BY id DESC LIMIT 1',
       [workspaceId],
     );
@@ -591,7 +560,7 @@ describe('console (C)', () => {
     const jobId = (await page.locator('tr[data-job-id]').getAttribute('data-job-id'))!;
     await page.goto(`/jobs/${jobId}`);
     expect(await page.getByTestId('job-language').textContent()).toBe('frk');
-    const job = await getJob(quire.db.pool, workspaceId, jobId);
+    const job = await getJob(stack.quire.db.pool, workspaceId, jobId);
     expect(job?.snapshot).toMatchObject({ provider: 'tesseract', language: 'frk' });
     await page.goto(`/pages/${job!.pageId}`);
     // German in Fraktur: the long s and the title's words, as the English model cannot read them.
@@ -611,14 +580,17 @@ describe('console (C)', () => {
     const { batchId, pageId, jobId } = await transcribedPage(session.workspaceId);
     await saveLineThroughApi(session, pageId, 0, 'Baptisms in the parish of St Mary, 1791');
     await saveLineThroughApi(session, pageId, 1, 'John, son of William Hart and Ann his wife');
-    const created = await fetch(`${web.url}/api/v1/workspaces/${session.workspaceId}/webhooks`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${session.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        url: `${receiver.origin}/accessibility/${session.workspaceId}`,
-        secret: `whsec-${randomUUID()}-${randomUUID()}`,
-      }),
-    });
+    const created = await fetch(
+      `${stack.web.url}/api/v1/workspaces/${session.workspaceId}/webhooks`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${session.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          url: `${receiver.origin}/accessibility/${session.workspaceId}`,
+          secret: `whsec-${randomUUID()}-${randomUUID()}`,
+        }),
+      },
+    );
     expect(created.status).toBe(201);
     const webhookId = ((await created.json()) as { id: string }).id;
     const pages: Array<[string, string]> = [
@@ -647,7 +619,7 @@ describe('console (C)', () => {
       expect(shots).toHaveLength(2);
     }
     // The sign-in page, in a context without a session.
-    const anonymous = await freshContext();
+    const anonymous = await stack.newContext();
     const signin = await anonymous.newPage();
     await signin.goto('/signin');
     for (const v of await seriousViolations(signin))

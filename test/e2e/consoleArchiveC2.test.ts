@@ -1,28 +1,21 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lineStateOf, segmentsOf } from '../../core/annotation';
-import { auditInvariants } from '../../db/audit';
 import { getItem, listItemPages } from '../../db/items';
 import { getPage } from '../../db/pages';
 import { createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
 import { createProviderRegistry } from '../../providers/registry';
 import { TesseractProvider } from '../../providers/tesseract';
-import type { QuireWorker } from '../../worker/createWorker';
-import {
-  isolatedContexts,
-  launchBrowser,
-  screenshots,
-  seriousViolations,
-} from '../support/browser';
+import { screenshots, seriousViolations } from '../support/browser';
+import { consoleStack } from '../support/consoleStack';
 import { makeTempDir, RENDERED_LINES, removeDir, renderPage } from '../support/fixtures';
 import { ingestWithJobs } from '../support/ingest';
 import { MANIFESTO } from '../support/interchange';
-import { createTestQuire, type TestQuire, temporalAddress, untilStatus } from '../support/quire';
+import { untilStatus } from '../support/quire';
 import { file, png, uploadRequest } from '../support/uploadFixtures';
 import { vectorPdf } from '../support/vectorPdf';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * C2 in Debian's Chromium against the real stack (`next start`, PostgreSQL, Temporal and a
@@ -33,62 +26,27 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * needed.
  */
 const tesseract = new TesseractProvider();
-let quire: TestQuire;
-let worker: QuireWorker;
-let running: Promise<void>;
-let web: WebProcess;
-let distDir: string;
-let browser: Browser;
 let dir: string;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
 
+// Registered before the stack: made before it, removed after it.
 beforeAll(async () => {
   dir = await makeTempDir('quire-c2-e2e-');
-  quire = await createTestQuire(
-    { QUIRE_DEFAULT_PROVIDER: 'tesseract', QUIRE_HEARTBEAT_TIMEOUT_MS: '30000' },
-    createProviderRegistry([tesseract]),
-  );
-  worker = await quire.newWorker('c2-e2e-worker');
-  running = worker.run();
-  const blobRoot = (quire.blobStore as unknown as { root: string }).root;
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: quire.db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
-    QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
-    QUIRE_BLOB_DIR: blobRoot,
-    QUIRE_DEFAULT_PROVIDER: 'tesseract',
-    LOG_LEVEL: 'silent',
-  });
-  browser = await launchBrowser();
-}, 300_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-  expect(await auditInvariants(quire.db.pool)).toEqual([]);
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  worker?.shutdown();
-  await running;
-  await tesseract.close();
-  await quire?.close();
   if (dir) await removeDir(dir);
 });
 
-async function signIn(apiKey: string): Promise<Page> {
-  const context = await contexts.fresh();
-  const page = await context.newPage();
-  await page.goto('/signin');
-  await page.getByLabel('Workspace API key').fill(apiKey);
-  await page.getByRole('button', { name: 'Sign in with a key' }).click();
-  await page.waitForURL((url) => url.pathname === '/');
-  return page;
-}
+const stack = consoleStack({
+  quire: {
+    config: { QUIRE_DEFAULT_PROVIDER: 'tesseract', QUIRE_HEARTBEAT_TIMEOUT_MS: '30000' },
+    providers: createProviderRegistry([tesseract]),
+  },
+  worker: 'c2-e2e-worker',
+  web: () => ({ QUIRE_DEFAULT_PROVIDER: 'tesseract', LOG_LEVEL: 'silent' }),
+  auditAfterEach: true,
+  beforeClose: () => tesseract.close(),
+});
 
 async function axeClean(page: Page, name: string, failures: string[]) {
   await page.waitForLoadState('load');
@@ -110,22 +68,24 @@ async function rerunFromPageView(page: Page, pageId: number, humanLines: 'keep' 
 
 describe('everything a person needs in the console (C2)', () => {
   it('C2 V3 V5 I7 the item page links its searchable PDF, verification progress shows on the archive, collection and item, and a re-run from the page view keeps or replaces the human lines and says how many it kept', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Ledgers');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Ledgers');
     const ws = workspace.id;
     const rendered = await renderPage(dir, 'ledger.png', RENDERED_LINES.slice(0, 3));
     const form = new FormData();
     form.append('itemId', 'ledger');
     form.append('files[]', new Blob([await readFile(rendered)], { type: 'image/png' }), 'p.png');
-    const { result, records } = await ingestWithJobs(quire, ws, form, { provider: 'tesseract' });
+    const { result, records } = await ingestWithJobs(stack.quire, ws, form, {
+      provider: 'tesseract',
+    });
     for (const record of records) {
-      const outcome = await quire.temporal.workflow.getHandle(record.workflowId).result();
+      const outcome = await stack.quire.temporal.workflow.getHandle(record.workflowId).result();
       expect(outcome.status).toBe('completed');
     }
     const pageId = result.pages[0]!.pageId;
-    const read = segmentsOf((await getPage(quire.db.pool, ws, pageId))!.annotationPage);
+    const read = segmentsOf((await getPage(stack.quire.db.pool, ws, pageId))!.annotationPage);
     expect(read.length).toBeGreaterThanOrEqual(2);
     // A person verifies the first line through the API.
-    const verify = await fetch(`${web.url}/api/v1/workspaces/${ws}/pages/${pageId}/verify`, {
+    const verify = await fetch(`${stack.web.url}/api/v1/workspaces/${ws}/pages/${pageId}/verify`, {
       method: 'POST',
       headers: {
         authorization: `Bearer ${apiKey}`,
@@ -136,7 +96,7 @@ describe('everything a person needs in the console (C2)', () => {
     });
     expect(verify.status).toBe(200);
     const failures: string[] = [];
-    const page = await signIn(apiKey);
+    const page = await stack.signedInWithKey(apiKey);
 
     // The item goes into a new collection.
     await page.getByLabel('New collection').fill('Account books');
@@ -181,7 +141,7 @@ describe('everything a person needs in the console (C2)', () => {
 
     // C2 V3: a re-run from the page view that keeps the verified line says so.
     const kept = await rerunFromPageView(page, pageId, 'keep');
-    await untilStatus(quire, ws, kept, 'completed', 240_000);
+    await untilStatus(stack.quire, ws, kept, 'completed', 240_000);
     await page.reload();
     await expect
       .poll(() => page.getByTestId('job-kept-lines').textContent())
@@ -191,19 +151,21 @@ describe('everything a person needs in the console (C2)', () => {
     expect(await page.locator('.page-head').textContent()).toContain('1 human line kept');
     expect(await page.locator('[data-kept-lines]').getAttribute('data-kept-lines')).toBe('1');
     await screenshots(page, 'c2-page-rerun-kept');
-    const afterKeep = segmentsOf((await getPage(quire.db.pool, ws, pageId))!.annotationPage);
+    const afterKeep = segmentsOf((await getPage(stack.quire.db.pool, ws, pageId))!.annotationPage);
     expect(lineStateOf(afterKeep.find((s) => s.index === 0)!)).toBe('verified');
 
     // Replacing them: the engine's reading wins, nothing is kept, and it is on the record.
     const replaced = await rerunFromPageView(page, pageId, 'replace');
-    await untilStatus(quire, ws, replaced, 'completed', 240_000);
+    await untilStatus(stack.quire, ws, replaced, 'completed', 240_000);
     await page.reload();
     await expect
       .poll(() => page.getByTestId('job-kept-lines').textContent())
       .toBe('no human lines kept');
-    const afterReplace = segmentsOf((await getPage(quire.db.pool, ws, pageId))!.annotationPage);
+    const afterReplace = segmentsOf(
+      (await getPage(stack.quire.db.pool, ws, pageId))!.annotationPage,
+    );
     expect(afterReplace.every((s) => lineStateOf(s) === 'machine')).toBe(true);
-    const { rows: audit } = await quire.db.pool.query(
+    const { rows: audit } = await stack.quire.db.pool.query(
       `SELECT action, target FROM audit_log WHERE workspace_id = $1
           AND action IN ('job.rerun', 'job.overwrite_human_lines') ORDER BY id`,
       [ws],
@@ -217,14 +179,14 @@ describe('everything a person needs in the console (C2)', () => {
   });
 
   it('C2 I5 I6 an hOCR transcript chosen in the upload becomes the page text, and a batch whose pages came with their text (hOCR, a PDF text layer) links its items and pages instead of saying it has no jobs', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Pamphlets');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Pamphlets');
     const ws = workspace.id;
     const pdfPath = `${dir}/born-digital.pdf`;
     await writeFile(
       pdfPath,
       vectorPdf([['A born-digital pamphlet'], ['Its second page, also text']]),
     );
-    const page = await signIn(apiKey);
+    const page = await stack.signedInWithKey(apiKey);
     await page.goto('/upload');
     await page.locator('input[type="file"]').first().setInputFiles([MANIFESTO.image, pdfPath]);
     const picker = page.getByLabel('Transcript of manifesto-page-0015.png, PAGE XML, ALTO or hOCR');
@@ -239,14 +201,14 @@ describe('everything a person needs in the console (C2)', () => {
     await page.waitForURL('**/batches/**');
     const batchId = new URL(page.url()).pathname.split('/').pop()!;
 
-    const { rows: stored } = await quire.db.pool.query(
+    const { rows: stored } = await stack.quire.db.pool.query(
       `SELECT bp.page_id, p.item_id, bp.job_id FROM batch_pages bp JOIN pages p ON p.id = bp.page_id
         WHERE bp.batch_id = $1 ORDER BY bp.ordinal`,
       [batchId],
     );
     expect(stored).toHaveLength(3);
     expect(stored.every((r) => r.job_id === null)).toBe(true);
-    const scan = (await getPage(quire.db.pool, ws, Number(stored[0].page_id)))!;
+    const scan = (await getPage(stack.quire.db.pool, ws, Number(stored[0].page_id)))!;
     const lines = segmentsOf(scan.annotationPage);
     expect(scan.revision).toBe(1);
     expect(lines.length).toBeGreaterThan(10);
@@ -270,13 +232,13 @@ describe('everything a person needs in the console (C2)', () => {
   });
 
   it('C2 F2 metadata rows are added as they are needed and removed, with no blank rows to save', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Diaries');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Diaries');
     await ingestBatch(
-      { pool: quire.db.pool, blobStore: quire.blobStore },
+      { pool: stack.quire.db.pool, blobStore: stack.quire.blobStore },
       workspace.id,
       uploadRequest([{ name: 'itemId', value: 'diary' }, file(png(40, 30), 'd.png')]),
     );
-    const page = await signIn(apiKey);
+    const page = await stack.signedInWithKey(apiKey);
     await page.goto('/items/diary');
     const labels = page.locator('input[name="metaLabel"]');
     // One row to start, not three blank ones.
@@ -298,7 +260,7 @@ describe('everything a person needs in the console (C2)', () => {
     await screenshots(page, 'c2-metadata-rows');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForURL('**/items/diary?done=saved');
-    expect((await getItem(quire.db.pool, workspace.id, 'diary'))?.metadata).toEqual([
+    expect((await getItem(stack.quire.db.pool, workspace.id, 'diary'))?.metadata).toEqual([
       { label: 'Creator', value: 'Jenny Marx' },
       { label: 'Date', value: '1850' },
     ]);
@@ -309,10 +271,10 @@ describe('everything a person needs in the console (C2)', () => {
 
 describe('reordering pages by drag and drop and from the keyboard (F6)', () => {
   it('F6 pages are reordered by dragging one onto another and by Alt+arrow keys on a focused page, each move one audited transaction, and the counts follow at once', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Albums');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Albums');
     const ws = workspace.id;
     const { pages } = await ingestBatch(
-      { pool: quire.db.pool, blobStore: quire.blobStore },
+      { pool: stack.quire.db.pool, blobStore: stack.quire.blobStore },
       ws,
       uploadRequest([
         { name: 'itemId', value: 'album' },
@@ -321,12 +283,12 @@ describe('reordering pages by drag and drop and from the keyboard (F6)', () => {
     );
     const [a, b, c] = pages.map((p) => p.pageId) as [number, number, number];
     const order = async () =>
-      (await listItemPages(quire.db.pool, ws, 'album')).map((p) => p.pageId);
+      (await listItemPages(stack.quire.db.pool, ws, 'album')).map((p) => p.pageId);
     const strip = async (page: Page) =>
       (await page
         .locator('ol.page-strip > li')
         .evaluateAll((lis) => lis.map((li) => Number(li.getAttribute('data-page'))))) as number[];
-    const page = await signIn(apiKey);
+    const page = await stack.signedInWithKey(apiKey);
     const cspViolations: string[] = [];
     page.on('console', (message) => {
       if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
@@ -364,7 +326,7 @@ describe('reordering pages by drag and drop and from the keyboard (F6)', () => {
     expect(cspViolations).toEqual([]);
 
     // One audited transaction per move.
-    const { rows: audit } = await quire.db.pool.query(
+    const { rows: audit } = await stack.quire.db.pool.query(
       `SELECT after FROM audit_log WHERE workspace_id = $1 AND action = 'item.pages' ORDER BY id`,
       [ws],
     );

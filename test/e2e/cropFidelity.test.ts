@@ -5,9 +5,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import sharp, { type Region } from 'sharp';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalBlobStore } from '../../blobs';
 import type { Segment } from '../../core/annotation';
 import { readHocr } from '../../core/interchange/hocrImport';
@@ -16,12 +16,11 @@ import { withTransaction } from '../../db/pool';
 import { commitRevision } from '../../db/revisions';
 import { createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
-import { ARTIFACTS, isolatedContexts, launchBrowser, screenshots } from '../support/browser';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { ARTIFACTS, screenshots } from '../support/browser';
+import { consoleStack } from '../support/consoleStack';
 import { MANIFESTO } from '../support/interchange';
 import { MANIFESTO_SIZE, manifestoTiff } from '../support/tiffMasters';
 import { file, uploadRequest } from '../support/uploadFixtures';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * V7 (SPEC §21) in Debian's Chromium against `next start`, under the console's own
@@ -32,15 +31,27 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * lines are tesseract's hOCR of the scan (test/fixtures/interchange), scaled to each master.
  */
 const exec = promisify(execFile);
-let db: TestDatabase;
 let blobDir: string;
 let work: string;
-let web: WebProcess;
-let distDir: string;
-let browser: Browser;
 let ws: number;
 let apiKey: string;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+
+// Registered before the stack: removed after its database.
+afterAll(async () => {
+  await rm(blobDir, { recursive: true, force: true });
+  await rm(work, { recursive: true, force: true });
+});
+
+const stack = consoleStack({
+  beforeWeb: () => mastersOfTheScan(),
+  web: () => ({
+    QUIRE_SECRET_KEY: randomBytes(32).toString('hex'),
+    QUIRE_BLOB_DIR: blobDir,
+    TEMPORAL_ADDRESS: process.env.QUIRE_TEST_TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+    LOG_LEVEL: 'warn',
+  }),
+  timeout: 900_000,
+});
 
 type Master = 'png' | 'tiff' | 'frame' | 'pdf';
 interface Subject {
@@ -96,14 +107,14 @@ function linesFor(width: number): Segment[] {
 async function ingestMaster(master: Master, bytes: Buffer, filename: string, framePage = 0) {
   const itemId = `crop-${master}`;
   const result = await ingestBatch(
-    { pool: db.pool, blobStore: createLocalBlobStore(blobDir), pdfDpi: 150 },
+    { pool: stack.db.pool, blobStore: createLocalBlobStore(blobDir), pdfDpi: 150 },
     ws,
     uploadRequest([{ name: 'itemId', value: itemId }, file(bytes, filename)]),
   );
   const pageId = result.pages[framePage]!.pageId;
-  const page = (await getPage(db.pool, ws, pageId))!;
+  const page = (await getPage(stack.db.pool, ws, pageId))!;
   const segments = linesFor(page.width!);
-  await withTransaction(db.pool, async (tx) => {
+  await withTransaction(stack.db.pool, async (tx) => {
     const written = await commitRevision(tx, {
       pageId,
       expectedRevision: page.revision,
@@ -129,11 +140,11 @@ async function ingestMaster(master: Master, bytes: Buffer, filename: string, fra
   });
 }
 
-beforeAll(async () => {
-  db = await createTestDatabase();
+/** The scan as a PNG, a TIFF, a TIFF's second frame and a PDF page, each with the hOCR's lines. */
+async function mastersOfTheScan(): Promise<void> {
   blobDir = await mkdtemp(join(tmpdir(), 'quire-crop-blobs-'));
   work = await mkdtemp(join(tmpdir(), 'quire-crop-work-'));
-  const created = await createWorkspace(db.pool, 'Crops');
+  const created = await createWorkspace(stack.db.pool, 'Crops');
   ws = created.workspace.id;
   apiKey = created.apiKey;
 
@@ -158,37 +169,14 @@ beforeAll(async () => {
   await ingestMaster('tiff', half, 'manifesto.tif');
   await ingestMaster('frame', readFileSync(join(work, 'two.tif')), 'two.tif', 1);
   await ingestMaster('pdf', readFileSync(join(work, 'scan.pdf')), 'scan.pdf');
-
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: db.url,
-    QUIRE_SECRET_KEY: randomBytes(32).toString('hex'),
-    QUIRE_BLOB_DIR: blobDir,
-    TEMPORAL_ADDRESS: process.env.QUIRE_TEST_TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
-    LOG_LEVEL: 'warn',
-  });
-  browser = await launchBrowser();
-}, 900_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  await db?.drop();
-  await rm(blobDir, { recursive: true, force: true });
-  await rm(work, { recursive: true, force: true });
-});
+}
 
 /**
  * A signed-in tab that records every Content-Security-Policy violation (in each document it
  * loads) and every console error; `problems()` returns and clears them.
  */
 async function signedInTab(): Promise<{ page: Page; problems: () => Promise<string[]> }> {
-  const context = await contexts.fresh();
+  const context = await stack.newContext();
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('console', (m) => {
@@ -213,7 +201,7 @@ async function signedInTab(): Promise<{ page: Page; problems: () => Promise<stri
 /** The Image API's pixels of `box` on the page, as the workspace's key fetches them. */
 async function imageApiBox(pageId: number, box: { x: number; y: number; w: number; h: number }) {
   const response = await fetch(
-    `${web.url}/iiif/${ws}/image/${pageId}/${box.x},${box.y},${box.w},${box.h}/max/0/default.png`,
+    `${stack.web.url}/iiif/${ws}/image/${pageId}/${box.x},${box.y},${box.w},${box.h}/max/0/default.png`,
     { headers: { authorization: `Bearer ${apiKey}` } },
   );
   expect(response.status).toBe(200);

@@ -1,11 +1,9 @@
 import { request as httpRequest } from 'node:http';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { createWorkspace } from '../../db/workspaces';
-import { isolatedContexts, launchBrowser } from '../support/browser';
-import { createTestQuire, type TestQuire, temporalAddress } from '../support/quire';
+import { consoleStack } from '../support/consoleStack';
 import { multipartBody, png, wav } from '../support/uploadFixtures';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * R6 over HTTP against the real built console (`next start`, real PostgreSQL and Temporal):
@@ -13,48 +11,19 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * headers of pages, exports, API answers and IIIF responses. No worker runs: nothing here
  * needs a job to finish, only the rows an accepted request writes.
  */
-let quire: TestQuire;
-let web: WebProcess;
-let distDir: string;
-let browser: Browser;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
-
-beforeAll(async () => {
-  quire = await createTestQuire();
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: quire.db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
-    QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
-    QUIRE_BLOB_DIR: (quire.blobStore as unknown as { root: string }).root,
+const stack = consoleStack({
+  quire: {},
+  web: () => ({
     QUIRE_DEFAULT_PROVIDER: 'simulated',
     QUIRE_ENABLE_SIMULATED: '1',
     LOG_LEVEL: 'warn',
-  });
-  browser = await launchBrowser();
-}, 300_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  await quire?.close();
+  }),
 });
 
 async function signedIn(): Promise<{ ws: number; key: string; cookie: string; page: Page }> {
-  const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Edges');
-  const context: BrowserContext = await contexts.fresh();
-  const page = await context.newPage();
-  await page.goto('/signin');
-  await page.getByLabel('Workspace API key').fill(apiKey);
-  await page.getByRole('button', { name: 'Sign in with a key' }).click();
-  await page.waitForURL((url) => url.pathname === '/');
-  const session = (await context.cookies()).find((c) => c.name === 'quire_session');
+  const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Edges');
+  const page = await stack.signedInWithKey(apiKey);
+  const session = (await page.context().cookies()).find((c) => c.name === 'quire_session');
   if (!session) throw new Error('no session cookie after sign-in');
   return {
     ws: workspace.id,
@@ -65,7 +34,7 @@ async function signedIn(): Promise<{ ws: number; key: string; cookie: string; pa
 }
 
 async function rowsOf(ws: number): Promise<{ batches: number; pages: number; jobs: number }> {
-  const { rows } = await quire.db.pool.query(
+  const { rows } = await stack.quire.db.pool.query(
     `SELECT (SELECT count(*)::int FROM batches WHERE workspace_id = $1) AS batches,
             (SELECT count(*)::int FROM pages WHERE workspace_id = $1) AS pages,
             (SELECT count(*)::int FROM transcription_jobs WHERE workspace_id = $1) AS jobs`,
@@ -84,7 +53,7 @@ function uploadForm(itemId: string): FormData {
 describe('the console checks where a change comes from (R6)', () => {
   it('R6 a console upload from another origin, another port of the same host or with no Origin is 403 origin_mismatch and creates no batch, page or job', async () => {
     const { ws, cookie } = await signedIn();
-    const port = new URL(web.url).port;
+    const port = new URL(stack.web.url).port;
     const refusedHeaders: Array<Record<string, string>> = [
       { origin: 'http://evil.example' },
       // Same site, other port (the Temporal UI's): SameSite=Strict sends the cookie here.
@@ -96,7 +65,7 @@ describe('the console checks where a change comes from (R6)', () => {
       { 'sec-fetch-site': 'cross-site' },
     ];
     for (const extra of refusedHeaders) {
-      const response = await fetch(`${web.url}/console-api/batches`, {
+      const response = await fetch(`${stack.web.url}/console-api/batches`, {
         method: 'POST',
         headers: { cookie, ...extra },
         body: uploadForm('refused'),
@@ -107,9 +76,9 @@ describe('the console checks where a change comes from (R6)', () => {
     expect(await rowsOf(ws)).toEqual({ batches: 0, pages: 0, jobs: 0 });
 
     // The same request from the console's own origin goes in: the refusals above were the check.
-    const accepted = await fetch(`${web.url}/console-api/batches`, {
+    const accepted = await fetch(`${stack.web.url}/console-api/batches`, {
       method: 'POST',
-      headers: { cookie, origin: web.url },
+      headers: { cookie, origin: stack.web.url },
       body: uploadForm('accepted'),
     });
     expect(accepted.status).toBe(201);
@@ -117,8 +86,8 @@ describe('the console checks where a change comes from (R6)', () => {
   }, 60_000);
 
   it('R6 a server action posted from another origin is 403 origin_mismatch and signs nobody in; from the console it signs in', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Edges sign-in');
-    const context = await contexts.fresh();
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Edges sign-in');
+    const context = await stack.newContext();
     const page = await context.newPage();
     await page.goto('/signin');
     // The browser's own server-action request, captured and held: it is replayed below.
@@ -134,7 +103,7 @@ describe('the console checks where a change comes from (R6)', () => {
     await expect.poll(() => captured !== undefined).toBe(true);
     const { headers, body } = captured!;
     expect(headers['next-action']).toBeTruthy();
-    expect(headers.origin).toBe(web.url);
+    expect(headers.origin).toBe(stack.web.url);
     const replay = (origin: string | undefined) => {
       const sent: Record<string, string> = {
         'content-type': headers['content-type']!,
@@ -142,7 +111,7 @@ describe('the console checks where a change comes from (R6)', () => {
         accept: headers.accept ?? 'text/x-component',
       };
       if (origin) sent.origin = origin;
-      return fetch(`${web.url}/signin`, {
+      return fetch(`${stack.web.url}/signin`, {
         method: 'POST',
         headers: sent,
         body: new Uint8Array(body),
@@ -155,7 +124,7 @@ describe('the console checks where a change comes from (R6)', () => {
       expect((await refused.json()).error.code).toBe('origin_mismatch');
       expect(refused.headers.getSetCookie().join(';')).not.toContain('quire_session');
     }
-    const accepted = await replay(web.url);
+    const accepted = await replay(stack.web.url);
     expect(accepted.headers.getSetCookie().join(';')).toContain('quire_session=');
     expect(workspace.id).toBeGreaterThan(0);
   }, 60_000);
@@ -165,14 +134,14 @@ describe('pages, exports and IIIF carry the security headers (R6)', () => {
   it("R6 console pages carry a nonce Content-Security-Policy with frame-ancestors 'none' and nosniff, and the console runs under it", async () => {
     const { ws, key, page } = await signedIn();
     // A job in the list, so the job table is drawn under the policy too.
-    const upload = await fetch(`${web.url}/api/v1/workspaces/${ws}/batches`, {
+    const upload = await fetch(`${stack.web.url}/api/v1/workspaces/${ws}/batches`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}` },
       body: uploadForm('under-policy'),
     });
     expect(upload.status).toBe(201);
 
-    const signin = await fetch(`${web.url}/signin`);
+    const signin = await fetch(`${stack.web.url}/signin`);
     const policy = signin.headers.get('content-security-policy') ?? '';
     const nonce = /'nonce-([A-Za-z0-9+/=]+)'/.exec(policy)?.[1];
     expect(nonce).toBeTruthy();
@@ -186,7 +155,7 @@ describe('pages, exports and IIIF carry the security headers (R6)', () => {
     expect(scripts.length).toBeGreaterThan(0);
     for (const tag of scripts) expect(tag).toContain(`nonce="${nonce}"`);
     // A fresh nonce per response.
-    const again = (await fetch(`${web.url}/signin`)).headers.get('content-security-policy');
+    const again = (await fetch(`${stack.web.url}/signin`)).headers.get('content-security-policy');
     expect(again).not.toBe(policy);
 
     // In the browser: no violation on the pages, and React runs (the job list hydrates).
@@ -225,7 +194,7 @@ describe('pages, exports and IIIF carry the security headers (R6)', () => {
 
   it("R6 exports, API answers and IIIF responses carry nosniff and frame-ancestors 'none'; IIIF keeps its CORS", async () => {
     const { ws, key, cookie } = await signedIn();
-    const upload = await fetch(`${web.url}/api/v1/workspaces/${ws}/batches`, {
+    const upload = await fetch(`${stack.web.url}/api/v1/workspaces/${ws}/batches`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}` },
       body: uploadForm('exported'),
@@ -246,7 +215,7 @@ describe('pages, exports and IIIF carry the security headers (R6)', () => {
       { path: '/api/v1/openapi.json', headers: {} },
     ];
     for (const check of checks) {
-      const response = await fetch(`${web.url}${check.path}`, { headers: check.headers });
+      const response = await fetch(`${stack.web.url}${check.path}`, { headers: check.headers });
       expect(response.status, check.path).toBe(200);
       expect(response.headers.get('x-content-type-options'), check.path).toBe('nosniff');
       const policy = response.headers.get('content-security-policy') ?? '';
@@ -255,7 +224,7 @@ describe('pages, exports and IIIF carry the security headers (R6)', () => {
       if (check.cors) expect(response.headers.get('access-control-allow-origin')).toBe('*');
     }
     // A refusal carries them too.
-    const missing = await fetch(`${web.url}/api/v1/workspaces/${ws}/pages/999999999`, {
+    const missing = await fetch(`${stack.web.url}/api/v1/workspaces/${ws}/pages/999999999`, {
       headers: bearer,
     });
     expect(missing.status).toBe(404);
@@ -272,7 +241,7 @@ function send(
   method = 'POST',
   chunked = false,
 ): Promise<{ status: number; body: string }> {
-  const url = new URL(path, web.url);
+  const url = new URL(path, stack.web.url);
   return new Promise((resolve, reject) => {
     let sent = false;
     let answer: { status: number; body: string } | undefined;
@@ -321,7 +290,7 @@ function send(
 
 describe('a refused request body is never cancelled under the sender (R6)', () => {
   it('R6 an upload refused while a large transcript is still arriving, and a JSON body over its limit, log no uncaughtException', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Edges streams');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Edges streams');
     const boundary = '----quire-test-boundary-7c1d';
     const bigTranscript = Buffer.from(
       `<?xml version="1.0"?><PcGts xmlns="http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15"><!--${'x'.repeat(1024 * 1024)}--></PcGts>`,
@@ -343,7 +312,7 @@ describe('a refused request body is never cancelled under the sender (R6)', () =
       authorization: `Bearer ${apiKey}`,
       'content-type': `multipart/form-data; boundary=${boundary}`,
     };
-    const before = web.output().length;
+    const before = stack.web.output().length;
     const answers: Array<number | string> = [];
     const attempt = (sent: Promise<{ status: number }>) =>
       sent.then(
@@ -370,8 +339,8 @@ describe('a refused request body is never cancelled under the sender (R6)', () =
       );
     }
     // Every byte was sent and answered; the server still answers, and said nothing uncaught.
-    expect((await fetch(`${web.url}/healthz`)).status).toBe(200);
-    const log = web.output().slice(before);
+    expect((await fetch(`${stack.web.url}/healthz`)).status).toBe(200);
+    const log = stack.web.output().slice(before);
     expect(log).not.toContain('uncaughtException');
     expect(log).not.toContain('already closed');
     expect(answers).toEqual(Array.from({ length: 4 }, () => [415, 422, 413]).flat());
@@ -391,11 +360,11 @@ describe('a refused request body is never cancelled under the sender (R6)', () =
     expect(byKey.status).toBe(201);
     const fromConsole = await send(
       '/console-api/batches',
-      { cookie, origin: web.url, 'content-type': type },
+      { cookie, origin: stack.web.url, 'content-type': type },
       body,
     );
     expect(fromConsole.status).toBe(201);
-    const { rows } = await quire.db.pool.query(
+    const { rows } = await stack.quire.db.pool.query(
       `SELECT b.size_bytes::int AS size FROM pages p JOIN blobs b ON b.key = p.blob_key
         WHERE p.workspace_id = $1`,
       [ws],

@@ -2,17 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Pool } from 'pg';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { buildImageDerivatives } from '../../activities/maintenance';
 import { createLocalBlobStore } from '../../blobs';
 import { publishPage } from '../../db/pages';
 import { createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { consoleStack } from '../support/consoleStack';
 import { manifestoTiff } from '../support/tiffMasters';
 import { file, uploadRequest } from '../support/uploadFixtures';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * I4 through the production build: `next start` routes the Image API's paths (a folder named
@@ -20,21 +20,36 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * not) to the handlers the other tests call directly, and answers with the same bytes.
  */
 const PUBLIC_URL = 'https://quire.test';
-let db: TestDatabase;
-let distDir: string;
 let blobDir: string;
-let web: WebProcess;
 let ws: number;
 let pageId: number;
 let draftPageId: number;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
+// Registered before the stack: removed after its database.
+afterAll(async () => {
+  await rm(blobDir, { recursive: true, force: true });
+});
+
+const stack = consoleStack({
+  browser: false,
+  beforeWeb: ({ db }) => publishedAndDraftTiffs(db.pool),
+  web: () => ({
+    QUIRE_SECRET_KEY: randomBytes(32).toString('hex'),
+    QUIRE_BLOB_DIR: blobDir,
+    QUIRE_PUBLIC_URL: PUBLIC_URL,
+    TEMPORAL_ADDRESS: process.env.QUIRE_TEST_TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+    LOG_LEVEL: 'warn',
+  }),
+  timeout: 900_000,
+});
+
+/** A published TIFF page and a draft one, their pyramidal derivatives made. */
+async function publishedAndDraftTiffs(pool: Pool): Promise<void> {
   blobDir = await mkdtemp(join(tmpdir(), 'quire-iiif-web-'));
   const blobStore = createLocalBlobStore(blobDir);
-  const created = await createWorkspace(db.pool, 'Archive');
+  const created = await createWorkspace(pool, 'Archive');
   ws = created.workspace.id;
-  const deps = { pool: db.pool, blobStore, publicBaseUrl: PUBLIC_URL };
+  const deps = { pool, blobStore, publicBaseUrl: PUBLIC_URL };
   const tiff = await ingestBatch(
     deps,
     ws,
@@ -44,35 +59,19 @@ beforeAll(async () => {
     ]),
   );
   pageId = tiff.pages[0]!.pageId;
-  await publishPage(db.pool, { workspaceId: ws, pageId, expectedRevision: 0 });
+  await publishPage(pool, { workspaceId: ws, pageId, expectedRevision: 0 });
   const draft = await ingestBatch(
     deps,
     ws,
     uploadRequest([{ name: 'itemId', value: 'draft' }, file(await manifestoTiff(0.25), 'd.tif')]),
   );
   draftPageId = draft.pages[0]!.pageId;
-  await buildImageDerivatives({ pool: db.pool, blobStore });
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: db.url,
-    QUIRE_SECRET_KEY: randomBytes(32).toString('hex'),
-    QUIRE_BLOB_DIR: blobDir,
-    QUIRE_PUBLIC_URL: PUBLIC_URL,
-    TEMPORAL_ADDRESS: process.env.QUIRE_TEST_TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
-    LOG_LEVEL: 'warn',
-  });
-}, 900_000);
-
-afterAll(async () => {
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  await db?.drop();
-  await rm(blobDir, { recursive: true, force: true });
-});
+  await buildImageDerivatives({ pool, blobStore });
+}
 
 describe('I4 the Image API in the production build', () => {
   it('I4 next start serves info.json, the base URI redirect, tiles with ^ ! and pct:, and stable 400s', async () => {
-    const service = `${web.url}/iiif/${ws}/image/${pageId}`;
+    const service = `${stack.web.url}/iiif/${ws}/image/${pageId}`;
     const info = await fetch(`${service}/info.json`, {
       headers: { accept: 'application/ld+json' },
     });
@@ -114,7 +113,7 @@ describe('I4 the Image API in the production build', () => {
     expect((await refused.json()).error.code).toBe('rotation_unsupported');
     expect(refused.headers.get('access-control-allow-origin')).toBe('*');
     // A draft is not found for the public, in the production build too.
-    const draft = await fetch(`${web.url}/iiif/${ws}/image/${draftPageId}/info.json`);
+    const draft = await fetch(`${stack.web.url}/iiif/${ws}/image/${draftPageId}/info.json`);
     expect(draft.status).toBe(404);
   });
 });

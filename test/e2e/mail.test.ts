@@ -1,23 +1,16 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { BrowserContext, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { hashPassword } from '../../core/passwords';
 import { createAccount, putMember } from '../../db/accounts';
 import { createWorkspace } from '../../db/workspaces';
 import { type MailSink, startMailSink } from '../../scripts/lib/mailSink';
 import { freePort } from '../../scripts/lib/temporal';
-import {
-  isolatedContexts,
-  launchBrowser,
-  screenshots,
-  seriousViolations,
-} from '../support/browser';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { temporalAddress } from '../support/quire';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
+import { screenshots, seriousViolations } from '../support/browser';
+import { consoleStack, signInWithPassword } from '../support/consoleStack';
 
 /**
  * R9, X2, X6 in Debian's Chromium against a real `next start` on PostgreSQL that sends its
@@ -26,22 +19,38 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * chooses their password; a person asks for a reset link and follows it; a signed-in person
  * changes their password and is sent a notice. Pages are checked with axe and for errors.
  */
-let db: TestDatabase;
-let distDir: string;
-let web: WebProcess;
-let browser: Browser;
 let sink: MailSink;
 let ws: number;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+
+const stack = consoleStack({
+  beforeWeb: async ({ db }) => {
+    ws = (await createWorkspace(db.pool, 'Parish registers')).workspace.id;
+    sink = await startMailSink({
+      smtpPort: await freePort(),
+      httpPort: await freePort(),
+      dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
+    });
+  },
+  web: () => ({
+    QUIRE_SMTP_URL: sink.smtpUrl,
+    QUIRE_DEV_MAIL_URL: sink.httpUrl,
+    LOG_LEVEL: 'warn',
+  }),
+  beforeClose: async () => {
+    await sink?.stop();
+  },
+  timeout: 900_000,
+});
 const PASSWORD = 'correct horse battery staple';
 
 async function account(email: string, name: string, role?: 'owner' | 'editor') {
-  const made = await createAccount(db.pool, CLI_ACTOR, {
+  const made = await createAccount(stack.db.pool, CLI_ACTOR, {
     email,
     name,
     passwordHash: await hashPassword(PASSWORD),
   });
-  if (role) await putMember(db.pool, CLI_ACTOR, { workspaceId: ws, accountId: made.id, role });
+  if (role)
+    await putMember(stack.db.pool, CLI_ACTOR, { workspaceId: ws, accountId: made.id, role });
   return made;
 }
 
@@ -56,57 +65,20 @@ async function watchedPage(context: BrowserContext): Promise<{ page: Page; error
   return { page, errors };
 }
 
-async function signIn(page: Page, email: string, password: string, landing: string) {
-  await page.goto('/signin');
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.waitForURL((url) => url.pathname === landing, { timeout: 15_000 });
-}
+const signIn = (page: Page, email: string, password: string, landing: string) =>
+  signInWithPassword(page, email, password, landing, 15_000);
 
 /** The path of the link a message carries to this console. */
 const linkPath = (text: string, kind: 'invite' | 'reset') => {
-  const found = new RegExp(`${web.url}/${kind}/(q[ir]_[A-Za-z0-9_-]{43})`).exec(text);
+  const found = new RegExp(`${stack.web.url}/${kind}/(q[ir]_[A-Za-z0-9_-]{43})`).exec(text);
   if (!found) throw new Error(`no ${kind} link in the message`);
   return `/${kind}/${found[1]}`;
 };
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  ws = (await createWorkspace(db.pool, 'Parish registers')).workspace.id;
-  sink = await startMailSink({
-    smtpPort: await freePort(),
-    httpPort: await freePort(),
-    dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
-  });
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_SECRET_KEY: 'quire-test-secret-key-0123456789-abcdefghij',
-    QUIRE_SMTP_URL: sink.smtpUrl,
-    QUIRE_DEV_MAIL_URL: sink.httpUrl,
-    LOG_LEVEL: 'warn',
-  });
-  browser = await launchBrowser();
-}, 900_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  await sink?.stop();
-  await db?.drop();
-});
-
 describe('mail in the console (R9)', () => {
   it('R9 X2 an owner invites an address: the link goes only to its mailbox, where the person chooses a password, joins with the invited role alone, and signs in with it later', async () => {
     const owner = await account('owen@mail.test', 'Owen Owner', 'owner');
-    const { page: ownerPage, errors } = await watchedPage(await contexts.fresh());
+    const { page: ownerPage, errors } = await watchedPage(await stack.newContext());
     await signIn(ownerPage, owner.email, PASSWORD, '/');
     await ownerPage.getByRole('link', { name: 'Members' }).click();
     await ownerPage.waitForURL('**/members');
@@ -118,7 +90,7 @@ describe('mail in the console (R9)', () => {
     await expect.poll(() => status.textContent(), { timeout: 15_000 }).toContain('Invitation sent');
     // X2: the owner's page carries no link; no account exists until the person follows it.
     expect(await ownerPage.content()).not.toMatch(/\/invite\/qi_/);
-    const none = await db.pool.query('SELECT 1 FROM accounts WHERE email = $1', [
+    const none = await stack.db.pool.query('SELECT 1 FROM accounts WHERE email = $1', [
       'invited@mail.test',
     ]);
     expect(none.rows).toEqual([]);
@@ -126,7 +98,7 @@ describe('mail in the console (R9)', () => {
 
     const message = await sink.waitForMessage('invited@mail.test', /invited/);
     const path = linkPath(message.text, 'invite');
-    const { page: invited, errors: invitedErrors } = await watchedPage(await contexts.fresh());
+    const { page: invited, errors: invitedErrors } = await watchedPage(await stack.newContext());
     await invited.goto(path);
     expect(await seriousViolations(invited)).toEqual([]);
     await invited.getByLabel('Your name').fill('Ivy Invited');
@@ -135,7 +107,7 @@ describe('mail in the console (R9)', () => {
     await invited.waitForURL((url) => url.pathname === '/', { timeout: 15_000 });
     expect(await invited.locator('.signout').textContent()).toContain('(reviewer)');
     expect(await invited.getByRole('link', { name: 'Members' }).count()).toBe(0);
-    const { rows } = await db.pool.query(
+    const { rows } = await stack.db.pool.query(
       `SELECT a.operator, m.workspace_id, m.role FROM accounts a
          JOIN workspace_members m ON m.account_id = a.id WHERE a.email = $1`,
       ['invited@mail.test'],
@@ -143,10 +115,10 @@ describe('mail in the console (R9)', () => {
     expect(rows).toEqual([{ operator: false, workspace_id: ws, role: 'reviewer' }]);
 
     // The link works once; the password the person chose signs them in.
-    const { page: reused } = await watchedPage(await contexts.fresh());
+    const { page: reused } = await watchedPage(await stack.newContext());
     await reused.goto(path);
     expect(await reused.locator('main').textContent()).toContain('not valid');
-    const { page: later } = await watchedPage(await contexts.fresh());
+    const { page: later } = await watchedPage(await stack.newContext());
     await signIn(later, 'invited@mail.test', 'the password Ivy chose herself', '/');
     expect(errors).toEqual([]);
     expect(invitedErrors).toEqual([]);
@@ -155,7 +127,7 @@ describe('mail in the console (R9)', () => {
   it('X6 inviting an address that has an account answers on the page exactly as inviting one that has none', async () => {
     const owner = await account('oda@mail.test', 'Oda Owner', 'owner');
     await account('known@mail.test', 'Known Person');
-    const { page } = await watchedPage(await contexts.fresh());
+    const { page } = await watchedPage(await stack.newContext());
     await signIn(page, owner.email, PASSWORD, '/');
     const answerFor = async (email: string) => {
       await page.goto('/members');
@@ -180,7 +152,7 @@ describe('mail in the console (R9)', () => {
 
   it('R9 X6 "Forgot your password?" sends a reset link to the address; the link opens a page that sets the new password, and the person signs in with it', async () => {
     const person = await account('rita@mail.test', 'Rita Reader', 'editor');
-    const { page, errors } = await watchedPage(await contexts.fresh());
+    const { page, errors } = await watchedPage(await stack.newContext());
     await page.goto('/signin');
     expect(await page.locator('[data-dev-mail] a').getAttribute('href')).toBe(sink.httpUrl);
     await page.getByRole('link', { name: 'Forgot your password?' }).click();
@@ -214,7 +186,7 @@ describe('mail in the console (R9)', () => {
 
   it('R9 a signed-in person changes their own password on the Password page with the current one; a notice arrives, and the old password no longer signs in', async () => {
     const person = await account('cole@mail.test', 'Cole Changer', 'editor');
-    const { page, errors } = await watchedPage(await contexts.fresh());
+    const { page, errors } = await watchedPage(await stack.newContext());
     await signIn(page, person.email, PASSWORD, '/');
     await page.getByRole('link', { name: 'Password', exact: true }).click();
     await page.waitForURL('**/account/password');
@@ -242,7 +214,7 @@ describe('mail in the console (R9)', () => {
     // This session stays; elsewhere, the old password is refused and the new one works.
     await page.goto('/jobs');
     expect(new URL(page.url()).pathname).toBe('/jobs');
-    const { page: other } = await watchedPage(await contexts.fresh());
+    const { page: other } = await watchedPage(await stack.newContext());
     await other.goto('/signin');
     await other.getByLabel('Email').fill(person.email);
     await other.getByLabel('Password').fill(PASSWORD);

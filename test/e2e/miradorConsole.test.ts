@@ -2,21 +2,19 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import sharp, { type Sharp } from 'sharp';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLocalBlobStore } from '../../blobs';
 import { CLI_ACTOR } from '../../core/actor';
 import { createAccount, putMember } from '../../db/accounts';
 import { createSession } from '../../db/sessions';
 import { createWorkspace } from '../../db/workspaces';
 import { ingestBatch } from '../../ingest/batch';
-import { ARTIFACTS, isolatedContexts, launchBrowser } from '../support/browser';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { ARTIFACTS } from '../support/browser';
+import { consoleStack } from '../support/consoleStack';
 import { KANT } from '../support/interchange';
-import { temporalAddress } from '../support/quire';
 import { file, uploadRequest } from '../support/uploadFixtures';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * F7 (SPEC §22, with I1 and I4) in Debian's Chromium against `next start`: the console's own
@@ -28,26 +26,32 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * manifest. Mirador is the project's own npm package, bundled with the console: nothing is
  * fetched from anywhere but the console.
  */
-let db: TestDatabase;
 let blobDir: string;
-let web: WebProcess;
-let distDir: string;
-let browser: Browser;
 let ws: number;
 let itemId: string;
 let pageId: number;
 let editorCookie: string;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+
+// Registered before the stack: removed after its database.
+afterAll(async () => {
+  await rm(blobDir, { recursive: true, force: true });
+});
+
+const stack = consoleStack({
+  beforeWeb: () => draftItemWithEditor(),
+  web: () => ({ QUIRE_BLOB_DIR: blobDir, LOG_LEVEL: 'warn' }),
+  timeout: 900_000,
+});
 
 const TRANSCRIPT_LINE = 'Berliniſche Monatsſchrift.';
 
-beforeAll(async () => {
-  db = await createTestDatabase();
+/** The Kant page (a TIFF master with its PAGE transcript) as a draft item, and its editor. */
+async function draftItemWithEditor(): Promise<void> {
   blobDir = await mkdtemp(join(tmpdir(), 'quire-viewer-blobs-'));
-  const created = await createWorkspace(db.pool, 'Kant archive');
+  const created = await createWorkspace(stack.db.pool, 'Kant archive');
   ws = created.workspace.id;
   const result = await ingestBatch(
-    { pool: db.pool, blobStore: createLocalBlobStore(blobDir) },
+    { pool: stack.db.pool, blobStore: createLocalBlobStore(blobDir) },
     ws,
     uploadRequest([
       { name: 'itemId', value: 'berlinische-monatsschrift-1784' },
@@ -57,47 +61,33 @@ beforeAll(async () => {
   );
   itemId = result.pages[0]!.itemId;
   pageId = result.pages[0]!.pageId;
-  const account = await createAccount(db.pool, CLI_ACTOR, {
+  const account = await createAccount(stack.db.pool, CLI_ACTOR, {
     email: 'editor@viewer.test',
     name: 'Eda Editor',
     passwordHash: null,
   });
-  await putMember(db.pool, CLI_ACTOR, { workspaceId: ws, accountId: account.id, role: 'editor' });
-  const session = await createSession(db.pool, { accountId: account.id, workspaceId: ws }, 3600);
-  editorCookie = `quire_session=${session}`;
-
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: db.url,
-    QUIRE_SECRET_KEY: 'quire-test-secret-key-0123456789-abcdefghij',
-    QUIRE_BLOB_DIR: blobDir,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    LOG_LEVEL: 'warn',
+  await putMember(stack.db.pool, CLI_ACTOR, {
+    workspaceId: ws,
+    accountId: account.id,
+    role: 'editor',
   });
-  browser = await launchBrowser();
-}, 900_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  await db?.drop();
-  await rm(blobDir, { recursive: true, force: true });
-});
+  const session = await createSession(
+    stack.db.pool,
+    { accountId: account.id, workspaceId: ws },
+    3600,
+  );
+  editorCookie = `quire_session=${session}`;
+}
 
 /**
  * A tab that records every Content-Security-Policy violation, console error, uncaught error
  * and failed response (`problems()` returns and clears them), and every URL it requested.
  */
 async function tab(cookie?: string) {
-  const context = await contexts.fresh();
+  const context = await stack.newContext();
   if (cookie) {
     const [name, value] = cookie.split('=');
-    await context.addCookies([{ name: name!, value: value!, url: web.url }]);
+    await context.addCookies([{ name: name!, value: value!, url: stack.web.url }]);
   }
   const page = await context.newPage();
   const errors: string[] = [];
@@ -196,9 +186,12 @@ describe('F7 the IIIF viewer in the console', () => {
     // The drawn page is the page: the Image API's own pixels of the whole page, once every
     // tile is drawn (the canvas fills in tile by tile), against a control (the same pixels
     // upside down) the comparison must tell apart.
-    const pagePng = await fetch(`${web.url}/iiif/${ws}/image/${pageId}/full/600,/0/default.png`, {
-      headers: { cookie: editorCookie },
-    });
+    const pagePng = await fetch(
+      `${stack.web.url}/iiif/${ws}/image/${pageId}/full/600,/0/default.png`,
+      {
+        headers: { cookie: editorCookie },
+      },
+    );
     expect(pagePng.status).toBe(200);
     const own = Buffer.from(await pagePng.arrayBuffer());
     let drawn: Buffer = Buffer.alloc(0);
@@ -232,7 +225,7 @@ describe('F7 the IIIF viewer in the console', () => {
       ),
     ).toBe(true);
     // Nothing from anywhere else: no CDN, no network.
-    expect(requested.filter((r) => !r.url.startsWith(`${web.url}/`))).toEqual([]);
+    expect(requested.filter((r) => !r.url.startsWith(`${stack.web.url}/`))).toEqual([]);
 
     // A direct load (refresh) of the viewer page shows the same, still without a violation.
     await page.reload();

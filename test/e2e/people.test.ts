@@ -1,8 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { BrowserContext, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { hashPassword } from '../../core/passwords';
 import { createAccount, putMember } from '../../db/accounts';
@@ -10,10 +10,8 @@ import { createInvitation } from '../../db/invitations';
 import { createWorkspace } from '../../db/workspaces';
 import { type MailSink, startMailSink } from '../../scripts/lib/mailSink';
 import { freePort } from '../../scripts/lib/temporal';
-import { isolatedContexts, launchBrowser, seriousViolations } from '../support/browser';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { temporalAddress } from '../support/quire';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
+import { seriousViolations } from '../support/browser';
+import { consoleStack, signInWithPassword } from '../support/consoleStack';
 
 /**
  * R1, R3 in Debian's Chromium against a real `next start` on PostgreSQL: an operator disables
@@ -22,84 +20,61 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * link then shows the refusal. Each page is checked with axe. X6: an invitation link and a
  * failed sign-in say nothing of whether the address has an account.
  */
-let db: TestDatabase;
-let distDir: string;
-let web: WebProcess;
-let browser: Browser;
 let sink: MailSink;
 let ws: number;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+
+const stack = consoleStack({
+  beforeWeb: async ({ db }) => {
+    ws = (await createWorkspace(db.pool, 'Parish registers')).workspace.id;
+    sink = await startMailSink({
+      smtpPort: await freePort(),
+      httpPort: await freePort(),
+      dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
+    });
+  },
+  web: () => ({ QUIRE_SMTP_URL: sink.smtpUrl, LOG_LEVEL: 'warn' }),
+  beforeClose: async () => {
+    await sink?.stop();
+  },
+  timeout: 900_000,
+});
 const PASSWORD = 'correct horse battery staple';
 
 async function account(email: string, name: string, role?: 'owner' | 'editor', operator = false) {
-  const made = await createAccount(db.pool, CLI_ACTOR, {
+  const made = await createAccount(stack.db.pool, CLI_ACTOR, {
     email,
     name,
     passwordHash: await hashPassword(PASSWORD),
     operator,
   });
-  if (role) await putMember(db.pool, CLI_ACTOR, { workspaceId: ws, accountId: made.id, role });
+  if (role)
+    await putMember(stack.db.pool, CLI_ACTOR, { workspaceId: ws, accountId: made.id, role });
   return made;
 }
 
 async function signIn(context: BrowserContext, email: string, landing: string): Promise<Page> {
   const page = await context.newPage();
-  await page.goto('/signin');
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.waitForURL((url) => url.pathname === landing);
+  await signInWithPassword(page, email, PASSWORD, landing);
   return page;
 }
 
 const auditOf = async (action: string, target: string) =>
   (
-    await db.pool.query(
+    await stack.db.pool.query(
       'SELECT actor_kind, actor_account_id FROM audit_log WHERE action = $1 AND target = $2',
       [action, target],
     )
   ).rows;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  ws = (await createWorkspace(db.pool, 'Parish registers')).workspace.id;
-  sink = await startMailSink({
-    smtpPort: await freePort(),
-    httpPort: await freePort(),
-    dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
-  });
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_SECRET_KEY: 'quire-test-secret-key-0123456789-abcdefghij',
-    QUIRE_SMTP_URL: sink.smtpUrl,
-    LOG_LEVEL: 'warn',
-  });
-  browser = await launchBrowser();
-}, 900_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  await sink?.stop();
-  await db?.drop();
-});
-
 describe('people in the console (R1, R3)', () => {
   it('R3 an operator disables an account on the accounts page; its open session is signed out at its next request; enabling lets it in again', async () => {
     const operator = await account('olga@people.test', 'Olga Operator', undefined, true);
     const editor = await account('ed@people.test', 'Ed Editor', 'editor');
-    const edPage = await signIn(await contexts.fresh(), editor.email, '/');
+    const edPage = await signIn(await stack.newContext(), editor.email, '/');
     await edPage.goto('/jobs');
     expect(new URL(edPage.url()).pathname).toBe('/jobs');
 
-    const opPage = await signIn(await contexts.fresh(), operator.email, '/operator');
+    const opPage = await signIn(await stack.newContext(), operator.email, '/operator');
     await opPage.getByRole('link', { name: 'Accounts', exact: true }).first().click();
     await opPage.waitForURL('**/operator/accounts');
     // The operator's own row has no Disable: an operator cannot disable themself.
@@ -131,13 +106,13 @@ describe('people in the console (R1, R3)', () => {
 
     await row.getByRole('button', { name: `Enable ${editor.email}` }).click();
     await expect.poll(() => row.getAttribute('data-state'), { timeout: 15_000 }).toBe('active');
-    const again = await signIn(await contexts.fresh(), editor.email, '/');
+    const again = await signIn(await stack.newContext(), editor.email, '/');
     expect(new URL(again.url()).pathname).toBe('/');
   }, 120_000);
 
   it('R1 an owner revokes a pending invitation on the members page; its link then shows the refusal and joins no one', async () => {
     const owner = await account('owen@people.test', 'Owen Owner', 'owner');
-    const ownerPage = await signIn(await contexts.fresh(), owner.email, '/');
+    const ownerPage = await signIn(await stack.newContext(), owner.email, '/');
     await ownerPage.getByRole('link', { name: 'Members' }).click();
     await ownerPage.waitForURL('**/members');
     await ownerPage.getByLabel('Email').fill('late@people.test');
@@ -167,7 +142,7 @@ describe('people in the console (R1, R3)', () => {
         .count(),
     ).toBe(0);
     expect(await seriousViolations(ownerPage)).toEqual([]);
-    const { rows: invitation } = await db.pool.query(
+    const { rows: invitation } = await stack.db.pool.query(
       'SELECT id FROM invitations WHERE email = $1',
       ['late@people.test'],
     );
@@ -175,14 +150,14 @@ describe('people in the console (R1, R3)', () => {
       { actor_kind: 'account', actor_account_id: owner.id },
     ]);
 
-    const invited = await (await contexts.fresh()).newPage();
+    const invited = await (await stack.newContext()).newPage();
     await invited.goto(path);
     const refusal = invited.locator('main [data-code]');
     expect(await refusal.getAttribute('data-code')).toBe('invitation_revoked');
     expect(await refusal.textContent()).toContain('revoked by an owner');
     expect(await invited.getByRole('button', { name: 'Join' }).count()).toBe(0);
     expect(await seriousViolations(invited)).toEqual([]);
-    const { rows } = await db.pool.query('SELECT 1 FROM accounts WHERE email = $1', [
+    const { rows } = await stack.db.pool.query('SELECT 1 FROM accounts WHERE email = $1', [
       'late@people.test',
     ]);
     expect(rows).toEqual([]);
@@ -193,11 +168,11 @@ describe('people in the console (R1, R3)', () => {
     await account('known@people.test', 'Known Person');
     const formOf = async (email: string) => {
       const { token } = await createInvitation(
-        db.pool,
+        stack.db.pool,
         { kind: 'account', id: owner.id, name: owner.name },
         { workspaceId: ws, email, role: 'viewer', ttlSeconds: 3600 },
       );
-      const page = await (await contexts.fresh()).newPage();
+      const page = await (await stack.newContext()).newPage();
       await page.goto(`/invite/${token}`);
       const form = page.locator('main form');
       // The form as a person and a script read it: its labels and fields, the token aside.
@@ -216,7 +191,7 @@ describe('people in the console (R1, R3)', () => {
     expect(known.join(' ')).not.toContain('Your password');
 
     const refusalFor = async (email: string) => {
-      const page = await (await contexts.fresh()).newPage();
+      const page = await (await stack.newContext()).newPage();
       await page.goto('/signin');
       await page.getByLabel('Email').fill(email);
       await page.getByLabel('Password').fill('not the password at all');

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lineStateOf, segmentsOf } from '../../core/annotation';
 import { getJob } from '../../db/jobs';
 import { getPage } from '../../db/pages';
@@ -9,17 +8,11 @@ import { createWorkspace } from '../../db/workspaces';
 import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import { TesseractProvider } from '../../providers/tesseract';
-import type { QuireWorker } from '../../worker/createWorker';
-import {
-  isolatedContexts,
-  launchBrowser,
-  screenshots,
-  seriousViolations,
-} from '../support/browser';
+import { screenshots, seriousViolations } from '../support/browser';
+import { consoleStack } from '../support/consoleStack';
 import { MANIFESTO_PAGE } from '../support/fixtures';
 import { ingestWithJobs } from '../support/ingest';
-import { createTestQuire, type TestQuire, temporalAddress, untilStatus } from '../support/quire';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
+import { untilStatus } from '../support/quire';
 
 /**
  * V2 V3 (SPEC §18): a reviewer works through the review queue of a real scan (the Communist
@@ -27,51 +20,24 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * `next start`, with the keyboard alone; a re-run of the engine then keeps every line the
  * reviewer touched.
  */
-let quire: TestQuire;
-let worker: QuireWorker;
-let running: Promise<void>;
-let web: WebProcess;
-let distDir: string;
-let browser: Browser;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
-
-beforeAll(async () => {
-  quire = await createTestQuire(
-    { QUIRE_DEFAULT_PROVIDER: 'auto', QUIRE_HEARTBEAT_TIMEOUT_MS: '30000' },
-    createProviderRegistry([new TesseractProvider(), new SimulatedProvider()]),
-  );
-  worker = await quire.newWorker('review-e2e-worker');
-  running = worker.run();
-  const blobRoot = (quire.blobStore as unknown as { root: string }).root;
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: quire.db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_TASK_QUEUE: quire.config.QUIRE_TASK_QUEUE,
-    QUIRE_SECRET_KEY: quire.config.QUIRE_SECRET_KEY,
-    QUIRE_BLOB_DIR: blobRoot,
+const stack = consoleStack({
+  quire: {
+    config: { QUIRE_DEFAULT_PROVIDER: 'auto', QUIRE_HEARTBEAT_TIMEOUT_MS: '30000' },
+    providers: createProviderRegistry([new TesseractProvider(), new SimulatedProvider()]),
+  },
+  worker: 'review-e2e-worker',
+  web: () => ({
     QUIRE_DEFAULT_PROVIDER: 'auto',
     QUIRE_HEARTBEAT_TIMEOUT_MS: '30000',
     LOG_LEVEL: 'silent',
-  });
-  browser = await launchBrowser();
-}, 300_000);
-
-afterAll(async () => {
-  await contexts.closeAll();
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  worker?.shutdown();
-  await running;
-  await quire?.close();
+  }),
 });
 
 const REVIEWED = 20;
 
 describe('review view (V2 V3)', () => {
   it('V2 V3 a reviewer works through 20 lines of the real manifesto scan with the keyboard only, corrects one and verifies the rest; the review view is axe-clean; a re-run keeps all 20', async () => {
-    const { workspace, apiKey } = await createWorkspace(quire.db.pool, 'Manifesto');
+    const { workspace, apiKey } = await createWorkspace(stack.quire.db.pool, 'Manifesto');
     const ws = workspace.id;
     const itemId = `manifesto-${randomUUID()}`;
     const form = new FormData();
@@ -81,13 +47,13 @@ describe('review view (V2 V3)', () => {
       new Blob([new Uint8Array(readFileSync(MANIFESTO_PAGE))], { type: 'image/png' }),
       'manifesto-page-0015.png',
     );
-    const { records } = await ingestWithJobs(quire, ws, form, { provider: 'tesseract' });
+    const { records } = await ingestWithJobs(stack.quire, ws, form, { provider: 'tesseract' });
     const pageId = records[0]!.pageId;
-    await untilStatus(quire, ws, records[0]!.id, 'completed', 240_000);
-    const read = segmentsOf((await getPage(quire.db.pool, ws, pageId))!.annotationPage);
+    await untilStatus(stack.quire, ws, records[0]!.id, 'completed', 240_000);
+    const read = segmentsOf((await getPage(stack.quire.db.pool, ws, pageId))!.annotationPage);
     expect(read.length).toBeGreaterThan(REVIEWED);
 
-    const context = await contexts.fresh();
+    const context = await stack.newContext();
     const page = await context.newPage();
     await page.goto('/signin');
     await page.getByLabel('Workspace API key').fill(apiKey);
@@ -156,7 +122,7 @@ describe('review view (V2 V3)', () => {
     await expect
       .poll(async () =>
         lineStateOf(
-          segmentsOf((await getPage(quire.db.pool, ws, pageId))!.annotationPage).find(
+          segmentsOf((await getPage(stack.quire.db.pool, ws, pageId))!.annotationPage).find(
             (s) => s.index === last,
           )!,
         ),
@@ -168,7 +134,7 @@ describe('review view (V2 V3)', () => {
       .poll(() => page.getByRole('status').textContent())
       .toBe(`Line ${last + 1} of page ${pageId} verified.`);
 
-    const reviewed = segmentsOf((await getPage(quire.db.pool, ws, pageId))!.annotationPage);
+    const reviewed = segmentsOf((await getPage(stack.quire.db.pool, ws, pageId))!.annotationPage);
     const states = new Map(reviewed.map((s) => [s.index, lineStateOf(s)]));
     expect(touched.filter((i) => states.get(i) === 'verified')).toHaveLength(REVIEWED - 1);
     expect(states.get(touched[CORRECTED_AT]!)).toBe('edited');
@@ -178,16 +144,16 @@ describe('review view (V2 V3)', () => {
     );
 
     // A re-run of the engine: the 20 lines stay exactly as the reviewer left them.
-    const rerun = await fetch(`${web.url}/api/v1/workspaces/${ws}/transcription-jobs`, {
+    const rerun = await fetch(`${stack.web.url}/api/v1/workspaces/${ws}/transcription-jobs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ pageId, provider: 'tesseract' }),
     });
     expect(rerun.status).toBe(202);
     const { jobId } = (await rerun.json()) as { jobId: string };
-    await untilStatus(quire, ws, jobId, 'completed', 240_000);
-    expect((await getJob(quire.db.pool, ws, jobId))!.keptSegments).toBe(REVIEWED);
-    const after = segmentsOf((await getPage(quire.db.pool, ws, pageId))!.annotationPage);
+    await untilStatus(stack.quire, ws, jobId, 'completed', 240_000);
+    expect((await getJob(stack.quire.db.pool, ws, jobId))!.keptSegments).toBe(REVIEWED);
+    const after = segmentsOf((await getPage(stack.quire.db.pool, ws, pageId))!.annotationPage);
     for (const index of touched) {
       expect(after.find((s) => s.index === index)).toEqual(reviewed.find((s) => s.index === index));
     }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { type Action, permits, ROLES, type Role } from '../../core/roles';
 import { createAccount, putMember } from '../../db/accounts';
@@ -8,12 +8,10 @@ import { createCollection } from '../../db/collections';
 import { createSession } from '../../db/sessions';
 import { createSubscription } from '../../db/webhooks';
 import { createWorkspace } from '../../db/workspaces';
-import { isolatedContexts, launchBrowser, screenshots } from '../support/browser';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { screenshots } from '../support/browser';
+import { CONSOLE_SECRET_KEY, consoleStack } from '../support/consoleStack';
 import { KANT } from '../support/interchange';
-import { temporalAddress } from '../support/quire';
 import { file, multipartBody, png } from '../support/uploadFixtures';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * R8, R7, R10 in Debian's Chromium against a real `next start` on PostgreSQL. Each role
@@ -23,12 +21,8 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * replayed with another role's session), answer 403 and leave no stack in the log. The audit
  * page and the revision history name the person, and an export's provenance does too.
  */
-let db: TestDatabase;
-let distDir: string;
-let web: WebProcess;
-let browser: Browser;
 let ws: number;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
+let apiKey: string;
 const people = new Map<Role, { id: number; name: string; cookie: string }>();
 let fixture: {
   collectionId: number;
@@ -66,7 +60,7 @@ const OFFERED_ON_WALK: readonly Action[] = [
 
 async function upload(key: string, parts: Parameters<typeof multipartBody>[0]) {
   const body = multipartBody(parts);
-  const response = await fetch(`${web.url}/api/v1/workspaces/${ws}/batches`, {
+  const response = await fetch(`${stack.web.url}/api/v1/workspaces/${ws}/batches`, {
     method: 'POST',
     headers: {
       authorization: `Bearer ${key}`,
@@ -79,11 +73,8 @@ async function upload(key: string, parts: Parameters<typeof multipartBody>[0]) {
 }
 
 /** A browser page signed in as `role` (its session row made here, as sign-in makes one). */
-async function signedIn(role: Role): Promise<Page> {
-  const context = await contexts.fresh();
-  const [name, value] = people.get(role)!.cookie.split('=');
-  await context.addCookies([{ name: name!, value: value!, url: web.url }]);
-  return context.newPage();
+function signedIn(role: Role): Promise<Page> {
+  return stack.withSessionCookie(people.get(role)!.cookie);
 }
 
 /** The acts the current page offers, read from its `data-act` attributes. */
@@ -93,18 +84,18 @@ async function offered(page: Page): Promise<string[]> {
     .evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-act') ?? ''));
 }
 
+const stack = consoleStack({
+  beforeWeb: async ({ db }) => {
+    const created = await createWorkspace(db.pool, 'Parish registers');
+    ws = created.workspace.id;
+    apiKey = created.apiKey;
+  },
+  web: () => ({ LOG_LEVEL: 'warn' }),
+  timeout: 900_000,
+});
+
+// Registered after the stack: the people and the rows the walk opens, made through the console.
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const created = await createWorkspace(db.pool, 'Parish registers');
-  ws = created.workspace.id;
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_SECRET_KEY: 'quire-test-secret-key-0123456789-abcdefghij',
-    LOG_LEVEL: 'warn',
-  });
-  browser = await launchBrowser();
   const names: Record<Role, string> = {
     owner: 'Olga Owner',
     editor: 'Eda Editor',
@@ -112,31 +103,35 @@ beforeAll(async () => {
     viewer: 'Vera Viewer',
   };
   for (const role of ROLES) {
-    const account = await createAccount(db.pool, CLI_ACTOR, {
+    const account = await createAccount(stack.db.pool, CLI_ACTOR, {
       email: `${role}@roles.test`,
       name: names[role],
       passwordHash: null,
     });
-    await putMember(db.pool, CLI_ACTOR, { workspaceId: ws, accountId: account.id, role });
-    const session = await createSession(db.pool, { accountId: account.id, workspaceId: ws }, 3600);
+    await putMember(stack.db.pool, CLI_ACTOR, { workspaceId: ws, accountId: account.id, role });
+    const session = await createSession(
+      stack.db.pool,
+      { accountId: account.id, workspaceId: ws },
+      3600,
+    );
     people.set(role, { id: account.id, name: names[role], cookie: `quire_session=${session}` });
   }
   // A scan with its PAGE transcript (revision 1, lines to edit, no job), and a plain image
   // whose job waits (no worker here): the pages, job and batch the walk opens.
-  const transcribed = await upload(created.apiKey, [
+  const transcribed = await upload(apiKey, [
     file(readFileSync(KANT.image), 'kant-0017.tif'),
     { name: 'transcript', value: readFileSync(KANT.page), filename: 'kant-0017.page.xml' },
   ]);
-  const waiting = await upload(created.apiKey, [file(png(40, 20), 'register.png')]);
-  const collection = await createCollection(db.pool, CLI_ACTOR, ws, { title: 'Box 1' });
-  const hook = await createSubscription(db.pool, 'quire-test-secret-key-0123456789-abcdefghij', {
+  const waiting = await upload(apiKey, [file(png(40, 20), 'register.png')]);
+  const collection = await createCollection(stack.db.pool, CLI_ACTOR, ws, { title: 'Box 1' });
+  const hook = await createSubscription(stack.db.pool, CONSOLE_SECRET_KEY, {
     workspaceId: ws,
     url: 'https://receiver.example/hook',
     secret: 's'.repeat(32),
     eventTypes: null,
   });
   // F2: the item as an archivist described it (an upload names no title of its own).
-  await db.pool.query('UPDATE items SET title = $1 WHERE workspace_id = $2 AND id = $3', [
+  await stack.db.pool.query('UPDATE items SET title = $1 WHERE workspace_id = $2 AND id = $3', [
     'Was ist Aufklärung?',
     ws,
     transcribed.pages[0].itemId,
@@ -150,17 +145,6 @@ beforeAll(async () => {
     webhookId: hook.id,
   };
 }, 900_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  await db?.drop();
-});
 
 describe('the console by role (R8)', () => {
   it('R8 for each role, every act the console offers (data-act) is one core/roles.ts allows it, and every allowed act of the walk is offered', async () => {
@@ -253,13 +237,13 @@ describe('the console by role (R8)', () => {
       ),
     ];
     const replay = (post: (typeof posts)[number], cookie: string) =>
-      fetch(`${web.url}${post.path}`, {
+      fetch(`${stack.web.url}${post.path}`, {
         method: 'POST',
         headers: {
           'content-type': post.headers['content-type']!,
           'next-action': post.headers['next-action']!,
           accept: post.headers.accept ?? 'text/x-component',
-          origin: web.url,
+          origin: stack.web.url,
           cookie,
         },
         body: new Uint8Array(post.body),
@@ -282,11 +266,11 @@ describe('the console by role (R8)', () => {
       }
     }
     // The console's upload route (not an action) answers the same refusal as JSON.
-    const upload = await fetch(`${web.url}/console-api/batches`, {
+    const upload = await fetch(`${stack.web.url}/console-api/batches`, {
       method: 'POST',
       headers: {
         'content-type': 'multipart/form-data; boundary=----quire-test-boundary-7c1d',
-        origin: web.url,
+        origin: stack.web.url,
         cookie: people.get('reviewer')!.cookie,
       },
       body: new Uint8Array(multipartBody([file(png(40, 20), 'by-a-reviewer.png')])),
@@ -297,7 +281,7 @@ describe('the console by role (R8)', () => {
       message: 'the reviewer role may not do batch.create',
     });
     // Nothing changed.
-    const { rows } = await db.pool.query(
+    const { rows } = await stack.db.pool.query(
       `SELECT (SELECT published_revision FROM pages WHERE id = $1) AS published,
               (SELECT revision FROM pages WHERE id = $1) AS revision,
               (SELECT count(*)::int FROM webhook_subscriptions WHERE id = $2) AS hooks,
@@ -307,7 +291,7 @@ describe('the console by role (R8)', () => {
     );
     expect(rows[0]).toMatchObject({ published: null, revision: 1, hooks: 1, collections: 1 });
     expect(rows[0].job).not.toBe('canceled');
-    expect(web.output()).not.toMatch(/\n\s+at /);
+    expect(stack.web.output()).not.toMatch(/\n\s+at /);
   }, 240_000);
 });
 

@@ -1,5 +1,5 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { segmentsOf } from '../../core/annotation';
 import type { Role } from '../../core/roles';
@@ -9,11 +9,9 @@ import { withTransaction } from '../../db/pool';
 import { commitRevision } from '../../db/revisions';
 import { createSession } from '../../db/sessions';
 import { createWorkspace } from '../../db/workspaces';
-import { isolatedContexts, launchBrowser, screenshots } from '../support/browser';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { temporalAddress } from '../support/quire';
+import { screenshots } from '../support/browser';
+import { consoleStack } from '../support/consoleStack';
 import { file, multipartBody, wav } from '../support/uploadFixtures';
-import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/webServer';
 
 /**
  * V11 in Debian's Chromium against a real `next start` on PostgreSQL: a recording whose engine
@@ -22,13 +20,9 @@ import { buildWeb, removeWebBuild, startWeb, type WebProcess } from '../support/
  * each change is a revision that says speakers were named, audited with the person. A role
  * that may not edit is not offered the control.
  */
-let db: TestDatabase;
-let distDir: string;
-let web: WebProcess;
-let browser: Browser;
 let ws: number;
+let apiKey: string;
 let pageId: number;
-const contexts = isolatedContexts(() => ({ browser, baseURL: web.url }));
 const people = new Map<Role, { id: number; name: string; cookie: string }>();
 
 const LINES = [
@@ -38,47 +32,48 @@ const LINES = [
   'tell me about the harbour then',
 ];
 
-async function signedIn(role: Role): Promise<Page> {
-  const context = await contexts.fresh();
-  const [name, value] = people.get(role)!.cookie.split('=');
-  await context.addCookies([{ name: name!, value: value!, url: web.url }]);
-  return context.newPage();
+function signedIn(role: Role): Promise<Page> {
+  return stack.withSessionCookie(people.get(role)!.cookie);
 }
 
 async function currentLines() {
-  const page = await getPage(db.pool, ws, pageId);
+  const page = await getPage(stack.db.pool, ws, pageId);
   return { revision: page!.revision, lines: segmentsOf(page!.annotationPage) };
 }
 
+const stack = consoleStack({
+  beforeWeb: async ({ db }) => {
+    const created = await createWorkspace(db.pool, 'Oral history');
+    ws = created.workspace.id;
+    apiKey = created.apiKey;
+  },
+  web: () => ({ LOG_LEVEL: 'warn' }),
+  timeout: 900_000,
+});
+
+// Registered after the stack: the people and the recording, uploaded through the console.
 beforeAll(async () => {
-  db = await createTestDatabase();
-  const created = await createWorkspace(db.pool, 'Oral history');
-  ws = created.workspace.id;
-  distDir = await buildWeb();
-  web = await startWeb(distDir, {
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    QUIRE_SECRET_KEY: 'quire-test-secret-key-0123456789-abcdefghij',
-    LOG_LEVEL: 'warn',
-  });
-  browser = await launchBrowser();
   for (const [role, name] of [
     ['editor', 'Eda Editor'],
     ['viewer', 'Vera Viewer'],
   ] as const) {
-    const account = await createAccount(db.pool, CLI_ACTOR, {
+    const account = await createAccount(stack.db.pool, CLI_ACTOR, {
       email: `${role}@speakers.test`,
       name,
       passwordHash: null,
     });
-    await putMember(db.pool, CLI_ACTOR, { workspaceId: ws, accountId: account.id, role });
-    const session = await createSession(db.pool, { accountId: account.id, workspaceId: ws }, 3600);
+    await putMember(stack.db.pool, CLI_ACTOR, { workspaceId: ws, accountId: account.id, role });
+    const session = await createSession(
+      stack.db.pool,
+      { accountId: account.id, workspaceId: ws },
+      3600,
+    );
     people.set(role, { id: account.id, name, cookie: `quire_session=${session}` });
   }
-  const response = await fetch(`${web.url}/api/v1/workspaces/${ws}/batches`, {
+  const response = await fetch(`${stack.web.url}/api/v1/workspaces/${ws}/batches`, {
     method: 'POST',
     headers: {
-      authorization: `Bearer ${created.apiKey}`,
+      authorization: `Bearer ${apiKey}`,
       'content-type': 'multipart/form-data; boundary=----quire-test-boundary-7c1d',
     },
     body: new Uint8Array(multipartBody([file(wav(8000), 'interview.wav')])),
@@ -86,7 +81,7 @@ beforeAll(async () => {
   expect(response.status).toBe(201);
   pageId = (await response.json()).pages[0].pageId;
   // The engine's reading, as pocketsphinx gives it: timed lines, no speaker labels.
-  await withTransaction(db.pool, (client) =>
+  await withTransaction(stack.db.pool, (client) =>
     commitRevision(client, {
       pageId,
       expectedRevision: 0,
@@ -106,17 +101,6 @@ beforeAll(async () => {
     }),
   );
 }, 900_000);
-
-afterEach(async () => {
-  await contexts.closeAll();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await web?.stop();
-  if (distDir) removeWebBuild(distDir);
-  await db?.drop();
-});
 
 describe('speakers in the page view (V11)', () => {
   it('V11 on a recording with no speaker labels, an editor names a speaker for a span of lines and for one line and renames a speaker on every line; no line is marked edited, each change is a revision that says so, audited with the person', async () => {
@@ -189,7 +173,7 @@ describe('speakers in the page view (V11)', () => {
     expect(new Set(await page.locator('.lines .line-state').allTextContents())).toEqual(
       new Set(['machine']),
     );
-    const revisions = await db.pool.query(
+    const revisions = await stack.db.pool.query(
       `SELECT revision, author_kind, author_id, provenance FROM page_revisions
         WHERE page_id = $1 AND revision >= 2 ORDER BY revision`,
       [pageId],
@@ -202,7 +186,7 @@ describe('speakers in the page view (V11)', () => {
         provenance: { change: 'speakers' },
       })),
     );
-    const audit = await db.pool.query(
+    const audit = await stack.db.pool.query(
       `SELECT actor_account_id, after FROM audit_log
         WHERE action = 'page.edit' AND target = $1 ORDER BY id`,
       [`pages/${pageId}`],
