@@ -75,7 +75,9 @@ describe('D10 M4 slot wakes after commit', () => {
   });
 
   it('M4 a job ending with no job waiting wakes nobody; a rolled-back end wakes nobody', async () => {
-    await db.pool.query(`UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), awaiting_slot = false WHERE awaiting_slot`);
+    await db.pool.query(
+      `UPDATE transcription_jobs SET status = 'canceled', ended_at = now(), awaiting_slot = false WHERE awaiting_slot`,
+    );
     const ws = await workspace();
     const ended = await job(ws, false);
     wakes.length = 0;
