@@ -28,6 +28,8 @@ import { shapeActivities } from './activities';
  * engine step takes, and BENCH_SLOTS (2), how many run at once (activity and local activity
  * slots alike): with BENCH_RATE=0 a run's pages start at once, like a batch upload, and the
  * engine steps set the pace.
+ * The billable actions a page costs, from the histories of Quire's own workflow rather than
+ * these shapes: bench/temporal/actions.ts (D14).
  */
 const pages = Number(process.env.BENCH_PAGES ?? 40);
 const rate = Number(process.env.BENCH_RATE ?? 1.3);
