@@ -240,11 +240,12 @@ export class QuireClient {
         // P8: a person's page first; M5: each workspace its share of the rest. The job's
         // activities inherit both.
         priority: jobPriorityFor(job.workspaceId, priority),
+        // Not the job's status (D14): Quire's database holds it, and the run upserting it
+        // cost a billable action each time it changed.
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.workspaceId, value: job.workspaceId },
           { key: SEARCH_ATTRIBUTES.jobId, value: job.id },
           { key: SEARCH_ATTRIBUTES.pageId, value: job.pageId },
-          { key: SEARCH_ATTRIBUTES.status, value: 'pending' },
           { key: SEARCH_ATTRIBUTES.provider, value: job.provider },
         ],
         memo: {

@@ -167,6 +167,12 @@ const schema = z.object({
   QUIRE_BLOB_CACHE_MAX_MB: intFrom(16, 1_048_576, 2048),
   /** Base of canvas URIs and links in events. */
   QUIRE_PUBLIC_URL: z.string().url().default(DEFAULT_PUBLIC_URL),
+  /**
+   * D14: how many bulk jobs may have an open workflow at once, installation-wide; the rest of a
+   * large batch waits in PostgreSQL (`awaiting_slot`) and is admitted, oldest first, as jobs
+   * end. Unset: every job starts its workflow when recorded. A person's page is never held.
+   */
+  QUIRE_FLEET_MAX_OPEN_WORKFLOWS: z.coerce.number().int().min(1).max(10_000_000).optional(),
   /** Bytes all workspaces may store together (U2); unset: no global quota. */
   QUIRE_GLOBAL_QUOTA_BYTES: z.coerce.number().int().positive().optional(),
   /** I5: the resolution PDF pages are rendered at when a PDF is uploaded. */

@@ -30,6 +30,11 @@ export interface NewJobRecord {
   externalReferenceId?: string | null;
   metadata?: Record<string, unknown>;
   priority?: JobPriority;
+  /**
+   * D14: the installation paces bulk jobs (QUIRE_FLEET_MAX_OPEN_WORKFLOWS): a bulk job waits
+   * for admission (`awaiting_slot`) instead of starting its workflow when recorded.
+   */
+  fleetPaced?: boolean;
 }
 
 export interface JobStore {

@@ -79,6 +79,7 @@ export const SEARCH_ATTRIBUTES = {
   workspaceId: defineSearchAttributeKey('QuireWorkspaceId', SearchAttributeType.INT),
   jobId: defineSearchAttributeKey('QuireJobId', SearchAttributeType.KEYWORD),
   pageId: defineSearchAttributeKey('QuirePageId', SearchAttributeType.INT),
+  /** Upserted only by runs begun before D14: the job's status is read from the database. */
   status: defineSearchAttributeKey('QuireStatus', SearchAttributeType.KEYWORD),
   provider: defineSearchAttributeKey('QuireProvider', SearchAttributeType.KEYWORD),
 };

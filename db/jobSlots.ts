@@ -1,5 +1,5 @@
 import type { MediaKind } from '../core/media';
-import { JOB_COLUMNS, type JobRow, lockWorkspaceSlots, toJob } from './jobs';
+import { JOB_COLUMNS, type JobRow, lockFleetSlots, lockWorkspaceSlots, toJob } from './jobs';
 import { type Pool, type Queryable, withTransaction } from './pool';
 import { ACTIVE_STATUS_LIST } from './sql';
 
@@ -23,6 +23,8 @@ const ADMIT_BATCH = 500;
 export async function admitWaitingJobs(
   pool: Pool,
   workspaceId: number,
+  /** D14: open workflows the installation allows at once (QUIRE_FLEET_MAX_OPEN_WORKFLOWS). */
+  fleetMaxOpen: number | null = null,
 ): Promise<Array<{ job: JobRow; kind: MediaKind }>> {
   return withTransaction(pool, async (client) => {
     await lockWorkspaceSlots(client, workspaceId);
@@ -41,6 +43,17 @@ export async function admitWaitingJobs(
       free = Math.min(ADMIT_BATCH, cap - held.rows[0].n);
     }
     if (free <= 0) return [];
+    if (fleetMaxOpen !== null) {
+      // D14: after the workspace's lock, as every admission takes them, so no two wait on
+      // each other. Every admitted active job is an open workflow, a person's page too.
+      await lockFleetSlots(client);
+      const open = await client.query(
+        `SELECT count(*)::int AS n FROM transcription_jobs
+          WHERE NOT awaiting_slot AND status IN ${ACTIVE_STATUS_LIST}`,
+      );
+      free = Math.min(free, fleetMaxOpen - open.rows[0].n);
+      if (free <= 0) return [];
+    }
     // In submission order. A row locked by a concurrent cancel is waited for, not skipped, so
     // a later job never overtakes an earlier one; one canceled meanwhile drops out.
     const { rows } = await client.query(
@@ -64,10 +77,14 @@ export async function admitWaitingJobs(
   });
 }
 
-/** Workspaces with jobs waiting for a slot (the dispatcher's poll). */
+/**
+ * Workspaces with jobs waiting for a slot (the dispatcher's poll), the one waiting longest
+ * first: under the installation's pace (D14) the slots a pass finds go to the oldest jobs.
+ */
 export async function workspacesWithWaitingJobs(db: Queryable): Promise<number[]> {
   const { rows } = await db.query(
-    `SELECT DISTINCT workspace_id FROM transcription_jobs WHERE awaiting_slot AND status = 'pending'`,
+    `SELECT workspace_id FROM transcription_jobs WHERE awaiting_slot AND status = 'pending'
+      GROUP BY workspace_id ORDER BY min(created_at), workspace_id`,
   );
   return rows.map((r) => r.workspace_id as number);
 }

@@ -50,10 +50,18 @@ async function createJobInTransaction(pool: Pool, input: NewJob): Promise<Create
 }
 
 /** The PostgreSQL implementation of the client's job store port. */
-export function createJobStore(pool: Pool): JobStore {
+export function createJobStore(
+  pool: Pool,
+  /** D14: QUIRE_FLEET_MAX_OPEN_WORKFLOWS; unset, bulk jobs are not paced. */
+  pace: { fleetMaxOpenWorkflows?: number } = {},
+): JobStore {
+  const fleetMaxOpen = pace.fleetMaxOpenWorkflows ?? null;
   return {
     async createJob(input) {
-      const created = await createJobInTransaction(pool, input);
+      const created = await createJobInTransaction(pool, {
+        ...input,
+        fleetPaced: fleetMaxOpen !== null,
+      });
       return {
         job: record(created.job, created.kind),
         created: created.created,
@@ -74,7 +82,7 @@ export function createJobStore(pool: Pool): JobStore {
       return rows.map((r) => record(r.job, r.kind));
     },
     async admitWaitingJobs(workspaceId) {
-      const rows = await admitWaitingJobs(pool, workspaceId);
+      const rows = await admitWaitingJobs(pool, workspaceId, fleetMaxOpen);
       return rows.map((r) => record(r.job, r.kind));
     },
     workspacesWithWaitingJobs: () => workspacesWithWaitingJobs(pool),

@@ -114,6 +114,16 @@ export async function lockWorkspaceSlots(client: Queryable, workspaceId: number)
 }
 
 /**
+ * D14: the lock that serialises admissions under the installation's pace. Taken only by
+ * admission, after its workspace's lock, never on the path that records a job.
+ */
+export async function lockFleetSlots(client: Queryable): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock($1, $2)', [SLOT_LOCK_CLASS, FLEET_SLOT_KEY]);
+}
+/** No workspace has it: workspace ids start at 1. */
+const FLEET_SLOT_KEY = 0;
+
+/**
  * Creates a job for a page (J4, J6), in the caller's transaction: an existing job with the
  * same idempotency key is returned as it is; otherwise the page's active job, if any, becomes
  * `superseded` with its running attempt closed (its token dies), and the new job is inserted.
@@ -144,8 +154,12 @@ export async function createJob(client: PoolClient, input: NewJob): Promise<Crea
   const cap = await client.query('SELECT active_job_cap FROM workspaces WHERE id = $1', [
     input.workspaceId,
   ]);
-  const awaitingSlot = cap.rows[0]?.active_job_cap != null;
-  if (awaitingSlot) await lockWorkspaceSlots(client, input.workspaceId);
+  const capped = cap.rows[0]?.active_job_cap != null;
+  if (capped) await lockWorkspaceSlots(client, input.workspaceId);
+  // D14: a bulk job of a paced installation waits too, without any lock here: the pace is
+  // a bound on open workflows, not an order across workspaces, so recording stays parallel.
+  const awaitingSlot =
+    capped || (input.fleetPaced === true && (input.priority ?? 'bulk') === 'bulk');
   const page = await getPageForUpdate(client, input.workspaceId, input.pageId);
   if (!page) throw new NotFoundError('page_not_found', `page ${input.pageId} not found`);
   const id = uuidv7();

@@ -26,6 +26,8 @@ export function recordJobsForIngest(args: {
   options?: Record<string, unknown>;
   /** P8: recorded on every job, so each start of its workflow, however late, uses it. */
   priority?: JobPriority;
+  /** D14: the installation paces bulk jobs (QUIRE_FLEET_MAX_OPEN_WORKFLOWS). */
+  fleetPaced?: boolean;
   records: JobRecord[];
 }): NonNullable<IngestDeps['createJobs']> {
   return async (tx, pages, fields, batchId) => {
@@ -59,6 +61,7 @@ export function recordJobsForIngest(args: {
         externalReferenceId: fields.externalReferenceId,
         metadata: fields.metadata,
         priority: args.priority,
+        fleetPaced: args.fleetPaced,
       });
       args.records.push({ ...job, kind, workspaceId: args.workspaceId, batchId });
       jobs.push({ pageId: page.pageId, jobId: job.id });

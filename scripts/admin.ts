@@ -73,7 +73,10 @@ async function withQuireClient<T>(
   const connection = await connectTemporal(config, { connectTimeout: 5_000 });
   try {
     const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-    return await work(QuireClient.fromConfig(config, temporal, createJobStore(pool)));
+    const jobs = createJobStore(pool, {
+      fleetMaxOpenWorkflows: config.QUIRE_FLEET_MAX_OPEN_WORKFLOWS,
+    });
+    return await work(QuireClient.fromConfig(config, temporal, jobs));
   } finally {
     await connection.close();
   }

@@ -293,7 +293,10 @@ export function createQuireClient(
   pool: Pool,
   providers: string[],
 ): QuireClient {
-  return QuireClient.fromConfig(config, temporal, createJobStore(pool), providers);
+  const jobs = createJobStore(pool, {
+    fleetMaxOpenWorkflows: config.QUIRE_FLEET_MAX_OPEN_WORKFLOWS,
+  });
+  return QuireClient.fromConfig(config, temporal, jobs, providers);
 }
 
 /**

@@ -127,7 +127,8 @@ async function main(): Promise<number> {
     allowHosts: config.QUIRE_WEBHOOK_ALLOW_HOSTS,
   });
   await relay.start();
-  // M4: jobs waiting under a workspace's active-job cap start, in order, as slots free.
+  // M4, D14: jobs waiting under a workspace's active-job cap, or the installation's pace of
+  // bulk jobs, start, oldest first, as slots free.
   const dispatcher = createSlotDispatcher({
     pool,
     client,

@@ -17,7 +17,12 @@ import {
   type Stage,
   type TranscriptionJobResult,
 } from '../core/temporal';
-import { type PatchCheck, STAGE_MEMO_AT_START_PATCH, STAGE_MEMO_PATCH } from './patches';
+import {
+  type PatchesOfThisRun,
+  STAGE_MEMO_AT_START_PATCH,
+  STAGE_MEMO_PATCH,
+  STATUS_IN_DATABASE_PATCH,
+} from './patches';
 
 export const progressQuery = defineQuery<JobProgress>(QUERIES.progress);
 export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNALS.providerResumed);
@@ -26,10 +31,14 @@ export const providerResumedSignal = defineSignal<[{ provider: string }]>(SIGNAL
 const PAUSE_RECHECK_MS = 10 * 60_000;
 
 /**
- * What a job's run shows of itself while it runs: the progress query, the status search
- * attribute, the stage in the memo, and the operator's Resume signal it waits on.
+ * What a job's run shows of itself while it runs: the progress query, the stage in the memo,
+ * and the operator's Resume signal it waits on; for a run begun before D14, the status search
+ * attribute too.
  */
-export function trackJobProgress(jobId: string, patches: { release: boolean; has: PatchCheck }) {
+export function trackJobProgress(
+  jobId: string,
+  patches: Pick<PatchesOfThisRun, 'release' | 'has' | 'sinceRelease'>,
+) {
   const { release, has } = patches;
   const state: JobProgress = {
     jobId,
@@ -51,6 +60,8 @@ export function trackJobProgress(jobId: string, patches: { release: boolean; has
   // nondeterminism error. Runs begun since STAGE_MEMO_AT_START_PATCH decide it here, in the
   // first workflow task, before any local activity; earlier runs keep the lazy decision.
   const memoFromStart = has(STAGE_MEMO_AT_START_PATCH) && has(STAGE_MEMO_PATCH);
+  // D14: decided here, in the first workflow task, for the same reason as the memo's patch.
+  const statusInDatabase = patches.sinceRelease(STATUS_IN_DATABASE_PATCH);
   setHandler(progressQuery, () => state);
   setHandler(providerResumedSignal, () => {
     resumeSignals += 1;
@@ -59,7 +70,9 @@ export function trackJobProgress(jobId: string, patches: { release: boolean; has
   const setStatus = (status: JobStatus) => {
     if (state.status === status) return;
     state.status = status;
-    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.status, value: status }]);
+    // The status is read from Quire's database (D14): each upsert was a billable action.
+    if (!statusInDatabase)
+      upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.status, value: status }]);
   };
   /**
    * `waits`: whether the run waits on the server in this stage (an activity, a timer). A stage

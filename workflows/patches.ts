@@ -48,6 +48,14 @@ export const INFRA_FAULT_PATCH = 'quire-infra-fault-reruns-attempt';
  */
 export const RELEASE_2026_12_PATCH = 'quire-release-2026-12';
 
+/**
+ * D14: the job's status is no longer upserted as the `QuireStatus` search attribute. Each
+ * upsert is a billable Temporal action (two a page, of six), and the status is Quire's own
+ * fact: its database holds it, and the console and the API list jobs by it (docs/deploy.md).
+ * Asked on its own, in the run's first workflow task: it came after the release patch.
+ */
+export const STATUS_IN_DATABASE_PATCH = 'quire-status-in-database';
+
 /** Whether this run takes a patch: every one, for a run begun since the release patch. */
 export type PatchCheck = (patchId: string) => boolean;
 
@@ -55,6 +63,11 @@ export type PatchCheck = (patchId: string) => boolean;
 export interface PatchesOfThisRun {
   release: boolean;
   has: PatchCheck;
+  /**
+   * A patch added since the release patch: asked on its own in every run (a run begun under
+   * the release patch never recorded it), and only in the run's first workflow task.
+   */
+  sinceRelease: PatchCheck;
   /**
    * A retired patch, where it used to be asked: every run takes its branch. A run begun before
    * the release patch may carry its marker, which `deprecatePatch` matches as it replays; a run
@@ -73,6 +86,7 @@ export function patchesOfThisRun(): PatchesOfThisRun {
   return {
     release,
     has: (patchId) => release || patched(patchId),
+    sinceRelease: (patchId) => patched(patchId),
     retired: (patchId) => {
       if (!release) deprecatePatch(patchId);
     },

@@ -27,17 +27,27 @@ const engine = proxyActivities<Activities>({
 export async function emptyShape(): Promise<void> {}
 
 /**
- * Today's page (transcriptionJob since the release patch): the release marker, the status and
- * the stage in the first task with the local claim; the engine step as an activity that
- * heartbeats once at its start; the end's status and stage in the second task.
+ * Today's page (transcriptionJob since D14): the release marker, the status patch's and the
+ * stage in the first task with the local claim; the engine step as an activity that
+ * heartbeats once at its start; the end's stage in the second task. No status upsert.
  */
 export async function quireShape(): Promise<void> {
+  patched('bench-release');
+  patched('bench-status-in-database');
+  await local.claim();
+  upsertMemo({ stage: 'segment' });
+  await engine.engineStep(true);
+  upsertMemo({ stage: 'done' });
+}
+
+/** The page before D14: the status upserted as a search attribute at the start and the end. */
+export async function quireWithStatusShape(): Promise<void> {
   await opening();
   await engine.engineStep(true);
   closing();
 }
 
-/** Today's page without the engine step's first heartbeat. */
+/** The page before D14 without the engine step's first heartbeat. */
 export async function quireNoHeartbeatShape(): Promise<void> {
   await opening();
   await engine.engineStep(false);

@@ -186,3 +186,90 @@ describe('M4 active-job cap per workspace', () => {
     expect(attempts.rows[0].n).toBe(0);
   });
 });
+
+describe('D14 bulk jobs admitted at the installation pace', () => {
+  let paced: TestQuire;
+  let pacedWorker: QuireWorker;
+  let pacedRunning: Promise<void>;
+  let stopPaced: () => void;
+
+  beforeAll(async () => {
+    paced = await createTestQuire({ QUIRE_FLEET_MAX_OPEN_WORKFLOWS: '2' });
+    pacedWorker = await paced.newWorker();
+    const stop = new Promise<void>((resolve) => {
+      stopPaced = resolve;
+    });
+    pacedRunning = pacedWorker.runUntil(stop);
+  });
+  afterAll(async () => {
+    stopPaced?.();
+    await pacedRunning;
+    await paced?.close();
+  });
+
+  interface PacedRow extends Row {
+    priority: string;
+  }
+  const allJobs = async () =>
+    (
+      await paced.db.pool.query<PacedRow>(
+        `SELECT id, status, awaiting_slot, workflow_started_at, priority FROM transcription_jobs
+          ORDER BY created_at, id`,
+      )
+    ).rows;
+
+  it("D14 with QUIRE_FLEET_MAX_OPEN_WORKFLOWS=2 a bulk upload over two uncapped workspaces keeps at most 2 workflows open, the rest waiting in PostgreSQL without one; a person's page starts at once", async () => {
+    dispatcher = createSlotDispatcher({
+      pool: paced.db.pool,
+      client: paced.client,
+      logger: silentLogger,
+      databaseUrl: paced.db.url,
+      // The wake on a freed slot admits the next job; the poll is only a backstop here.
+      pollIntervalMs: 60_000,
+    });
+    await dispatcher.start();
+    const [a, b] = [await paced.workspace('a'), await paced.workspace('b')];
+    const pages: Array<[number, number]> = [];
+    for (let i = 0; i < 5; i++) pages.push([a, await paced.page(a)]);
+    for (let i = 0; i < 3; i++) pages.push([b, await paced.page(b)]);
+    await Promise.all(
+      pages.map(([workspaceId, pageId]) =>
+        paced.client.startJob({ workspaceId, pageId, options: SLOW }),
+      ),
+    );
+    const waiting = (await allJobs()).filter((r) => r.awaiting_slot && r.status === 'pending');
+    expect(waiting.length).toBeGreaterThanOrEqual(6);
+    await expect(
+      paced.temporal.workflow.getHandle(`transcription-job-${waiting.at(-1)!.id}`).describe(),
+    ).rejects.toBeInstanceOf(WorkflowNotFoundError);
+
+    // A person's page is not paced: it starts its workflow as it is recorded.
+    const person = await paced.client.startJob({
+      workspaceId: b,
+      pageId: await paced.page(b),
+      options: SLOW,
+      priority: 'interactive',
+    });
+    const personRow = (await allJobs()).find((r) => r.id === person.jobId)!;
+    expect(personRow).toMatchObject({ awaiting_slot: false, priority: 'interactive' });
+    expect(personRow.workflow_started_at).not.toBeNull();
+
+    let maxOpenBulk = 0;
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const rows = await allJobs();
+      const openBulk = rows.filter((r) => r.priority === 'bulk' && active(r) && !r.awaiting_slot);
+      maxOpenBulk = Math.max(maxOpenBulk, openBulk.length);
+      expect(openBulk.length).toBeLessThanOrEqual(2);
+      for (const r of rows.filter((x) => x.awaiting_slot)) expect(r.workflow_started_at).toBeNull();
+      if (rows.every((r) => r.status === 'completed')) break;
+      if (Date.now() > deadline) throw new Error('paced jobs did not finish in time');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(maxOpenBulk).toBe(2);
+    const rows = await allJobs();
+    expect(rows).toHaveLength(9);
+    expect(rows.every((r) => !r.awaiting_slot && r.workflow_started_at !== null)).toBe(true);
+    expect(await auditInvariants(paced.db.pool)).toEqual([]);
+  });
+});

@@ -5,7 +5,11 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getJob } from '../../db/jobs';
 import { quireSinks } from '../../worker/sinks';
-import { KEY_FAULT_PATCH, RELEASE_2026_12_PATCH } from '../../workflows/patches';
+import {
+  KEY_FAULT_PATCH,
+  RELEASE_2026_12_PATCH,
+  STATUS_IN_DATABASE_PATCH,
+} from '../../workflows/patches';
 import {
   HISTORY_FIXTURES,
   type HistoryEventLike,
@@ -152,7 +156,7 @@ describe('replay (determinism)', () => {
     }
   });
 
-  it('P6 D5 a run begun since the release patch records one patch marker, and the memo only for stages that wait', async () => {
+  it('P6 D5 D14 a run begun since the release patch records its marker and the one patch since, and the memo only for stages that wait', async () => {
     const worker = await quire.newWorker();
     const histories = await worker.runUntil(async () => {
       const runs = [];
@@ -182,9 +186,10 @@ describe('replay (determinism)', () => {
       });
       return { patches, versionUpserts, memo, events: events.length };
     });
-    // One marker and one version upsert, where the six patches cost a fresh page ten events.
-    expect(byLine!.patches).toEqual([RELEASE_2026_12_PATCH]);
-    expect(byLine!.versionUpserts).toBe(1);
+    // The release marker, where the six patches cost a fresh page ten events, and the one
+    // patch since (D14); each with its version upsert.
+    expect(byLine!.patches).toEqual([RELEASE_2026_12_PATCH, STATUS_IN_DATABASE_PATCH]);
+    expect(byLine!.versionUpserts).toBe(2);
     // A page read in its segment activity, in one pass (P1) or line by line (P7), has no
     // recognize or polish stage, and is committed there (P6): no commit marker either.
     expect(byLine!.memo).toEqual(['segment', 'done']);

@@ -5,8 +5,8 @@
  */
 export const HISTORY_FIXTURES = 'test/fixtures/histories';
 
-/** The workflow code of today, by its newest release patch (workflows/patches.ts). */
-const RECORDED_BY = 'release-2026-12';
+/** The workflow code of today, by its newest patch (workflows/patches.ts). */
+const RECORDED_BY = 'status-in-database';
 
 export function recordedHistoryFile(name: string): string {
   return `${HISTORY_FIXTURES}/${RECORDED_BY}-${name}.json`;

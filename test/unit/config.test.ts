@@ -36,6 +36,20 @@ describe('configuration (O1)', () => {
     expect(parseConfig({ WORKER_CONCURRENCY: '16' }).WORKER_CONCURRENCY).toBe(16);
   });
 
+  it('D14 the installation pace of bulk jobs is unset by default (blank too), a count from 1 when set', () => {
+    expect(parseConfig({}).QUIRE_FLEET_MAX_OPEN_WORKFLOWS).toBeUndefined();
+    expect(
+      parseConfig({ QUIRE_FLEET_MAX_OPEN_WORKFLOWS: '' }).QUIRE_FLEET_MAX_OPEN_WORKFLOWS,
+    ).toBeUndefined();
+    expect(
+      parseConfig({ QUIRE_FLEET_MAX_OPEN_WORKFLOWS: '5000' }).QUIRE_FLEET_MAX_OPEN_WORKFLOWS,
+    ).toBe(5000);
+    expect(() => parseConfig({ QUIRE_FLEET_MAX_OPEN_WORKFLOWS: '0' })).toThrow(ConfigError);
+    expect(() => parseConfig({ QUIRE_FLEET_MAX_OPEN_WORKFLOWS: '0' })).toThrow(
+      /QUIRE_FLEET_MAX_OPEN_WORKFLOWS/,
+    );
+  });
+
   it('requires a real secret in production', () => {
     expect(() => parseConfig({ NODE_ENV: 'production' })).toThrow(/QUIRE_SECRET_KEY/);
     const config = parseConfig({ NODE_ENV: 'production', QUIRE_SECRET_KEY: 'x'.repeat(40) });

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { afterAll, describe, expect, it } from 'vitest';
 import { INFRASTRUCTURE_FAULT } from '../../core/failures';
-import { RELEASE_2026_12_PATCH } from '../../workflows/patches';
+import { RELEASE_2026_12_PATCH, STATUS_IN_DATABASE_PATCH } from '../../workflows/patches';
 import {
   callsOf,
   classified,
@@ -57,8 +57,8 @@ describe('an outage of Quire infrastructure (D7)', () => {
     ]);
     // 1 s, then 2 s: the pause grows while the outage lasts.
     expect(timersMs(run)).toEqual([1_000, 2_000]);
-    // The run took every patch at once, this one's among them.
-    expect(patchMarkers(run)).toEqual([RELEASE_2026_12_PATCH]);
+    // The run took every patch of the release at once, this one's among them.
+    expect(patchMarkers(run)).toEqual([RELEASE_2026_12_PATCH, STATUS_IN_DATABASE_PATCH]);
   });
 
   it('D7 a claim that meets an infrastructure fault claims again after a pause, and a failure being recorded during one is recorded again', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { RELEASE_2026_12_PATCH } from '../../workflows/patches';
+import { RELEASE_2026_12_PATCH, STATUS_IN_DATABASE_PATCH } from '../../workflows/patches';
 import {
   callsOf,
   classified,
@@ -40,8 +40,8 @@ describe('a fleet key fault (D1)', () => {
       expect.objectContaining({ attemptNumber: 1, sealedToken: 'token-1' }),
     ]);
     expect(timersMs(run)).toEqual([1_000]);
-    // The run took every patch at once, this one's among them.
-    expect(patchMarkers(run)).toEqual([RELEASE_2026_12_PATCH]);
+    // The run took every patch of the release at once, this one's among them.
+    expect(patchMarkers(run)).toEqual([RELEASE_2026_12_PATCH, STATUS_IN_DATABASE_PATCH]);
     keepHistory(run, 'image-key-fault');
   });
 

@@ -87,6 +87,7 @@ export async function ingestJobs(
     models: engineModels(),
     prices: pricesWith(settings.QUIRE_PRICES),
     priority,
+    fleetPaced: settings.QUIRE_FLEET_MAX_OPEN_WORKFLOWS !== undefined,
     records,
   });
 }

@@ -72,7 +72,15 @@ export function temporal(): Promise<Client> {
 export function quireClient(): Promise<QuireClient> {
   globals.quireClient ??= temporal()
     .then((t) =>
-      QuireClient.fromConfig(config(), t, createJobStore(pool()), undefined, engineModels),
+      QuireClient.fromConfig(
+        config(),
+        t,
+        createJobStore(pool(), {
+          fleetMaxOpenWorkflows: config().QUIRE_FLEET_MAX_OPEN_WORKFLOWS,
+        }),
+        undefined,
+        engineModels,
+      ),
     )
     .catch((error) => {
       globals.quireClient = undefined;
