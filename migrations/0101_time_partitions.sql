@@ -220,3 +220,29 @@ COMMENT ON COLUMN webhook_deliveries.event_created_at IS
   'D11: its event''s created_at, the partition key it shares with the event and its attempts';
 COMMENT ON COLUMN webhook_delivery_attempts.event_created_at IS
   'D11: its delivery''s event''s created_at, the partition key it shares with them';
+
+-- The sequencer (0090) finds each row it stamps by its id and its time, so the stamping
+-- UPDATE probes only the month that holds the row (run-time pruning), not every month's index.
+CREATE OR REPLACE FUNCTION quire_sequence_events(max_rows integer) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+  base    bigint;
+  stamped integer;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM event_outbox WHERE position IS NULL) THEN
+    RETURN 0;
+  END IF;
+  SELECT last_position INTO base FROM event_outbox_sequence FOR UPDATE;
+  -- A new statement, so a new snapshot: it sees what the sequencer waited for has stamped.
+  WITH batch AS (
+    SELECT id, created_at, row_number() OVER (ORDER BY id) AS n
+      FROM (SELECT id, created_at FROM event_outbox WHERE position IS NULL ORDER BY id LIMIT max_rows) p
+  )
+  UPDATE event_outbox e SET position = base + batch.n
+    FROM batch WHERE e.id = batch.id AND e.created_at = batch.created_at;
+  GET DIAGNOSTICS stamped = ROW_COUNT;
+  IF stamped > 0 THEN
+    UPDATE event_outbox_sequence SET last_position = base + stamped;
+    PERFORM pg_notify('quire_events', (base + stamped)::text);
+  END IF;
+  RETURN stamped;
+END $$;

@@ -33,8 +33,10 @@ async function tableSizes(pool: Pool): Promise<Map<string, TableSize>> {
   // through the parent and the bytes are every partition's.
   const { rows: tables } = await pool.query<{ table: string; bytes: number }>(
     `SELECT c.relname AS table,
-            (SELECT coalesce(sum(pg_total_relation_size(p.relid)), 0)
-               FROM pg_partition_tree(c.oid) p)::bigint AS bytes
+            CASE WHEN c.relkind = 'p'
+                 THEN (SELECT coalesce(sum(pg_total_relation_size(p.relid)), 0)
+                         FROM pg_partition_tree(c.oid) p)
+                 ELSE pg_total_relation_size(c.oid) END::bigint AS bytes
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition`,
   );
