@@ -292,6 +292,33 @@ describe('event retention by month and the auditor (O3, E1, D11)', () => {
     expect(before).toBeLessThan(old);
   });
 
+  it('D11 a pass that cannot lock the tables within its timeout gives the month up, and the next pass drops it', async () => {
+    await ensureTimePartitions(db.pool, later(12));
+    const month = later(10);
+    await eventAt(workspaceId, later(10, 6));
+    await fanOutEvents(db.pool);
+    const reader = await db.pool.connect();
+    try {
+      // A long read of the outbox holds its lock to its transaction's end.
+      await reader.query('BEGIN');
+      await reader.query('SELECT count(*) FROM event_outbox');
+      const started = Date.now();
+      const busy = await purgeOldEvents(db.pool, 30, later(12, 5));
+      expect(busy.busyMonths).toBeGreaterThanOrEqual(1);
+      expect(Date.now() - started).toBeLessThan(30_000);
+      expect(await partitionNames('event_outbox')).toContain(monthName('event_outbox', month));
+      // The pass gave up rather than fail the reader: its transaction reads on.
+      expect(
+        (await reader.query('SELECT count(*)::int AS n FROM event_outbox')).rows[0].n,
+      ).toBeGreaterThan(0);
+      await reader.query('COMMIT');
+    } finally {
+      reader.release();
+    }
+    await purgeOldEvents(db.pool, 30, later(12, 5));
+    expect(await partitionNames('event_outbox')).not.toContain(monthName('event_outbox', month));
+  });
+
   it('D11 months of the provider-call ledger past their retention are dropped whole, today stays', async () => {
     await ensureTimePartitions(db.pool, later(9));
     const call = (at: Date) =>
