@@ -27,8 +27,10 @@
 -- which lets SET NOT NULL and ATTACH PARTITION skip their own scans. Only then are the
 -- catalogue steps taken under ACCESS EXCLUSIVE (renames, swapping the primary key for the
 -- prebuilt index, the attach), and the transaction commits right after them: readers wait for
--- milliseconds, not for a scan. Writers wait for the whole migration. Deliveries and attempts
--- also gain their event's time (one UPDATE of each table, before any of those locks).
+-- milliseconds, not for a scan, with one exception: the new keys of deliveries to their events
+-- and of attempts to their deliveries are checked over the old rows at the attach. Writers
+-- wait for the whole migration. Deliveries and attempts learn their event's time first (one
+-- UPDATE of each table into the column 0100 added, row locks only).
 
 -- Creates the partition [from_at, to_at) of `parent`, named `<parent>_pYYYY_MM` by from_at's
 -- UTC month, unless it exists. Made as a plain table and attached, because ATTACH PARTITION
