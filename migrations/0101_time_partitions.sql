@@ -27,9 +27,9 @@
 -- which lets SET NOT NULL and ATTACH PARTITION skip their own scans. Only then are the
 -- catalogue steps taken under ACCESS EXCLUSIVE (renames, swapping the primary key for the
 -- prebuilt index, the attach), and the transaction commits right after them: readers wait for
--- milliseconds, not for a scan, with one exception: the new keys of deliveries to their events
--- and of attempts to their deliveries are checked over the old rows at the attach. Writers
--- wait for the whole migration. Deliveries and attempts learn their event's time first (one
+-- milliseconds, not for a scan. The new keys of deliveries to their events and of attempts to
+-- their deliveries, which must be checked over the old rows, follow in 0102 under a lock
+-- readers pass. Writers wait for the whole migration. Deliveries and attempts learn their event's time first (one
 -- UPDATE of each table into the column 0100 added, row locks only).
 
 -- Creates the partition [from_at, to_at) of `parent`, named `<parent>_pYYYY_MM` by from_at's
@@ -161,8 +161,6 @@ CREATE INDEX event_outbox_unsequenced ON event_outbox (id) WHERE position IS NUL
 
 ALTER TABLE webhook_deliveries
   ADD CONSTRAINT webhook_deliveries_once UNIQUE (subscription_id, event_id, event_created_at),
-  ADD CONSTRAINT webhook_deliveries_event_fkey FOREIGN KEY (event_id, event_created_at)
-    REFERENCES event_outbox (id, created_at),
   ADD CONSTRAINT webhook_deliveries_subscription_id_fkey FOREIGN KEY (subscription_id)
     REFERENCES webhook_subscriptions (id),
   ADD CONSTRAINT webhook_deliveries_workspace_id_fkey FOREIGN KEY (workspace_id)
@@ -171,9 +169,7 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHER
 CREATE INDEX webhook_deliveries_subscription ON webhook_deliveries (subscription_id, id DESC);
 CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
 
-ALTER TABLE webhook_delivery_attempts
-  ADD CONSTRAINT webhook_delivery_attempts_delivery_fkey FOREIGN KEY (delivery_id, event_created_at)
-    REFERENCES webhook_deliveries (id, event_created_at) ON DELETE CASCADE;
+-- The keys of deliveries to their events and of attempts to their deliveries come in 0102.
 CREATE INDEX webhook_delivery_attempts_delivery ON webhook_delivery_attempts (delivery_id, id);
 
 ALTER TABLE event_outbox
