@@ -23,8 +23,9 @@ import {
   markEngineCopyDeleted,
 } from '../db/engineJobs';
 import { readMaintenanceCursor, writeMaintenanceCursor } from '../db/maintenanceCursors';
+import { ensureTimePartitions } from '../db/partitions';
 import type { Pool } from '../db/pool';
-import { purgeOldEvents } from '../db/retention';
+import { purgeOldEvents, purgeOldProviderCalls } from '../db/retention';
 
 /**
  * Maintenance run as Temporal Schedules (O3) on their own task queue: the reconciler, the
@@ -40,6 +41,8 @@ export interface MaintenanceDeps {
   /** J6: the typed client starts the jobs it recorded but never started. */
   client: Pick<QuireClient, 'reconcile' | 'reconcileLostWorkflows'>;
   eventRetentionDays: number;
+  /** D11: months of the provider-call ledger older than this are dropped. */
+  providerCallRetentionDays: number;
   /** U2: the installation's quota from configuration (the settings row overrides it). */
   globalQuotaBytes?: number | null;
 }
@@ -78,11 +81,23 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     async sweepStrandedEngineJobs(): Promise<Record<string, unknown>> {
       return { ...(await sweepStrandedEngineJobs({ pool, providers: deps.providers })) };
     },
-    /** O3 + D11: events and finished deliveries past retention, and ended jobs' checkpoints. */
+    /**
+     * O3 + D11: the months ahead of the time-partitioned tables made ready first (a row never
+     * finds its month missing); then the months past retention of events (with their
+     * deliveries) and of the provider-call ledger dropped, and ended jobs' checkpoints removed.
+     */
     async purgeOldEvents(): Promise<Record<string, number>> {
+      const addedPartitions = (await ensureTimePartitions(pool)).length;
       const purged = await purgeOldEvents(pool, deps.eventRetentionDays);
+      const calls = await purgeOldProviderCalls(pool, deps.providerCallRetentionDays);
       const endedCheckpoints = await sweepEndedJobCheckpoints(pool);
-      return { ...purged, endedCheckpoints };
+      return {
+        addedPartitions,
+        ...purged,
+        providerCallMonthsDropped: calls.droppedMonths,
+        providerCallMonthsBusy: calls.busyMonths,
+        endedCheckpoints,
+      };
     },
   };
 }

@@ -230,6 +230,11 @@ const schema = z.object({
   /** O3: events and finished deliveries older than this are removed. */
   QUIRE_EVENT_RETENTION_DAYS: intFrom(1, 3650, 30),
   /**
+   * D11: months of the provider-call ledger wholly older than this are dropped. At least two
+   * days, so today's and yesterday's spend (the daily budgets, B1) are always there.
+   */
+  QUIRE_PROVIDER_CALL_RETENTION_DAYS: intFrom(2, 36500, 400),
+  /**
    * M2: registers the simulated engine (fault injection, set latency) and lets jobs ask for
    * it. Tests and benchmarks set `1`; `npm start` and production never do, so no request can
    * reach fault injection on a real installation.

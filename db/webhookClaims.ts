@@ -30,6 +30,8 @@ export interface ClaimedDelivery {
 
 interface DueRow {
   id: number;
+  /** As text: a JavaScript Date would drop its microseconds, and the key with them. */
+  event_created_at: string;
   attempt_count: number;
   retry_origin_at: Date;
   claimed_at: Date | null;
@@ -52,7 +54,8 @@ export async function claimDueDeliveries(
   const now = options.now ?? new Date();
   return withTransaction(pool, async (client) => {
     const { rows: due } = await client.query<DueRow>(
-      `SELECT d.id, d.attempt_count, d.retry_origin_at, d.claimed_at FROM webhook_deliveries d
+      `SELECT d.id, d.event_created_at::text AS event_created_at, d.attempt_count, d.retry_origin_at, d.claimed_at
+         FROM webhook_deliveries d
          JOIN webhook_subscriptions s ON s.id = d.subscription_id
         WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND s.disabled_at IS NULL
         ORDER BY d.next_attempt_at, d.id
@@ -66,8 +69,9 @@ export async function claimDueDeliveries(
     for (const row of due) {
       if (row.claimed_at !== null) {
         await client.query(
-          `INSERT INTO webhook_delivery_attempts (delivery_id, attempted_at, error) VALUES ($1, $2, $3)`,
-          [row.id, row.claimed_at, LOST_SEND_ERROR],
+          `INSERT INTO webhook_delivery_attempts (delivery_id, event_created_at, attempted_at, error)
+           VALUES ($1, $2, $3, $4)`,
+          [row.id, row.event_created_at, row.claimed_at, LOST_SEND_ERROR],
         );
         const after = nextAttemptAt(
           row.attempt_count,
@@ -115,7 +119,7 @@ export async function claimDueDeliveries(
           SET attempt_count = v.attempt, claimed_at = now(), next_attempt_at = v.next_at, updated_at = now()
          FROM unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS v(id, attempt, next_at),
               webhook_subscriptions s, event_outbox e
-        WHERE d.id = v.id AND s.id = d.subscription_id AND e.id = d.event_id
+        WHERE d.id = v.id AND s.id = d.subscription_id AND e.id = d.event_id AND e.created_at = d.event_created_at
           AND s.workspace_id = d.workspace_id AND e.workspace_id = d.workspace_id
        RETURNING d.id, d.subscription_id, d.workspace_id, s.url, s.secret_ciphertext, d.attempt_count,
                  d.retry_origin_at, e.id AS event_id, e.workspace_id AS event_workspace_id, e.type,

@@ -260,16 +260,17 @@ export async function fanOutEvents(
       deliveries: number;
     }>(
       `WITH ev AS (
-         SELECT id, position, workspace_id, type FROM event_outbox
+         SELECT id, created_at, position, workspace_id, type FROM event_outbox
           WHERE position > $1 ORDER BY position LIMIT $2
        ), ins AS (
-         INSERT INTO webhook_deliveries (subscription_id, workspace_id, event_id, next_attempt_at, retry_origin_at)
-         SELECT s.id, ev.workspace_id, ev.id, now(), now()
+         INSERT INTO webhook_deliveries (subscription_id, workspace_id, event_id, event_created_at,
+                                         next_attempt_at, retry_origin_at)
+         SELECT s.id, ev.workspace_id, ev.id, ev.created_at, now(), now()
            FROM ev JOIN webhook_subscriptions s ON s.workspace_id = ev.workspace_id
           WHERE s.disabled_at IS NULL AND s.after_event_id < ev.position
             AND (s.event_types IS NULL OR ev.type = ANY (s.event_types))
          ORDER BY ev.position, s.id
-         ON CONFLICT (subscription_id, event_id) DO NOTHING
+         ON CONFLICT (subscription_id, event_id, event_created_at) DO NOTHING
          RETURNING 1
        )
        SELECT (SELECT max(position) FROM ev) AS last_id,
@@ -335,8 +336,11 @@ export async function recordDeliveryAttempt(
       attempt_count: number;
       retry_origin_at: Date;
       subscription_id: string;
+      /** As text: a JavaScript Date would drop its microseconds, and the key with them. */
+      event_created_at: string;
     }>(
-      `SELECT status, attempt_count, retry_origin_at, subscription_id
+      `SELECT status, attempt_count, retry_origin_at, subscription_id,
+              event_created_at::text AS event_created_at
          FROM webhook_deliveries WHERE id = $1 FOR UPDATE`,
       [deliveryId],
     );
@@ -344,14 +348,16 @@ export async function recordDeliveryAttempt(
     // Deleted with its subscription while the request was in flight.
     if (!delivery) return { outcome: 'gone' as const };
     await client.query(
-      `INSERT INTO webhook_delivery_attempts (delivery_id, attempted_at, status_code, latency_ms, error)
-       VALUES ($1, $2, $3, $4, $5)`,
+      `INSERT INTO webhook_delivery_attempts (delivery_id, attempted_at, status_code, latency_ms, error,
+                                              event_created_at)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
       [
         deliveryId,
         now,
         result.statusCode ?? null,
         Math.round(result.latencyMs),
         result.error ?? null,
+        delivery.event_created_at,
       ],
     );
     if (delivery.status !== 'pending') return { outcome: 'stale' as const };
@@ -532,7 +538,7 @@ export async function listDeliveries(
   const limit = Math.min(Math.max(options.limit ?? 50, 1), 100);
   const { rows } = await db.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS}
-       FROM webhook_deliveries d JOIN event_outbox e ON e.id = d.event_id
+       FROM webhook_deliveries d JOIN event_outbox e ON e.id = d.event_id AND e.created_at = d.event_created_at
       WHERE d.workspace_id = $1 AND d.subscription_id = $2
         AND ($3::bigint IS NULL OR d.id < $3) AND ($4::text IS NULL OR d.status = $4)
       ORDER BY d.id DESC LIMIT $5`,
@@ -548,7 +554,7 @@ export async function getDelivery(
 ): Promise<DeliveryView | undefined> {
   const { rows } = await db.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS}
-       FROM webhook_deliveries d JOIN event_outbox e ON e.id = d.event_id
+       FROM webhook_deliveries d JOIN event_outbox e ON e.id = d.event_id AND e.created_at = d.event_created_at
       WHERE d.workspace_id = $1 AND d.id = $2`,
     [workspaceId, deliveryId],
   );

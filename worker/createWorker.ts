@@ -261,6 +261,7 @@ export async function createMaintenanceWorker(
       providers: deps.providers,
       client: deps.client,
       eventRetentionDays: deps.config.QUIRE_EVENT_RETENTION_DAYS,
+      providerCallRetentionDays: deps.config.QUIRE_PROVIDER_CALL_RETENTION_DAYS,
       globalQuotaBytes: deps.config.QUIRE_GLOBAL_QUOTA_BYTES ?? null,
     }),
     // One slot per schedule: each schedule skips a run while its previous one is running.

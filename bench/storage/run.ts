@@ -29,10 +29,16 @@ interface TableSize {
 
 async function tableSizes(pool: Pool): Promise<Map<string, TableSize>> {
   await pool.query('VACUUM');
+  // A time-partitioned table (D11) counts as one, its partitions summed: the rows are read
+  // through the parent and the bytes are every partition's.
   const { rows: tables } = await pool.query<{ table: string; bytes: number }>(
-    `SELECT c.relname AS table, pg_total_relation_size(c.oid)::bigint AS bytes
+    `SELECT c.relname AS table,
+            CASE WHEN c.relkind = 'p'
+                 THEN (SELECT coalesce(sum(pg_total_relation_size(p.relid)), 0)
+                         FROM pg_partition_tree(c.oid) p)
+                 ELSE pg_total_relation_size(c.oid) END::bigint AS bytes
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = current_schema() AND c.relkind = 'r'`,
+      WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition`,
   );
   const sizes = new Map<string, TableSize>();
   for (const { table, bytes } of tables) {

@@ -8,6 +8,7 @@ import {
   utcDayBounds,
 } from '../../db/budget';
 import { NotFoundError } from '../../db/errors';
+import { ensureTimePartitions } from '../../db/partitions';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 let db: TestDatabase;
@@ -24,6 +25,8 @@ async function spend(workspaceId: number, provider: string, micros: number, at: 
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  // D11: the ledger is partitioned by month; these tests spend on days years ahead.
+  await ensureTimePartitions(db.pool, new Date('2030-03-10T00:00:00Z'), 0);
 });
 
 afterAll(async () => {

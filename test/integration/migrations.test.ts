@@ -202,4 +202,122 @@ describe('migrations', () => {
       await rm(before, { recursive: true, force: true });
     }
   });
+
+  it('D11 0100 to 0102 keep every existing row readable in the history partitions, with its id, its position and its keys, and new rows continue after them', async () => {
+    // The schema as it was before D11, with rows in every table that becomes partitioned.
+    const before = await mkdtemp(join(tmpdir(), 'quire-mig-'));
+    try {
+      for (const f of await readdir(MIGRATIONS_DIR)) {
+        if (f.endsWith('.sql') && f < '0100')
+          await copyFile(join(MIGRATIONS_DIR, f), join(before, f));
+      }
+      const url = await emptyDatabase();
+      await migrate(url, before);
+      const old = new pg.Client({ connectionString: url });
+      await old.connect();
+      let ws: number;
+      let events: Array<{ id: number; position: number; created_at: Date }>;
+      try {
+        ws = (await old.query(`INSERT INTO workspaces (name) VALUES ('w') RETURNING id`)).rows[0]
+          .id;
+        await old.query(
+          `INSERT INTO event_outbox (workspace_id, type, data, created_at)
+           SELECT $1, 'dev.quire.test', jsonb_build_object('n', n), now() - make_interval(days => 400 - n)
+             FROM generate_series(1, 5) n`,
+          [ws],
+        );
+        await old.query('SELECT quire_sequence_events(100)');
+        events = (
+          await old.query('SELECT id, position, created_at FROM event_outbox ORDER BY position')
+        ).rows;
+        await old.query(
+          `INSERT INTO webhook_subscriptions (id, workspace_id, url, secret_ciphertext, after_event_id)
+           VALUES ('sub', $1, 'https://hooks.example.com/x', '\\x00', 0)`,
+          [ws],
+        );
+        await old.query(
+          `INSERT INTO webhook_deliveries (subscription_id, workspace_id, event_id, status)
+           SELECT 'sub', $1, id, 'succeeded' FROM event_outbox`,
+          [ws],
+        );
+        await old.query(
+          `INSERT INTO webhook_delivery_attempts (delivery_id, status_code, latency_ms)
+           SELECT id, 200, 5 FROM webhook_deliveries`,
+        );
+        await old.query(
+          `INSERT INTO provider_calls (workspace_id, provider, operation, unit, outcome, occurred_at)
+           VALUES ($1, 'simulated', 'recognize', 'call', 'ok', now() - interval '2 years')`,
+          [ws],
+        );
+      } finally {
+        await old.end();
+      }
+
+      const applied = await migrate(url);
+      expect(applied.slice(0, 3)).toEqual([
+        '0100_delivery_event_times.sql',
+        '0101_time_partitions.sql',
+        '0102_time_partition_keys.sql',
+      ]);
+      const after = new pg.Client({ connectionString: url });
+      await after.connect();
+      try {
+        const partitioned = await after.query(
+          `SELECT relname FROM pg_class WHERE relkind = 'p' AND relname = ANY ($1) ORDER BY relname`,
+          [['event_outbox', 'provider_calls', 'webhook_deliveries', 'webhook_delivery_attempts']],
+        );
+        expect(partitioned.rows.map((r) => r.relname)).toEqual([
+          'event_outbox',
+          'provider_calls',
+          'webhook_deliveries',
+          'webhook_delivery_attempts',
+        ]);
+        // Every old row is where it was, readable through the partitioned table.
+        const read = await after.query(
+          `SELECT id, position, created_at, tableoid::regclass::text AS part FROM event_outbox ORDER BY position`,
+        );
+        expect(read.rows.map(({ part, ...r }) => r)).toEqual(events);
+        expect(new Set(read.rows.map((r) => r.part))).toEqual(new Set(['event_outbox_history']));
+        // Deliveries learnt their event's time and still join to it on the new key.
+        const joined = await after.query(
+          `SELECT d.tableoid::regclass::text AS part, count(a.*)::int AS attempts
+             FROM webhook_deliveries d
+             JOIN event_outbox e ON e.id = d.event_id AND e.created_at = d.event_created_at
+             JOIN webhook_delivery_attempts a ON a.delivery_id = d.id AND a.event_created_at = d.event_created_at
+            GROUP BY 1`,
+        );
+        expect(joined.rows).toEqual([{ part: 'webhook_deliveries_history', attempts: 5 }]);
+        expect(
+          (await after.query('SELECT tableoid::regclass::text AS part FROM provider_calls')).rows,
+        ).toEqual([{ part: 'provider_calls_history' }]);
+        // New rows take ids after the old ones and land in this month's partition.
+        const fresh = await after.query(
+          `INSERT INTO event_outbox (workspace_id, type, data) VALUES ($1, 'dev.quire.test', '{}')
+           RETURNING id, tableoid::regclass::text AS part`,
+          [ws],
+        );
+        expect(Number(fresh.rows[0].id)).toBeGreaterThan(
+          Math.max(...events.map((e) => Number(e.id))),
+        );
+        expect(fresh.rows[0].part).toMatch(/^event_outbox_p\d{4}_\d{2}$/);
+        await after.query('SELECT quire_sequence_events(100)');
+        const positioned = await after.query('SELECT position FROM event_outbox WHERE id = $1', [
+          fresh.rows[0].id,
+        ]);
+        expect(Number(positioned.rows[0].position)).toBe(Number(events.at(-1)!.position) + 1);
+        // The keys hold across partitions: a delivery of an event that is not there is refused.
+        await expect(
+          after.query(
+            `INSERT INTO webhook_deliveries (subscription_id, workspace_id, event_id, event_created_at)
+             VALUES ('sub', $1, $2, now())`,
+            [ws, events[0]!.id],
+          ),
+        ).rejects.toThrow(/webhook_deliveries_event_fkey/);
+      } finally {
+        await after.end();
+      }
+    } finally {
+      await rm(before, { recursive: true, force: true });
+    }
+  });
 });
