@@ -17,8 +17,13 @@ export const TIME_PARTITIONED_TABLES = [
 ] as const;
 export type TimePartitionedTable = (typeof TIME_PARTITIONED_TABLES)[number];
 
-/** Months kept ready beyond the current one: a maintenance pass that fails for weeks is fine. */
-export const MONTHS_AHEAD = 2;
+/**
+ * Months kept ready beyond the current one. A row with no partition to go to cannot be
+ * written, and an event belongs to the commit of the state it reports: a year ahead (a few
+ * dozen empty tables) means maintenance that stopped for months still costs no commit. Each
+ * worker prepares them at start too.
+ */
+export const MONTHS_AHEAD = 12;
 
 /**
  * How long a partition DDL waits for a lock before giving up until the next pass. DETACH

@@ -7,6 +7,7 @@ import { interactiveTaskQueue } from '../core/temporal';
 import { checkInstallationKey, installationKeyHeld } from '../db/installationKey';
 import { checkInstallationSettings } from '../db/installationSettings';
 import { migrate } from '../db/migrate';
+import { ensureTimePartitions } from '../db/partitions';
 import { createPool, poolTimeoutsFrom } from '../db/pool';
 import { startTemporalToken } from '../net/temporalToken';
 import {
@@ -87,6 +88,15 @@ async function main(): Promise<number> {
   const blobStore = createBlobStore(config);
   // U1: only Quire's own temporaries older than an hour; never recent ones, links or dirs.
   const swept = await blobStore.sweepStaleTemporaries();
+  // D11: the months events and provider calls are written into exist before any commit needs
+  // them, from the start and not only after the first daily maintenance pass. A lock held
+  // elsewhere leaves it to that pass (a year is kept ready).
+  await ensureTimePartitions(pool).catch((error) =>
+    logger.warn(
+      { component: 'partitions', error: redactError(error) },
+      'time partitions not prepared at start; the maintenance pass prepares them',
+    ),
+  );
 
   const workerDeps = {
     config,
