@@ -44,6 +44,8 @@ const SIZES = (process.env.BENCH_SIZES ?? '500000,1000000,2000000').split(',').m
 const FIXED = Number(process.env.BENCH_FIXED_PAGES ?? 50_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 60);
+/** The figures' files: `<BENCH_OUT>-<size>.json` and `<BENCH_OUT>-growth.json`. */
+const OUT = process.env.BENCH_OUT ?? 'last-run';
 const WORKSPACES = 1000;
 const PAGES_PER_ITEM = 100;
 const HERE = fileURLToPath(new URL('./', import.meta.url));
@@ -470,7 +472,7 @@ async function main() {
       };
       const text = `${JSON.stringify(figures, null, 2)}\n`;
       process.stdout.write(text);
-      writeFileSync(join(HERE, `last-run-${label(size)}.json`), text);
+      writeFileSync(join(HERE, `${OUT}-${label(size)}.json`), text);
       curve.push({
         installationPages: size,
         uptime: measuredUptime,
@@ -497,7 +499,7 @@ async function main() {
         },
       });
       writeFileSync(
-        join(HERE, 'last-run-growth.json'),
+        join(HERE, `${OUT}-growth.json`),
         `${JSON.stringify({ bench: 'search', queries, curve }, null, 2)}\n`,
       );
     }
