@@ -1,29 +1,35 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { migrate } from '../../db/migrate';
+import { ADMIN_URL, databaseUrl } from '../lib/benchDatabase';
+import { type Corpus, LINES_PER_PAGE, loadCorpus, pageLines } from './corpus/pages';
 
 /**
- * F2/F3 benchmarks (JSON on stdout), on one workspace of BENCH_PAGES pages (default 1,000,000)
- * of real-looking text: the lines the real offline engine (tesseract) reads from the manifesto
- * scan, the ground-truth lines of the Kant page (PAGE XML) and of the Fraktur line images,
- * recombined in SQL, twelve lines to a page, plus a folio line per page; 100 pages to an item.
+ * D12 / F2 / F3 benchmark (JSON on stdout and in bench/search/last-run-<size>.json): one
+ * installation of WORKSPACES (1,000) workspaces grown through BENCH_SIZES pages (default
+ * 500,000, 1,000,000, 2,000,000) of text made from public-domain books (corpus/, CORPUS.md).
+ * The first workspace keeps BENCH_FIXED_PAGES pages (50,000) at every size, the other 999
+ * share the rest, so the fixed workspace's figures show whether a workspace slows down as the
+ * installation around it grows (D12: it must not), and a growing workspace's show the rest.
  *
- *  1. Search over HTTP with snippets (target p95 < 100 ms): the route handler behind a plain
- *     Node HTTP server, asked by fetch, for a rare query (one folio), a two-word query and a
- *     common word; and EXPLAIN of the statement the API runs: it must probe `pages_search_workspace`
- *     (the GIN index) and mark lines only for the returned hits.
- *  2. Items list first and last page over HTTP (target p95 < 20 ms).
- *  3. A page move's transaction: one page to another item of 100 pages and back.
- * Each figure is the median of BENCH_RUNS (default 3) runs of BENCH_SAMPLES samples each.
+ * At each size, on the fixed workspace and on one growing workspace, median of BENCH_RUNS (3)
+ * runs of BENCH_SAMPLES (60) samples each:
+ *  1. Search over HTTP with snippets (target p95 < 100 ms) for a rare word (a handful of
+ *     pages), two words that meet in the books' lines, and a common word; EXPLAIN of the
+ *     statement the API runs (it must probe `pages_search_workspace`).
+ *  2. The items list's first and last page over HTTP (F2, target p95 < 20 ms).
+ *  3. A page move's transaction, one page to another item of 100 pages and back (F2).
+ * Also the bytes a page takes (heap, TOAST, each index) and the load average (`uptime`).
  *
- *   npx tsx bench/search/run.ts          (BENCH_PAGES=1000000 BENCH_RUNS=3 BENCH_SAMPLES=60)
+ *   npx tsx bench/search/run.ts
  */
 if (!process.execArgv.some((a) => a.includes('react-server'))) {
   const self = fileURLToPath(import.meta.url);
@@ -34,13 +40,17 @@ if (!process.execArgv.some((a) => a.includes('react-server'))) {
   process.exit(run.status ?? 1);
 }
 
-const PAGES = Number(process.env.BENCH_PAGES ?? 1_000_000);
+const SIZES = (process.env.BENCH_SIZES ?? '500000,1000000,2000000').split(',').map(Number);
+const FIXED = Number(process.env.BENCH_FIXED_PAGES ?? 50_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 60);
+/** The figures' files: `<BENCH_OUT>-<size>.json` and `<BENCH_OUT>-growth.json`. */
+const OUT = process.env.BENCH_OUT ?? 'last-run';
+const WORKSPACES = 1000;
 const PAGES_PER_ITEM = 100;
-const LINES_PER_PAGE = 12;
-const ADMIN = process.env.QUIRE_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const HERE = fileURLToPath(new URL('./', import.meta.url));
+if (SIZES.some((s, i) => !Number.isInteger(s) || s <= FIXED || (i > 0 && s <= SIZES[i - 1]!)))
+  throw new Error('BENCH_SIZES must grow, each above BENCH_FIXED_PAGES');
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -49,45 +59,101 @@ function percentile(values: number[], p: number): number {
 }
 const round = (n: number) => Math.round(n * 100) / 100;
 const median = (values: number[]) => percentile(values, 50);
+const uptime = () => spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
+const label = (n: number) => (n % 1_000_000 === 0 ? `${n / 1_000_000}m` : `${n / 1000}k`);
+const itemName = (i: number) => `item-${String(i).padStart(5, '0')}`;
 
-/** The line corpus: what the engine reads from the real scan, and real ground truth. */
-async function corpus(): Promise<string[]> {
-  const { TesseractProvider } = await import('../../providers/tesseract');
-  const tesseract = new TesseractProvider();
-  const scan = join(ROOT, 'test/fixtures/real/manifesto-page-0015.png');
-  const reading = await tesseract.readPage(
-    { path: scan, mediaType: 'image/png' },
-    { signal: new AbortController().signal, language: 'en', options: {}, callKey: 'bench' },
-  );
-  await tesseract.close();
-  const kant = readFileSync(
-    join(ROOT, 'test/fixtures/interchange/kant_aufklaerung_1784_0017.page.xml'),
-    'utf8',
-  );
-  const kantLines = [...kant.matchAll(/<TextLine[\s\S]*?<Unicode>([^<]+)<\/Unicode>/g)].map(
-    (m) => m[1]!,
-  );
-  const frakturDir = join(ROOT, 'test/fixtures/real/fraktur-lines');
-  const fraktur = readdirSync(frakturDir)
-    .filter((f) => f.endsWith('.gt.txt'))
-    .map((f) => readFileSync(join(frakturDir, f), 'utf8').trim());
-  return [...reading.lines.map((l) => l.text), ...kantLines, ...fraktur].filter(
-    (t) => t.length > 3,
-  );
+/** Where page number `g` lives: the fixed workspace holds 0..FIXED-1, the others the rest. */
+function placeOf(g: number, workspaces: number[]) {
+  const j = g - FIXED;
+  const [ws, local] =
+    j < 0
+      ? [workspaces[0]!, g]
+      : [workspaces[1 + (j % (WORKSPACES - 1))]!, Math.floor(j / (WORKSPACES - 1))];
+  return { ws, item: Math.floor(local / PAGES_PER_ITEM), position: local % PAGES_PER_ITEM };
+}
+
+/** COPY's text format: backslash, tab, newline and carriage return escaped. */
+const copyField = (s: string) =>
+  s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
+
+function pageRow(corpus: Corpus, g: number, workspaces: number[]): string {
+  const { ws, item, position } = placeOf(g, workspaces);
+  const lines = pageLines(corpus, g);
+  const canvas = `http://bench/iiif/${ws}/${itemName(item)}/canvas/${position}`;
+  const annotationPage = {
+    '@context': 'http://iiif.io/api/presentation/3/context.json',
+    id: `http://bench/p/${g}/annotations/r1`,
+    type: 'AnnotationPage',
+    items: lines.map((value, k) => ({
+      id: `http://bench/p/${g}/s${k}`,
+      type: 'Annotation',
+      motivation: 'supplementing',
+      body: { type: 'TextualBody', value, format: 'text/plain' },
+      target: `${canvas}#xywh=10,${k * 40},900,36`,
+      'quire:index': k,
+    })),
+  };
+  return `${[ws, itemName(item), position, 'image', canvas, 1]
+    .map(String)
+    .concat([copyField(JSON.stringify(annotationPage)), copyField(lines.join('\n'))])
+    .join('\t')}\n`;
+}
+
+/** Pages from..to-1 through `streams` COPY sessions of psql, made here as they are sent. */
+async function copyPages(
+  url: string,
+  corpus: Corpus,
+  workspaces: number[],
+  from: number,
+  to: number,
+  streams = 2,
+): Promise<void> {
+  const copies = Array.from({ length: streams }, () => {
+    const child = spawn(
+      'psql',
+      [
+        url,
+        '-q',
+        '-v',
+        'ON_ERROR_STOP=1',
+        '-c',
+        'COPY pages (workspace_id, item_id, position, kind, canvas_uri, revision, annotation_page, search_text) FROM STDIN',
+      ],
+      { stdio: ['pipe', 'inherit', 'inherit'] },
+    );
+    const done = new Promise<void>((resolve, reject) =>
+      child.on('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`COPY exited ${code}`)),
+      ),
+    );
+    return { child, done };
+  });
+  const batch = 500;
+  let sent = from;
+  for (let at = from; at < to; at += batch) {
+    const copy = copies[(at / batch) % streams]!;
+    let text = '';
+    for (let g = at; g < Math.min(to, at + batch); g++) text += pageRow(corpus, g, workspaces);
+    if (!copy.child.stdin.write(text))
+      await new Promise((resolve) => copy.child.stdin.once('drain', resolve));
+    sent = Math.min(to, at + batch);
+    if (sent % 100_000 === 0) process.stderr.write(`seeded ${sent} pages (${uptime()})\n`);
+  }
+  for (const copy of copies) copy.child.stdin.end();
+  await Promise.all(copies.map((c) => c.done));
 }
 
 async function main() {
-  const lines = await corpus();
+  const corpus = loadCorpus(join(HERE, 'corpus'));
   const name = `quire_bench_search_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: ADMIN });
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(ADMIN);
-  url.pathname = `/${name}`;
-  const databaseUrl = url.toString();
-  await migrate(databaseUrl);
+  const url = databaseUrl(name);
+  await migrate(url);
 
-  const { createWorkspace } = await import('../../db/workspaces');
+  const { addApiKey } = await import('../../db/workspaces');
   const { listItemPages } = await import('../../db/items');
   const { arrangeItemPages } = await import('../../db/itemPages');
   const { configsInUse, searchStatement } = await import('../../db/search');
@@ -95,11 +161,15 @@ async function main() {
   const { parseConfig } = await import('../../core/config');
   const server = await import('../../web/lib/server');
   server.configureWeb(
-    parseConfig({ DATABASE_URL: databaseUrl, QUIRE_SECRET_KEY: randomBytes(32).toString('hex') }),
+    parseConfig({ DATABASE_URL: url, QUIRE_SECRET_KEY: randomBytes(32).toString('hex') }),
   );
   const searchRoute = await import('../../web/app/api/v1/workspaces/[ws]/search/route');
   const itemsRoute = await import('../../web/app/api/v1/workspaces/[ws]/items/route');
   const pool = server.pool();
+  // The bench's own statements (loads, counts, sizes, EXPLAIN) in a session without the API
+  // pool's bound on a statement (D7).
+  const maint = new pg.Client({ connectionString: url });
+  await maint.connect();
 
   const http = createServer((req, res) => {
     void (async () => {
@@ -126,229 +196,319 @@ async function main() {
   const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
 
   try {
-    const { workspace, apiKey } = await createWorkspace(pool, 'bench');
-    const ws = workspace.id;
-    const seedStarted = performance.now();
-    await pool.query('CREATE TABLE bench_lines (n int PRIMARY KEY, text text NOT NULL)');
-    await pool.query(
-      'INSERT INTO bench_lines SELECT n - 1, t FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n)',
-      [lines],
+    const { rows: created } = await pool.query<{ id: string }>(
+      `INSERT INTO workspaces (name) SELECT 'bench ' || i FROM generate_series(1, ${WORKSPACES}) i RETURNING id`,
     );
-    const items = Math.ceil(PAGES / PAGES_PER_ITEM);
-    await pool.query(
-      `INSERT INTO items (workspace_id, id, title)
-       SELECT $1, 'item-' || lpad(i::text, 7, '0'), 'Volume ' || i FROM generate_series(0, $2::int - 1) i`,
-      [ws, items],
-    );
-    // The index is built once after the load, as a restore would.
-    await pool.query('DROP INDEX pages_search_workspace');
-    const chunk = 100_000;
-    for (let from = 0; from < PAGES; from += chunk) {
-      await pool.query(
-        `INSERT INTO pages (workspace_id, item_id, position, kind, canvas_uri, revision, annotation_page, search_text)
-         SELECT $1::bigint, 'item-' || lpad((g / ${PAGES_PER_ITEM})::text, 7, '0'), g % ${PAGES_PER_ITEM}, 'image',
-                'http://bench/iiif/' || $1::bigint || '/item/canvas/' || g, 1,
-                jsonb_build_object('@context', 'http://iiif.io/api/presentation/3/context.json',
-                  'id', 'http://bench/p/' || g || '/annotations/r1', 'type', 'AnnotationPage', 'items', l.items),
-                l.text
-           FROM generate_series($2::int, $3::int - 1) g
-           CROSS JOIN LATERAL (
-             SELECT jsonb_agg(jsonb_build_object('id', 'http://bench/p/' || g || '/s' || k, 'type', 'Annotation',
-                      'motivation', 'supplementing',
-                      'body', jsonb_build_object('type', 'TextualBody', 'value', t, 'format', 'text/plain'),
-                      'target', 'http://bench/p/' || g || '#xywh=10,' || (k * 40) || ',900,36',
-                      'quire:index', k) ORDER BY k) AS items,
-                    string_agg(t, E'\\n' ORDER BY k) AS text
-               FROM (SELECT k, CASE WHEN k = ${LINES_PER_PAGE} THEN 'Folio ' || g
-                                    ELSE (SELECT text FROM bench_lines
-                                           WHERE n = (g::bigint * 7919 + k * 104729 + (g / 97) * (k + 3)) % $4) END AS t
-                       FROM generate_series(0, ${LINES_PER_PAGE}) k) lines_of_page) l`,
-        [ws, from, Math.min(PAGES, from + chunk), lines.length],
+    const workspaces = created.map((r) => Number(r.id)).sort((a, b) => a - b);
+    const fixed = workspaces[0]!;
+    const growing = workspaces[1]!;
+    const keys = new Map([
+      [fixed, await addApiKey(pool, fixed, 'bench')],
+      [growing, await addApiKey(pool, growing, 'bench')],
+    ]);
+    const curve: Array<Record<string, unknown>> = [];
+    let queries: { rare: string; twoWords: string; common: string } | null = null;
+    let seeded = 0;
+
+    for (const size of SIZES) {
+      const uptimeBefore = uptime();
+      const loadStarted = performance.now();
+      // Items first (pages refer to them), then the pages, then the index built once over
+      // them all, as a restore would.
+      const lastItem = (g: number) => placeOf(g, workspaces).item;
+      await maint.query(
+        `INSERT INTO items (workspace_id, id, title)
+         SELECT $1::bigint, 'item-' || lpad(i::text, 5, '0'), 'Volume ' || i FROM generate_series(0, $2::int) i
+         ON CONFLICT DO NOTHING`,
+        [fixed, lastItem(Math.min(size, FIXED) - 1)],
       );
-      process.stderr.write(`seeded ${Math.min(PAGES, from + chunk)} pages\n`);
-    }
-    await pool.query(
-      `CREATE INDEX pages_search_workspace ON pages
-         USING gin (quire_workspace_lexemes(workspace_id, search_tsv)) WHERE deleted_at IS NULL`,
-    );
-    // What autovacuum does after a load: statistics and the visibility map.
-    await pool.query('VACUUM ANALYZE pages');
-    await pool.query('VACUUM ANALYZE items');
-    const seedSeconds = Math.round((performance.now() - seedStarted) / 100) / 10;
-
-    const timed = async (path: string) => {
-      const started = performance.now();
-      const response = await fetch(`${base}${path}`, {
-        headers: { authorization: `Bearer ${apiKey}` },
-      });
-      const body = await response.text();
-      const elapsed = performance.now() - started;
-      if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${body}`);
-      return { elapsed, body: JSON.parse(body) };
-    };
-    const sample = async (path: string) => {
-      for (let i = 0; i < 5; i++) await timed(path); // warm-up
-      const times: number[] = [];
-      for (let i = 0; i < SAMPLES; i++) times.push((await timed(path)).elapsed);
-      return times;
-    };
-
-    // Queries of three selectivities, from the corpus itself.
-    const words = [
-      ...new Set(
-        lines
-          .join(' ')
-          .toLowerCase()
-          .match(/\p{L}{6,}/gu) ?? [],
-      ),
-    ];
-    const counts = await pool.query<{ w: string; n: number }>(
-      `SELECT w, (SELECT count(*) FROM pages WHERE workspace_id = $1 AND search_tsv @@ plainto_tsquery('simple', w))::int AS n
-         FROM unnest($2::text[]) w`,
-      [ws, words.slice(0, 40)],
-    );
-    const byCount = counts.rows.filter((r) => r.n > 0).sort((a, b) => a.n - b.n);
-    const common = byCount[byCount.length - 1]!;
-    const pair = `${byCount[0]!.w} ${byCount[1]!.w}`;
-    const folio = `folio ${Math.floor(PAGES / 2) + 17}`;
-    const queries = { rare: folio, twoWords: pair, common: common.w };
-    const matches: Record<string, number> = {};
-    for (const [kind, q] of Object.entries(queries)) {
-      const { rows } = await pool.query(
-        `SELECT count(*)::int AS n FROM pages WHERE workspace_id = $1 AND search_tsv @@ plainto_tsquery('simple', $2)`,
-        [ws, q],
+      await maint.query(
+        `INSERT INTO items (workspace_id, id, title)
+         SELECT w, 'item-' || lpad(i::text, 5, '0'), 'Volume ' || i
+           FROM unnest($1::bigint[]) w, generate_series(0, $2::int) i
+         ON CONFLICT DO NOTHING`,
+        [workspaces.slice(1), lastItem(size - 1)],
       );
-      matches[kind] = rows[0].n;
-    }
-
-    // EXPLAIN the statement the API runs, for a selective and for the common query.
-    const explainOf = async (q: string) => {
-      const statement = searchStatement(ws, { q, limit: 20 }, await configsInUse(pool, ws));
-      const explained = await pool.query({
-        text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
-        values: statement.values,
-      });
-      const root = explained.rows[0]['QUERY PLAN'][0];
-      const nodes: Array<Record<string, unknown>> = [];
-      const walk = (node: Record<string, unknown>) => {
-        nodes.push(node);
-        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? [])
-          walk(child);
-      };
-      walk(root.Plan);
-      return {
-        q,
-        usesGinIndex: nodes.some((n) => n['Index Name'] === 'pages_search_workspace'),
-        seqScanOnPages: nodes.some(
-          (n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'pages',
-        ),
-        // Each loop of the line scan is one page whose lines were marked.
-        pagesWhoseLinesWereMarked: nodes
-          .filter(
-            (n) =>
-              n['Node Type'] === 'Function Scan' && n['Function Name'] === 'jsonb_array_elements',
-          )
-          .reduce((sum, n) => sum + Number(n['Actual Loops']), 0),
-        hitsReturned: 20,
-        executionMs: round(Number(root['Execution Time'])),
-      };
-    };
-    const explain = {
-      rare: await explainOf(queries.rare),
-      twoWords: await explainOf(queries.twoWords),
-      common: await explainOf(queries.common),
-    };
-
-    // The items lists: first page and last page of the workspace's 10,000 items.
-    const secret = server.config().QUIRE_SECRET_KEY;
-    const lastToken = encodePageToken(
-      secret,
-      { workspaceId: ws, scope: 'items', filter: { collection: null } },
-      `item-${String(items - 51).padStart(7, '0')}`,
-    );
-    const runs: Array<Record<string, number>> = [];
-    for (let run = 0; run < RUNS; run++) {
-      const figures: Record<string, number> = {};
-      for (const [kind, q] of Object.entries(queries)) {
-        const times = await sample(
-          `/api/v1/workspaces/${ws}/search?q=${encodeURIComponent(q)}&limit=20`,
+      await maint.query('DROP INDEX IF EXISTS pages_search_workspace');
+      await copyPages(url, corpus, workspaces, seeded, size);
+      seeded = size;
+      const loadSeconds = (performance.now() - loadStarted) / 1000;
+      const indexStarted = performance.now();
+      let indexSeconds = 0;
+      // Its own session: the API pool bounds every statement (D7), a build of the index is not.
+      const indexClient = new pg.Client({ connectionString: url });
+      await indexClient.connect();
+      try {
+        await indexClient.query("SET maintenance_work_mem = '1GB'");
+        await indexClient.query(
+          `CREATE INDEX pages_search_workspace ON pages
+             USING gin (quire_workspace_lexemes(workspace_id, search_tsv)) WHERE deleted_at IS NULL`,
         );
-        figures[`search_${kind}_p50`] = percentile(times, 50);
-        figures[`search_${kind}_p95`] = percentile(times, 95);
+        indexSeconds = (performance.now() - indexStarted) / 1000;
+        // What autovacuum does after a load: statistics and the visibility map.
+        await indexClient.query('VACUUM ANALYZE pages');
+        await indexClient.query('VACUUM ANALYZE items');
+      } finally {
+        await indexClient.end();
       }
-      const first = await sample(`/api/v1/workspaces/${ws}/items?pageSize=50`);
-      const last = await sample(
-        `/api/v1/workspaces/${ws}/items?pageSize=50&pageToken=${encodeURIComponent(lastToken)}`,
+      const vacuumSeconds = (performance.now() - indexStarted) / 1000 - indexSeconds;
+
+      const { rows: sizes } = await maint.query(
+        `SELECT pg_relation_size('pages') AS heap,
+                pg_total_relation_size('pages') - pg_relation_size('pages') - pg_indexes_size('pages') AS toast,
+                pg_relation_size('pages_search_workspace') AS search_index,
+                pg_indexes_size('pages') AS all_indexes,
+                pg_total_relation_size('pages') AS total,
+                pg_database_size(current_database()) AS database`,
       );
-      figures.items_first_p95 = percentile(first, 95);
-      figures.items_last_p95 = percentile(last, 95);
-      // Page moves: a page of item A to the end of item B, and back, each one transaction.
-      const a = `item-${String(run * 2 + 1).padStart(7, '0')}`;
-      const b = `item-${String(run * 2 + 2).padStart(7, '0')}`;
-      const actor = { kind: 'cli' } as const;
-      const moves: number[] = [];
-      for (let i = 0; i < Math.max(10, Math.floor(SAMPLES / 2)); i++) {
-        const [from, to] = i % 2 === 0 ? [a, b] : [b, a];
-        const source = await listItemPages(pool, ws, from);
-        const target = await listItemPages(pool, ws, to);
-        const moving = source[source.length - 1]!.pageId;
-        const started = performance.now();
-        await arrangeItemPages(pool, actor, ws, to, [...target.map((p) => p.pageId), moving]);
-        moves.push(performance.now() - started);
+      const bytes = Object.fromEntries(Object.entries(sizes[0]).map(([k, v]) => [k, Number(v)]));
+      const perPage = Object.fromEntries(
+        Object.entries(bytes).map(([k, v]) => [k, Math.round(v / size)]),
+      );
+
+      const matchCount = async (ws: number, q: string) => {
+        const { rows } = await maint.query(
+          `SELECT count(*)::int AS n FROM pages
+            WHERE quire_workspace_lexemes(workspace_id, search_tsv) @> quire_query_lexemes($1::bigint, 'simple', $2)
+              AND workspace_id = $1 AND deleted_at IS NULL AND search_tsv @@ plainto_tsquery('simple', $2)`,
+          [ws, q],
+        );
+        return rows[0].n as number;
+      };
+      // The queries, chosen once from the fixed workspace (which never changes) by fixed rules.
+      if (!queries) {
+        const common = corpus.words.find((w) => w.length >= 5)!;
+        let rare = '';
+        for (let r = 100_000; r < corpus.words.length && !rare; r += 97) {
+          const n = await matchCount(fixed, corpus.words[r]!);
+          if (n >= 1 && n <= 5) rare = corpus.words[r]!;
+        }
+        const rank = new Map(corpus.words.map((w, i) => [w, i]));
+        const pairs: string[] = [];
+        for (const excerpt of corpus.excerpts) {
+          const words =
+            excerpt
+              .join(' ')
+              .toLowerCase()
+              .match(/\p{L}+/gu) ?? [];
+          for (let i = 0; i + 1 < words.length && pairs.length < 40; i++) {
+            const [a, b] = [words[i]!, words[i + 1]!];
+            const ok = (w: string) =>
+              w.length >= 4 && (rank.get(w) ?? 0) >= 200 && (rank.get(w) ?? 0) < 5000;
+            if (ok(a) && ok(b) && a !== b) {
+              pairs.push(`${a} ${b}`);
+              break;
+            }
+          }
+          if (pairs.length >= 40) break;
+        }
+        let twoWords = pairs[0]!;
+        let most = -1;
+        for (const pair of pairs) {
+          const n = await matchCount(fixed, pair);
+          if (n > most) [twoWords, most] = [pair, n];
+        }
+        queries = { rare, twoWords, common };
       }
-      figures.page_move_p50 = percentile(moves, 50);
-      figures.page_move_p95 = percentile(moves, 95);
-      runs.push(figures);
-      process.stderr.write(`run ${run + 1}: ${JSON.stringify(figures)}\n`);
-    }
-    const med = (key: string) => round(median(runs.map((r) => r[key]!)));
-    process.stdout.write(
-      `${JSON.stringify(
-        {
-          bench: 'search',
-          machine: 'shared (other work ran on the same 2 cores)',
-          pages: PAGES,
+      const { rows: vocabulary } = await maint.query(
+        `SELECT count(*)::int AS n FROM ts_stat($$SELECT search_tsv FROM pages WHERE workspace_id = ${fixed}$$)`,
+      );
+
+      const timed = async (ws: number, path: string) => {
+        const started = performance.now();
+        const response = await fetch(`${base}${path}`, {
+          headers: { authorization: `Bearer ${keys.get(ws)}` },
+        });
+        const body = await response.text();
+        const elapsed = performance.now() - started;
+        if (response.status !== 200)
+          throw new Error(`${path} answered ${response.status}: ${body}`);
+        return elapsed;
+      };
+      const sample = async (ws: number, path: string) => {
+        for (let i = 0; i < 5; i++) await timed(ws, path); // warm-up
+        const times: number[] = [];
+        for (let i = 0; i < SAMPLES; i++) times.push(await timed(ws, path));
+        return times;
+      };
+
+      const explainOf = async (ws: number, q: string) => {
+        const statement = searchStatement(ws, { q, limit: 20 }, await configsInUse(pool, ws));
+        const explained = await maint.query({
+          text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
+          values: statement.values,
+        });
+        const root = explained.rows[0]['QUERY PLAN'][0];
+        const nodes: Array<Record<string, unknown>> = [];
+        const walk = (node: Record<string, unknown>) => {
+          nodes.push(node);
+          for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? [])
+            walk(child);
+        };
+        walk(root.Plan);
+        return {
+          q,
+          usesGinIndex: nodes.some((n) => n['Index Name'] === 'pages_search_workspace'),
+          seqScanOnPages: nodes.some(
+            (n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'pages',
+          ),
+          executionMs: round(Number(root['Execution Time'])),
+        };
+      };
+
+      const secret = server.config().QUIRE_SECRET_KEY;
+      const workspaceFigures = async (ws: number, pages: number, f2: boolean) => {
+        const items = Math.ceil(pages / PAGES_PER_ITEM);
+        const matchingPages: Record<string, number> = {};
+        const explain: Record<string, Awaited<ReturnType<typeof explainOf>>> = {};
+        for (const [kind, q] of Object.entries(queries!)) {
+          matchingPages[kind] = await matchCount(ws, q);
+          explain[kind] = await explainOf(ws, q);
+        }
+        const lastToken = encodePageToken(
+          secret,
+          { workspaceId: ws, scope: 'items', filter: { collection: null } },
+          itemName(items - 51),
+        );
+        const runs: Array<Record<string, number>> = [];
+        for (let run = 0; run < RUNS; run++) {
+          const figures: Record<string, number> = {};
+          for (const [kind, q] of Object.entries(queries!)) {
+            const times = await sample(
+              ws,
+              `/api/v1/workspaces/${ws}/search?q=${encodeURIComponent(q)}&limit=20`,
+            );
+            figures[`search_${kind}_p50`] = percentile(times, 50);
+            figures[`search_${kind}_p95`] = percentile(times, 95);
+          }
+          runs.push(figures);
+          if (!f2) continue;
+          const first = await sample(ws, `/api/v1/workspaces/${ws}/items?pageSize=50`);
+          const last = await sample(
+            ws,
+            `/api/v1/workspaces/${ws}/items?pageSize=50&pageToken=${encodeURIComponent(lastToken)}`,
+          );
+          figures.items_first_p95 = percentile(first, 95);
+          figures.items_last_p95 = percentile(last, 95);
+          // Page moves: a page of item A to the end of item B and back (an even number of
+          // moves, so the workspace is as it was for the next size).
+          const a = itemName(run * 2 + 1);
+          const b = itemName(run * 2 + 2);
+          const moves: number[] = [];
+          for (let i = 0; i < Math.max(10, 2 * Math.floor(SAMPLES / 4)); i++) {
+            const [from, to] = i % 2 === 0 ? [a, b] : [b, a];
+            const source = await listItemPages(pool, ws, from);
+            const target = await listItemPages(pool, ws, to);
+            const moving = source[source.length - 1]!.pageId;
+            const started = performance.now();
+            await arrangeItemPages(pool, { kind: 'cli' }, ws, to, [
+              ...target.map((p) => p.pageId),
+              moving,
+            ]);
+            moves.push(performance.now() - started);
+          }
+          figures.page_move_p50 = percentile(moves, 50);
+          figures.page_move_p95 = percentile(moves, 95);
+          process.stderr.write(
+            `${label(size)} ws ${ws} run ${run + 1}: ${JSON.stringify(figures)}\n`,
+          );
+        }
+        const med = (key: string) => round(median(runs.map((r) => r[key]!)));
+        return {
+          pages,
           items,
-          linesPerPage: LINES_PER_PAGE + 1,
-          corpusLines: lines.length,
-          seedSeconds,
-          runs: RUNS,
-          samplesPerRun: SAMPLES,
           search: {
-            overHttp: true,
-            limit: 20,
-            queries,
-            matchingPages: matches,
+            matchingPages,
             rare: { p50Ms: med('search_rare_p50'), p95Ms: med('search_rare_p95') },
             twoWords: { p50Ms: med('search_twoWords_p50'), p95Ms: med('search_twoWords_p95') },
             common: { p50Ms: med('search_common_p50'), p95Ms: med('search_common_p95') },
-            targetP95Ms: 100,
             explain,
           },
-          itemsList: {
-            overHttp: true,
-            pageSize: 50,
-            firstPageP95Ms: med('items_first_p95'),
-            lastPageP95Ms: med('items_last_p95'),
-            targetP95Ms: 20,
-          },
-          pageMove: {
-            pagesPerItem: PAGES_PER_ITEM,
-            p50Ms: med('page_move_p50'),
-            p95Ms: med('page_move_p95'),
-          },
+          // The F2 figures only where they were measured (the fixed workspace).
+          ...(f2 && {
+            itemsList: {
+              firstPageP95Ms: med('items_first_p95'),
+              lastPageP95Ms: med('items_last_p95'),
+            },
+            pageMove: { p50Ms: med('page_move_p50'), p95Ms: med('page_move_p95') },
+          }),
           perRun: runs.map((r) =>
             Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v)])),
           ),
+        };
+      };
+
+      const { rows: growingCount } = await maint.query(
+        'SELECT count(*)::int AS n FROM pages WHERE workspace_id = $1',
+        [growing],
+      );
+      const measuredUptime = uptime();
+      const figures = {
+        bench: 'search',
+        machine: `shared 2 cores (other work ran beside it), PostgreSQL shared_buffers ${
+          (await maint.query('SHOW shared_buffers')).rows[0].shared_buffers
+        }`,
+        corpus: 'bench/search/corpus (CORPUS.md): 3,025 Project Gutenberg books',
+        installationPages: size,
+        workspaces: WORKSPACES,
+        linesPerPage: LINES_PER_PAGE,
+        loadSeconds: Math.round(loadSeconds),
+        indexSeconds: Math.round(indexSeconds),
+        vacuumSeconds: Math.round(vacuumSeconds),
+        bytes,
+        bytesPerPage: perPage,
+        fixedWorkspaceDistinctLexemes: vocabulary[0].n,
+        queries,
+        overHttp: true,
+        limit: 20,
+        targets: { searchP95Ms: 100, itemsListP95Ms: 20 },
+        runs: RUNS,
+        samplesPerRun: SAMPLES,
+        uptime: { beforeLoad: uptimeBefore, beforeMeasure: measuredUptime },
+        fixedWorkspace: await workspaceFigures(fixed, FIXED, true),
+        growingWorkspace: await workspaceFigures(growing, growingCount[0].n, false),
+        uptimeAfterMeasure: uptime(),
+        loadAverage1m: round(loadavg()[0]!),
+      };
+      const text = `${JSON.stringify(figures, null, 2)}\n`;
+      process.stdout.write(text);
+      writeFileSync(join(HERE, `${OUT}-${label(size)}.json`), text);
+      curve.push({
+        installationPages: size,
+        uptime: measuredUptime,
+        bytesPerPage: perPage.total,
+        searchIndexBytesPerPage: perPage.search_index,
+        fixed: {
+          pages: FIXED,
+          rareP95Ms: figures.fixedWorkspace.search.rare.p95Ms,
+          twoWordsP95Ms: figures.fixedWorkspace.search.twoWords.p95Ms,
+          commonP95Ms: figures.fixedWorkspace.search.common.p95Ms,
+          // The statement alone in PostgreSQL (EXPLAIN ANALYZE), less shaken by the load.
+          statementMs: Object.fromEntries(
+            Object.entries(figures.fixedWorkspace.search.explain).map(([k, e]) => [
+              k,
+              e.executionMs,
+            ]),
+          ),
         },
-        null,
-        2,
-      )}\n`,
-    );
+        growing: {
+          pages: growingCount[0].n,
+          rareP95Ms: figures.growingWorkspace.search.rare.p95Ms,
+          twoWordsP95Ms: figures.growingWorkspace.search.twoWords.p95Ms,
+          commonP95Ms: figures.growingWorkspace.search.common.p95Ms,
+        },
+      });
+      writeFileSync(
+        join(HERE, `${OUT}-growth.json`),
+        `${JSON.stringify({ bench: 'search', queries, curve }, null, 2)}\n`,
+      );
+    }
   } finally {
     http.close();
+    await maint.end();
     await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    if (!process.env.BENCH_KEEP_DATABASE)
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
   }
 }
