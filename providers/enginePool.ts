@@ -15,6 +15,8 @@ export interface EnginePoolStats {
   size: number;
   busy: number;
   waiting: number;
+  /** Of the busy slots, those of people's calls (P8). */
+  people: number;
   /** The most slots ever busy at once. */
   peakBusy: number;
 }
@@ -44,6 +46,7 @@ export class EnginePool {
       size: this.size,
       busy: this.busy,
       waiting: this.waiting.length,
+      people: this.busyFirst,
       peakBusy: this.peakBusy,
     };
   }

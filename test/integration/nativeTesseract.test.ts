@@ -4,6 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { engineWorkAhead } from '../../activities/maintenance';
 import { ProviderError } from '../../core/failures';
 import type { CallContext } from '../../core/provider';
 import { characterErrors, corpusErrorRate } from '../../core/textMetrics';
@@ -426,6 +427,29 @@ describe('the engine launcher (P6)', () => {
       expect((await personDone).lines.length).toBeGreaterThan(5);
       await Promise.all(bulk);
       expect(provider.poolStats().peakBusy).toBe(2);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it("D13 P8 image derivatives make way for a person's page reading on an engine slot of its own, not for a bulk page alone", async () => {
+    const provider = new NativeTesseractProvider({
+      threads: 1,
+      dataCacheDir: path.join(dir, 'cache-ahead'),
+    });
+    const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
+    try {
+      const bulk = provider.readPage(page, ctx());
+      expect(await until(async () => (provider.poolStats().busy === 1 ? [1] : []))).toEqual([1]);
+      // One bulk page on the one slot, none waiting: derivatives may run between pages.
+      expect(engineWorkAhead([provider])).toBe(0);
+      const person = provider.readPage(page, { ...ctx(), interactive: true });
+      await until(async () => (provider.poolStats().people === 1 ? [1] : []));
+      // The person's call took a slot of its own and waits for nothing, yet derivatives yield.
+      expect(provider.poolStats()).toMatchObject({ busy: 2, waiting: 0, people: 1 });
+      expect(engineWorkAhead([provider])).toBe(1);
+      await Promise.all([bulk, person]);
+      expect(engineWorkAhead([provider])).toBe(0);
     } finally {
       await provider.close();
     }
