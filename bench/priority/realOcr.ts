@@ -3,9 +3,9 @@
  * (`interactive`), on the native tesseract engine over the repository's real scan (the
  * manifesto page), alone and then behind a bulk batch of N copies of the same scan sent
  * through the API, in the same run. Each run: the person's page on the idle installation,
- * then the backlog, then (once the backlog's first page has committed, so that its engine
- * calls fill the worker) the person's page again; its upload-to-commit both times, and their
- * ratio. The rest of the backlog is then canceled (J5) and the installation left to settle
+ * then the backlog, then (half a bulk page's read after the backlog's first commit, so that
+ * its engine calls fill the worker and are half-way through their pages) the person's page
+ * again; its upload-to-commit both times, and their ratio. The rest of the backlog is then canceled (J5) and the installation left to settle
  * before the next run. Target: at most 2x. Medians over the runs; the load average with them,
  * as the ratio of two figures of the same run is what holds on a shared machine.
  * The installation runs on npm start's defaults (engine `auto`, one engine per core, the
@@ -135,6 +135,12 @@ async function oneRun(run: number) {
   await until('the backlog to commit its first page', async () => {
     return (await batchState(backlog.batchId)).completed > 0;
   });
+  // The backlog's engines start together and, on the same scan, end together: a page sent
+  // just after a commit would find a slot about to free. A person arrives at any moment of a
+  // bulk page's read, on average half-way through it: the first page's time from the upload's
+  // end to its commit is one bulk page, so the person's page goes half of that after it.
+  const bulkPageSeconds = (Date.now() - backlogSent) / 1000 - backlogUploadSeconds;
+  await new Promise((resolve) => setTimeout(resolve, (bulkPageSeconds * 1000) / 2));
   const before = await batchState(backlog.batchId);
   const behind = await personPage(`behind-${run}`);
   const after = await batchState(backlog.batchId);
@@ -148,6 +154,7 @@ async function oneRun(run: number) {
     aloneCreatedToCommitSeconds: alone.createdToCommitSeconds,
     behindCreatedToCommitSeconds: behind.createdToCommitSeconds,
     backlogUploadSeconds,
+    bulkPageSeconds,
     backlogCommittedMeanwhile: after.completed - before.completed,
     backlogActiveWhenPersonDone: after.active,
     aloneTimelineMs: alone.timelineMs,
@@ -197,6 +204,7 @@ const report = {
     aloneCreatedToCommitSeconds: round(s.aloneCreatedToCommitSeconds, 2),
     behindCreatedToCommitSeconds: round(s.behindCreatedToCommitSeconds, 2),
     backlogUploadSeconds: round(s.backlogUploadSeconds, 1),
+    bulkPageSeconds: round(s.bulkPageSeconds, 2),
   })),
 };
 const text = `${JSON.stringify(report, null, 2)}\n`;
