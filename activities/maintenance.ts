@@ -74,7 +74,7 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
           pool,
           blobStore,
           globalQuotaBytes: deps.globalQuotaBytes ?? null,
-          engineWaiting: () => engineCallsWaiting(deps.providers),
+          engineWaiting: () => engineWorkAhead(deps.providers),
         })),
       };
     },
@@ -258,8 +258,9 @@ export async function buildImageDerivatives(options: {
   budgetMs?: number;
   retryAfterMs?: number;
   /**
-   * D13 with P8: engine calls of this process waiting for a slot. Derivatives are made between
-   * engine work, never ahead of it: while any wait, the run stops and the next one goes on.
+   * D13 with P8: engine calls of this process waiting for a slot, or reading a page a person
+   * waits for (`engineWorkAhead`). Derivatives are made between engine work, never ahead of it
+   * nor beside a person's page: while any is, the run stops and the next one goes on.
    */
   engineWaiting?: () => number;
 }): Promise<DerivativeReport> {
@@ -343,14 +344,20 @@ export interface SweepResult {
   errors: string[];
 }
 
-/** Engine calls waiting for a slot in this process, over every engine with a pool (P2). */
-export function engineCallsWaiting(source: ProviderSource): number {
-  let waiting = 0;
+/**
+ * Engine work of this process that derivatives make way for, over every engine with a pool:
+ * calls waiting for a slot (P2), and people's calls running (P8), which with room for people
+ * (EnginePool) need never wait, yet share the cores with whatever else the process runs.
+ */
+export function engineWorkAhead(source: ProviderSource): number {
+  let ahead = 0;
   for (const provider of providerList(source)) {
-    const stats = (provider as { poolStats?: () => { waiting: number } }).poolStats?.();
-    waiting += stats?.waiting ?? 0;
+    const stats = (
+      provider as { poolStats?: () => { waiting: number; people?: number } }
+    ).poolStats?.();
+    ahead += (stats?.waiting ?? 0) + (stats?.people ?? 0);
   }
-  return waiting;
+  return ahead;
 }
 
 function providerList(source: ProviderSource): TranscriptionProvider[] {

@@ -97,7 +97,9 @@ export class NativeTesseractProvider implements ImageEngine {
     this.dataCacheDir =
       options.dataCacheDir ?? path.join(os.tmpdir(), `quire-tessdata-${BUNDLED_MODEL}`);
     this.pageTimeoutMs = options.pageTimeoutMs ?? 600_000;
-    this.pool = new EnginePool(options.threads ?? 1);
+    // P8: a person's page need not wait for a bulk page's slot: the bulk engine processes run
+    // niced, so one started beside them takes the core (EnginePool's `roomForPeople`).
+    this.pool = new EnginePool(options.threads ?? 1, { roomForPeople: true });
     this.lines = new TesseractProvider({ tessdataDir: this.tessdataDir, pool: this.pool });
   }
 

@@ -6,16 +6,17 @@ import { errorBody, httpErrorOf } from '../../web/lib/errors';
  * The web's batch upload route behind a bare HTTP server, for benchmarks that measure the
  * ingest alone (memory, upload-to-commit) without Next's router: `POST /ws/<id>/batches`
  * hands the streamed body to `ingest` as the route handler gets it, and maps its errors as
- * the API does. `other` answers any other request first, when it wants to. Prints
- * `LISTENING <port>` when ready.
+ * the API does; `POST /ws/<id>/console-batches` is the console's upload, whose pages a person
+ * waits for (P8, `console`). `other` answers any other request first, when it wants to.
+ * Prints `LISTENING <port>` when ready.
  */
 export function serveIngest(options: {
-  ingest: (workspaceId: number, request: Request) => Promise<unknown>;
+  ingest: (workspaceId: number, request: Request, from: 'api' | 'console') => Promise<unknown>;
   other?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }): void {
   const server = createServer(async (req, res) => {
     if (options.other?.(req, res)) return;
-    const match = /^\/ws\/(\d+)\/batches$/.exec(req.url ?? '');
+    const match = /^\/ws\/(\d+)\/(batches|console-batches)$/.exec(req.url ?? '');
     if (req.method !== 'POST' || !match) {
       res.statusCode = 404;
       res.end();
@@ -33,7 +34,8 @@ export function serveIngest(options: {
     } as RequestInit);
     res.setHeader('content-type', 'application/json');
     try {
-      const result = await options.ingest(Number(match[1]), request);
+      const from = match[2] === 'console-batches' ? 'console' : 'api';
+      const result = await options.ingest(Number(match[1]), request, from);
       res.statusCode = 201;
       res.end(JSON.stringify(result));
     } catch (error) {

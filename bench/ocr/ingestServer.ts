@@ -17,8 +17,9 @@ import { serveIngest } from '../lib/ingestHttp';
 /**
  * The web's upload path for bench/ocr, without Next's router: `POST /ws/<id>/batches` runs
  * what `POST /api/v1/workspaces/{ws}/batches` runs (web/lib/ingest.ts): the streaming ingest
- * with one job per page in one transaction, then one workflow start per job. Configured from
- * the environment like the web process. Prints `LISTENING <port>` when ready.
+ * with one job per page in one transaction, then one workflow start per job; and
+ * `POST /ws/<id>/console-batches` what the console's upload runs, its pages `interactive` (P8).
+ * Configured from the environment like the web process. Prints `LISTENING <port>` when ready.
  */
 const config = loadConfig();
 const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
@@ -32,7 +33,7 @@ const client = QuireClient.fromConfig(
 );
 
 serveIngest({
-  async ingest(workspaceId, request) {
+  async ingest(workspaceId, request, from) {
     const records: JobRecord[] = [];
     const result = await ingestBatch(
       {
@@ -48,6 +49,7 @@ serveIngest({
             await providersEnabledFor(pool, workspaceId),
           ),
           prices: pricesWith(config.QUIRE_PRICES),
+          priority: from === 'console' ? 'interactive' : 'bulk',
           records,
         }),
       },

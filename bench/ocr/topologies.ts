@@ -3,7 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TLSConfig } from '@temporalio/client';
+import { CLI_ACTOR } from '../../core/actor';
+import { createAccount, putMember } from '../../db/accounts';
 import { createPool, type Pool } from '../../db/pool';
+import { createSession } from '../../db/sessions';
 import { createWorkspace } from '../../db/workspaces';
 import { startCluster } from '../../scripts/lib/cluster';
 import { temporalTlsConfig } from '../../scripts/lib/clusterTls';
@@ -42,6 +45,8 @@ export interface Topology {
   namespace: string;
   /** Sends the batch's multipart form to the upload route. */
   upload(form: FormData): Promise<Response>;
+  /** P8: sends it as the console's upload, pages a person waits for (`interactive`). */
+  uploadAsPerson(form: FormData): Promise<Response>;
   sample(): Promise<CpuSnapshot>;
   /** The processes whose CPU during the triggered derivative schedule is the derivatives' (I4). */
   derivativeProcesses: string[];
@@ -217,6 +222,11 @@ export async function startDevTopology(dir: string): Promise<Topology> {
     namespace: 'default',
     upload: (form) =>
       fetch(`http://127.0.0.1:${port}/ws/${workspaceId}/batches`, { method: 'POST', body: form }),
+    uploadAsPerson: (form) =>
+      fetch(`http://127.0.0.1:${port}/ws/${workspaceId}/console-batches`, {
+        method: 'POST',
+        body: form,
+      }),
     async sample() {
       const { worker: workerLine, ...workerFields } = workerSnapshot(worker.pid!);
       return {
@@ -285,11 +295,40 @@ export async function startClusterTopology(): Promise<Topology> {
         headers: { Authorization: `Bearer ${apiKey}` },
         body: form,
       });
-    // A replica in service has loaded its batch route (Next loads a route at its first
-    // request): one upload without files, refused, before anything is measured.
-    const warm = await upload(new FormData());
-    if (warm.status !== 400) throw new Error(`warm-up upload: ${warm.status} ${await warm.text()}`);
-    await warm.body?.cancel();
+    // P8: an editor's console session, as a person signed in to the console uploads.
+    const account = await createAccount(pool, CLI_ACTOR, {
+      email: 'editor@bench-ocr.invalid',
+      name: 'Bench editor',
+      passwordHash: null,
+    });
+    await putMember(pool, CLI_ACTOR, {
+      workspaceId: workspace.id,
+      accountId: account.id,
+      role: 'editor',
+    });
+    const session = await createSession(
+      pool,
+      { accountId: account.id, workspaceId: workspace.id },
+      86_400,
+    );
+    const uploadAsPerson = (form: FormData) =>
+      fetch(`${web.url}/console-api/batches`, {
+        method: 'POST',
+        // web/lib/session.ts's cookie; the console's same-origin check reads Origin.
+        headers: {
+          cookie: `quire_session=${session}`,
+          origin: new URL(cluster.quireEnv.QUIRE_PUBLIC_URL || web.url).origin,
+        },
+        body: form,
+      });
+    // A replica in service has loaded its batch routes (Next loads a route at its first
+    // request): one upload without files to each, refused, before anything is measured.
+    for (const send of [upload, uploadAsPerson]) {
+      const warm = await send(new FormData());
+      if (warm.status !== 400)
+        throw new Error(`warm-up upload: ${warm.status} ${await warm.text()}`);
+      await warm.body?.cancel();
+    }
     return {
       describe: {
         mode: 'cluster',
@@ -313,6 +352,7 @@ export async function startClusterTopology(): Promise<Topology> {
       temporalMetricsUrl: `http://${metricsHost(cluster.temporalAddress)}/metrics`,
       namespace: cluster.quireEnv.TEMPORAL_NAMESPACE || 'default',
       upload,
+      uploadAsPerson,
       async sample() {
         const { worker: workerLine, ...workerFields } = workerSnapshot(worker);
         // One walk of the server's processes gives its line and that line by database.

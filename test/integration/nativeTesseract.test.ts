@@ -4,6 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { engineWorkAhead } from '../../activities/maintenance';
 import { ProviderError } from '../../core/failures';
 import type { CallContext } from '../../core/provider';
 import { characterErrors, corpusErrorRate } from '../../core/textMetrics';
@@ -378,6 +379,77 @@ describe('the engine launcher (P6)', () => {
       const seen = await until(niceness);
       expect(seen).toEqual([0]);
       expect((await interactive).lines.length).toBeGreaterThan(5);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it("P8 a person's page does not wait for a bulk page's engine slot: its engine runs beside the niced bulk one, and no other bulk page starts until it ends", async () => {
+    const cache = path.join(dir, 'cache-room');
+    const provider = new NativeTesseractProvider({ threads: 1, dataCacheDir: cache });
+    const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
+    /** The running engine processes: pid and niceness. */
+    const engines = async () =>
+      (
+        await Promise.all(
+          (
+            await processesWith('tesseract\0stdin', cache)
+          ).map(async ({ pid }) => {
+            const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+            if (stat === '') return undefined;
+            return { pid, nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
+          }),
+        )
+      ).filter((e) => e !== undefined);
+    try {
+      // Two bulk pages on the one slot: the first reads, the second waits for it.
+      const bulk = [provider.readPage(page, ctx()), provider.readPage(page, ctx())];
+      const [first] = await until(async () => await engines());
+      expect(first?.nice).toBe(BULK_NICENESS);
+      const person = provider.readPage(page, { ...ctx(), interactive: true });
+      let done = false;
+      const personDone = person.finally(() => {
+        done = true;
+      });
+      // While the person's engine runs, only that first bulk engine runs beside it.
+      const besidePerson = new Set<number>();
+      let seenTogether = false;
+      while (!done) {
+        const now = await engines();
+        if (now.some((e) => e.nice === 0)) {
+          for (const e of now) if (e.nice === BULK_NICENESS) besidePerson.add(e.pid);
+          if (now.some((e) => e.pid === first?.pid)) seenTogether = true;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(seenTogether).toBe(true);
+      expect([...besidePerson]).toEqual([first?.pid]);
+      expect((await personDone).lines.length).toBeGreaterThan(5);
+      await Promise.all(bulk);
+      expect(provider.poolStats().peakBusy).toBe(2);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it("D13 P8 image derivatives make way for a person's page reading on an engine slot of its own, not for a bulk page alone", async () => {
+    const provider = new NativeTesseractProvider({
+      threads: 1,
+      dataCacheDir: path.join(dir, 'cache-ahead'),
+    });
+    const page = { path: MANIFESTO_PAGE, mediaType: 'image/png' };
+    try {
+      const bulk = provider.readPage(page, ctx());
+      expect(await until(async () => (provider.poolStats().busy === 1 ? [1] : []))).toEqual([1]);
+      // One bulk page on the one slot, none waiting: derivatives may run between pages.
+      expect(engineWorkAhead([provider])).toBe(0);
+      const person = provider.readPage(page, { ...ctx(), interactive: true });
+      await until(async () => (provider.poolStats().people === 1 ? [1] : []));
+      // The person's call took a slot of its own and waits for nothing, yet derivatives yield.
+      expect(provider.poolStats()).toMatchObject({ busy: 2, waiting: 0, people: 1 });
+      expect(engineWorkAhead([provider])).toBe(1);
+      await Promise.all([bulk, person]);
+      expect(engineWorkAhead([provider])).toBe(0);
     } finally {
       await provider.close();
     }
