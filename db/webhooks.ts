@@ -11,7 +11,7 @@ import {
 } from '../core/webhookValidation';
 import { type AuditActor, recordAudit } from './auditLog';
 import { sequenceEvents } from './events';
-import { type Pool, type Queryable, withTransaction } from './pool';
+import { afterCommit, type Pool, type Queryable, wakeListeners, withTransaction } from './pool';
 import { GIVEN_UP_DELIVERY_LIST } from './sql';
 
 /**
@@ -597,10 +597,16 @@ export async function replayDelivery(
       [deliveryId, workspaceId],
     );
     if (updated.rowCount !== 1) throw new Error('delivery changed while locked');
-    // Wakes the relays at commit rather than at their next poll.
-    await client.query(`SELECT pg_notify('quire_webhook_deliveries', $1)`, [String(deliveryId)]);
+    // Wakes the relays once committed rather than at their next poll (D10: no NOTIFY inside
+    // a transaction).
+    afterCommit(client, wakeDeliveryRelays);
   });
   const view = await getDelivery(pool, workspaceId, deliveryId);
   if (!view) throw new WebhookNotFoundError('delivery_not_found', 'delivery not found');
   return view;
+}
+
+/** Wakes the webhook relays (`quire_webhook_deliveries`): a delivery is due again. */
+function wakeDeliveryRelays(pool: Pool): void {
+  wakeListeners(pool, `SELECT pg_notify('quire_webhook_deliveries', '')`);
 }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSecret } from '../../core/secretBox';
 import { WebhookValidationError } from '../../core/webhookValidation';
@@ -16,6 +17,7 @@ import {
   WebhookNotFoundError,
 } from '../../db/webhooks';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { waitUntil } from '../support/wait';
 import {
   commitEvent,
   createWorkspace,
@@ -285,7 +287,7 @@ describe('W2 fan-out, claims and the attempt log', () => {
     });
   });
 
-  it('W2 a failing delivery is retried on schedule, goes dead past the window, and an admin can replay it', async () => {
+  it('W2 a failing delivery is retried on schedule, goes dead past the window, and an admin can replay it, which wakes the relays', async () => {
     const ws = await createWorkspace(db.pool);
     const other = await createWorkspace(db.pool);
     const sub = await createSubscription(db.pool, TEST_SECRET_KEY, {
@@ -329,7 +331,15 @@ describe('W2 fan-out, claims and the attempt log', () => {
     await expect(replayDelivery(db.pool, other, delivery!.id)).rejects.toMatchObject({
       code: 'delivery_not_found',
     });
+    // The replay wakes the relays once committed (D10: no NOTIFY inside its transaction).
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const wakes: string[] = [];
+    listener.on('notification', (n) => wakes.push(n.channel));
+    await listener.query('LISTEN quire_webhook_deliveries');
     const replayed = await replayDelivery(db.pool, ws, delivery!.id);
+    await waitUntil(() => wakes.length > 0, 5_000, 20).finally(() => listener.end());
+    expect(wakes).toContain('quire_webhook_deliveries');
     expect(replayed).toMatchObject({ status: 'pending', attemptCount: 0 });
     expect(replayed.attempts).toHaveLength(2);
     const claimed = await claimDueDeliveries(db.pool, { limit: 10, leaseMs: 60_000 });
