@@ -12,17 +12,20 @@ import { eventually } from '../support/wait';
  * D7 outage drills on the production topology (D2): three workers, two web replicas, the
  * Temporal server on the cluster's PostgreSQL, the object server, real OCR (tesseract on the
  * 20 real Fraktur line scans). PostgreSQL (Quire's and the Temporal server's own) is stopped for
- * a managed database's failover, 120 s, and the object store for 60 s (killed, and frozen by
- * SIGSTOP: a store that accepts connections and answers nothing), mid-batch; the verdict
- * is D3's (each job committed once, the auditor clean, deliveries done) and D7's: no attempt
- * charged, each page's read paid for once. The heartbeat timeout is the default a deployment
+ * a managed database's failover, 120 s, and frozen by SIGSTOP for 60 s (every PostgreSQL process
+ * stopped: connections stay open and nothing answers, as on a stalled host), and the object
+ * store for 60 s (killed, and frozen by SIGSTOP: a store that accepts connections and answers
+ * nothing), mid-batch; the verdict is D3's (each job committed once, the auditor clean,
+ * deliveries done) and D7's: no attempt charged, each page's read paid for once. The heartbeat timeout is the default a deployment
  * runs with (15 s), not the drills' 3 s: with 3 s, the seconds a Temporal server takes to come
  * back from its own database's outage are themselves longer than a heartbeat timeout.
  * The Temporal server is restarted with a 20 s gap. Shorter outages with
- * QUIRE_DRILL_PG_OUTAGE_MS / QUIRE_DRILL_D7_STORE_OUTAGE_MS / QUIRE_DRILL_D7_TEMPORAL_OUTAGE_MS.
+ * QUIRE_DRILL_PG_OUTAGE_MS / QUIRE_DRILL_D7_PG_FREEZE_MS / QUIRE_DRILL_D7_STORE_OUTAGE_MS /
+ * QUIRE_DRILL_D7_TEMPORAL_OUTAGE_MS.
  */
 const PG_OUTAGE_MS = Number(process.env.QUIRE_DRILL_PG_OUTAGE_MS ?? 120_000);
 const D7_STORE_OUTAGE_MS = Number(process.env.QUIRE_DRILL_D7_STORE_OUTAGE_MS ?? 60_000);
+const D7_PG_FREEZE_MS = Number(process.env.QUIRE_DRILL_D7_PG_FREEZE_MS ?? 60_000);
 /** A Temporal server restart: its services stopped, then started on the same history. */
 const D7_TEMPORAL_OUTAGE_MS = Number(process.env.QUIRE_DRILL_D7_TEMPORAL_OUTAGE_MS ?? 20_000);
 let t: TestCluster;
@@ -170,6 +173,17 @@ describe('outages of Quire infrastructure on the production topology (D7)', () =
       outageMs: PG_OUTAGE_MS,
       stop: () => t.cluster.postgres.stop('immediate'),
       start: () => t.cluster.postgres.start(),
+    });
+  }, 900_000);
+
+  it('D7 PostgreSQL frozen (SIGSTOP of every PostgreSQL process: connections open, nothing answered) for 60 s during a real-OCR batch: no attempt charged, no page read twice, every job completes once', async () => {
+    // Quire's database and the Temporal server's own freeze together, as on a host that stalls.
+    await outageDrill({
+      name: 'postgres-frozen-real-ocr',
+      when: 'reading',
+      outageMs: D7_PG_FREEZE_MS,
+      stop: () => signalGroup(t.cluster.postgres.pid(), 'SIGSTOP'),
+      start: () => signalGroup(t.cluster.postgres.pid(), 'SIGCONT'),
     });
   }, 900_000);
 

@@ -6,6 +6,7 @@ import { SIGNALS } from '../../core/temporal';
 import { auditInvariants } from '../../db/audit';
 import { setGlobalBudget, setWorkspaceBudget } from '../../db/budget';
 import { getJob, listAttempts } from '../../db/jobs';
+import { ensureTimePartitions } from '../../db/partitions';
 import { getProviderStates } from '../../db/providerState';
 import { createProviderRegistry } from '../../providers/registry';
 import { type SimulatedOptions, SimulatedProvider } from '../../providers/simulated';
@@ -46,6 +47,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/notify`;
   quire = await createTestQuire({}, createProviderRegistry([counting]));
+  // D11: the provider-call ledger is partitioned by month; the injected clock writes in 2031.
+  await ensureTimePartitions(quire.db.pool, new Date(fakeStart), 1);
   ws = await quire.workspace();
   worker = await quire.newWorker(undefined, {
     now: clock,
