@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken, newAttemptToken } from '../../core/attemptToken';
 import { buildSnapshot } from '../../core/pricing';
-import type { CallContext, MediaInput } from '../../core/provider';
 import { claimAttempt } from '../../db/attempts';
 import { auditInvariants } from '../../db/audit';
 import { createJob, getJob, listAttempts } from '../../db/jobs';
@@ -10,7 +9,7 @@ import { createProviderRegistry } from '../../providers/registry';
 import { SimulatedProvider } from '../../providers/simulated';
 import type { QuireWorker } from '../../worker/createWorker';
 import { createQuireWorker } from '../../worker/createWorker';
-import { CountingProvider } from '../support/countingProvider';
+import { GatedEngine } from '../support/countingProvider';
 import { createTestQuire, silentLogger, type TestQuire } from '../support/quire';
 import { startTcpProxy, type TcpProxy, throughProxy } from '../support/tcpProxy';
 import { eventually } from '../support/wait';
@@ -21,16 +20,6 @@ import { eventually } from '../support/wait';
  * the test's own connection stay up. The engine reads whole pages (P1), and the cut comes the
  * moment a read has finished, before it is saved.
  */
-class GatedEngine extends CountingProvider {
-  /** Runs after each page read, before the read is handed back to be saved. */
-  afterRead: () => Promise<void> = async () => {};
-  override async readPage(image: MediaInput, ctx: CallContext) {
-    const reading = await super.readPage(image, ctx);
-    await this.afterRead();
-    return reading;
-  }
-}
-
 const engine = new GatedEngine(new SimulatedProvider());
 const SIMULATED = { lines: 4, readPages: true };
 let quire: TestQuire;

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBlobStore } from '../../blobs/fromConfig';
-import type { CallContext, MediaInput } from '../../core/provider';
 import { auditInvariants } from '../../db/audit';
 import { getJob } from '../../db/jobs';
 import { createProviderRegistry } from '../../providers/registry';
@@ -8,7 +7,7 @@ import { SimulatedProvider } from '../../providers/simulated';
 import { objectServerEndpoint } from '../../scripts/lib/objectServer';
 import { createQuireWorker } from '../../worker/createWorker';
 import { storedImagePage } from '../support/blobReferences';
-import { CountingProvider } from '../support/countingProvider';
+import { GatedEngine } from '../support/countingProvider';
 import { startTestObjectServer, type TestObjectServer } from '../support/objectServer';
 import { createTestQuire, silentLogger, type TestQuire } from '../support/quire';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy';
@@ -23,16 +22,6 @@ import { eventually } from '../support/wait';
  */
 const FREEZE_MS = Number(process.env.QUIRE_TEST_STORE_FREEZE_MS ?? 10_000);
 const BATCH = 6;
-
-/** Runs a hook after each page read, before the read is handed back to be saved. */
-class GatedEngine extends CountingProvider {
-  afterRead: () => Promise<void> = async () => {};
-  override async readPage(image: MediaInput, ctx: CallContext) {
-    const reading = await super.readPage(image, ctx);
-    await this.afterRead();
-    return reading;
-  }
-}
 
 const engine = new GatedEngine(new SimulatedProvider());
 // One step at a time per slot, two slots: most of the batch meets the store frozen.

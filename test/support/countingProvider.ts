@@ -67,3 +67,16 @@ export class CountingProvider implements ImageEngine, AudioEngine {
     return this.inner.polish(text, kind, ctx);
   }
 }
+
+/**
+ * D7 outage drills: a counting engine that runs `afterRead` after each page read, before the
+ * read is handed back to be saved, so a test can cut a dependency at that moment.
+ */
+export class GatedEngine extends CountingProvider {
+  afterRead: () => Promise<void> = async () => {};
+  override async readPage(image: MediaInput, ctx: CallContext) {
+    const reading = await super.readPage(image, ctx);
+    await this.afterRead();
+    return reading;
+  }
+}
