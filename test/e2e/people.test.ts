@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
@@ -8,10 +5,10 @@ import { hashPassword } from '../../core/passwords';
 import { createAccount, putMember } from '../../db/accounts';
 import { createInvitation } from '../../db/invitations';
 import { createWorkspace } from '../../db/workspaces';
-import { type MailSink, startMailSink } from '../../scripts/lib/mailSink';
-import { freePort } from '../../scripts/lib/temporal';
+import type { MailSink } from '../../scripts/lib/mailSink';
 import { seriousViolations } from '../support/browser';
 import { consoleStack, signInWithPassword } from '../support/consoleStack';
+import { startTestMailSink } from '../support/mailSink';
 
 /**
  * R1, R3 in Debian's Chromium against a real `next start` on PostgreSQL: an operator disables
@@ -26,11 +23,7 @@ let ws: number;
 const stack = consoleStack({
   beforeWeb: async ({ db }) => {
     ws = (await createWorkspace(db.pool, 'Parish registers')).workspace.id;
-    sink = await startMailSink({
-      smtpPort: await freePort(),
-      httpPort: await freePort(),
-      dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
-    });
+    sink = await startTestMailSink();
   },
   web: () => ({ QUIRE_SMTP_URL: sink.smtpUrl, LOG_LEVEL: 'warn' }),
   beforeClose: async () => {

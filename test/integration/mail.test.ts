@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { parseConfig, type QuireConfig } from '../../core/config';
@@ -10,10 +7,10 @@ import type { Principal, Role } from '../../core/roles';
 import { createAccount, membershipsOf, putMember } from '../../db/accounts';
 import { createSession, touchSession } from '../../db/sessions';
 import { createWorkspace } from '../../db/workspaces';
-import { type MailSink, startMailSink } from '../../scripts/lib/mailSink';
-import { freePort } from '../../scripts/lib/temporal';
+import type { MailSink } from '../../scripts/lib/mailSink';
 import { configureWeb } from '../../web/lib/server';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { startTestMailSink } from '../support/mailSink';
 
 /**
  * R9, X2, X6 through web/services/people.ts and web/services/passwords.ts, against a real
@@ -69,11 +66,7 @@ const linkIn = (text: string) =>
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  sink = await startMailSink({
-    smtpPort: await freePort(),
-    httpPort: await freePort(),
-    dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
-  });
+  sink = await startTestMailSink();
   settings = parseConfig({
     DATABASE_URL: db.url,
     QUIRE_SECRET_KEY: 'mail-test-secret-key-0123456789abcdefghijk',

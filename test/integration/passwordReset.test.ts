@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { parseConfig } from '../../core/config';
@@ -8,10 +5,10 @@ import { DomainError } from '../../core/errors';
 import { hashPassword } from '../../core/passwords';
 import { createAccount } from '../../db/accounts';
 import { createSession, touchSession } from '../../db/sessions';
-import { type MailSink, startMailSink } from '../../scripts/lib/mailSink';
-import { freePort } from '../../scripts/lib/temporal';
+import type { MailSink } from '../../scripts/lib/mailSink';
 import { configureWeb } from '../../web/lib/server';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { startTestMailSink } from '../support/mailSink';
 
 /**
  * R9 through web/services/passwords.ts, against a real PostgreSQL and a real SMTP sink
@@ -29,11 +26,7 @@ const people = () => import('../../web/services/people');
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  sink = await startMailSink({
-    smtpPort: await freePort(),
-    httpPort: await freePort(),
-    dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
-  });
+  sink = await startTestMailSink();
   configureWeb(
     parseConfig({
       DATABASE_URL: db.url,

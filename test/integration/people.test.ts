@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ACTOR } from '../../core/actor';
 import { parseConfig } from '../../core/config';
@@ -12,11 +9,11 @@ import { listInvitations } from '../../db/invitations';
 import { createOperatorKey } from '../../db/operatorKeys';
 import { createSession, touchSession } from '../../db/sessions';
 import { createWorkspace } from '../../db/workspaces';
-import { type MailSink, startMailSink } from '../../scripts/lib/mailSink';
-import { freePort } from '../../scripts/lib/temporal';
+import type { MailSink } from '../../scripts/lib/mailSink';
 import { configureWeb } from '../../web/lib/server';
 import { call, type RouteModule } from '../support/api';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { startTestMailSink } from '../support/mailSink';
 
 /**
  * R1, R3 through web/services/people.ts and the operator routes, against a real PostgreSQL:
@@ -107,11 +104,7 @@ async function invite(owner: Principal, email: string, role: Role) {
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  sink = await startMailSink({
-    smtpPort: await freePort(),
-    httpPort: await freePort(),
-    dir: mkdtempSync(join(tmpdir(), 'quire-mail-')),
-  });
+  sink = await startTestMailSink();
   configureWeb(
     parseConfig({
       DATABASE_URL: db.url,
